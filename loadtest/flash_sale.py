@@ -1,0 +1,65 @@
+"""Flash sale: many buyers, little stock, every instance at once.
+
+Buyers order items (one unit at a time) and seats (the first free one, so
+that buyers collide on the same seat, as at a real ticket release), and pay
+about half of what they get. A 409 (sold out, seat taken) is the expected
+answer once stock runs out; a 503 (lock not had in time) is counted as a
+failure. At the end the shop's audit decides whether the run was correct.
+
+    locust -f loadtest/flash_sale.py --headless -u 30 -r 30 -t 20s \\
+        --host http://127.0.0.1:8000 \\
+        --targets http://127.0.0.1:8000,http://127.0.0.1:8001,http://127.0.0.1:8002
+"""
+
+from __future__ import annotations
+
+import random
+
+from locust import between, task
+
+from loadtest.shop_user import ShopUser
+
+PAY_SHARE = 0.5  # of accepted orders, how many get paid
+
+
+class FlashSaleBuyer(ShopUser):
+    wait_time = between(0.0, 0.02)
+
+    def on_start(self) -> None:
+        super().on_start()
+        with self.client.get(self.url("/api/products"), name="/api/products",
+                             catch_response=True) as response:
+            if response.status_code != 200:
+                response.failure(f"cannot list products: {response.status_code}")
+                self.items, self.tickets = [], []
+                return
+            products = response.json()["products"]
+        self.items = [p["id"] for p in products if p["kind"] == "item"]
+        self.tickets = [p["id"] for p in products if p["kind"] == "ticket"]
+
+    @task(3)
+    def buy_item(self) -> None:
+        if self.items:
+            self._order({"product_id": random.choice(self.items), "quantity": 1}, "item")
+
+    @task(1)
+    def buy_seat(self) -> None:
+        if self.tickets:
+            self._order({"product_id": random.choice(self.tickets)}, "seat")
+
+    def _order(self, body: dict, what: str) -> None:
+        with self.client.post(self.url("/api/orders"), json=body, name=f"/api/orders [{what}]",
+                              catch_response=True) as response:
+            if response.status_code == 201:
+                order_id = response.json()["id"]
+            elif response.status_code == 409:
+                response.success()  # sold out or seat taken: the right answer
+                return
+            else:
+                response.failure(f"{response.status_code}: {response.text[:200]}")
+                return
+        if random.random() < PAY_SHARE:
+            with self.client.post(self.url(f"/api/orders/{order_id}/pay"),
+                                  name="/api/orders/[id]/pay", catch_response=True) as paid:
+                if paid.status_code != 200:
+                    paid.failure(f"{paid.status_code}: {paid.text[:200]}")

@@ -1,0 +1,86 @@
+"""What every lockshop locustfile shares: the instance list and the final audit.
+
+* ``--targets http://127.0.0.1:8000,http://127.0.0.1:8001`` (or the
+  ``LOCKSHOP_TARGETS`` variable) lists the instances; every request goes to
+  one of them at random, as a load balancer would spread them. Without it,
+  ``--host`` is the only target.
+* When the test stops, the shop's audit is read once (on the master in a
+  distributed run, never on the workers). If it is not correct, a failure
+  entry "AUDIT shop audit" is added to the statistics and Locust exits 1.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import urllib.request
+
+from locust import HttpUser, events
+from locust.runners import WorkerRunner
+
+log = logging.getLogger("lockshop.loadtest")
+
+
+@events.init_command_line_parser.add_listener
+def _add_arguments(parser) -> None:
+    parser.add_argument("--targets", type=str, env_var="LOCKSHOP_TARGETS", default="",
+                        help="comma-separated base URLs of the shop instances")
+    parser.add_argument("--admin-token", type=str, env_var="LOCKSHOP_ADMIN_TOKEN", default="",
+                        help="the shop's admin token, to read the audit", is_secret=True)
+
+
+def targets_of(environment) -> list[str]:
+    options = environment.parsed_options
+    listed = [t.strip().rstrip("/") for t in (options.targets if options else "").split(",")]
+    listed = [t for t in listed if t]
+    return listed or [(environment.host or "http://127.0.0.1:8000").rstrip("/")]
+
+
+def read_audit(base_url: str, token: str = "", timeout: float = 30.0) -> dict:
+    """GET /api/admin/audit from one instance; the audit is the same from all of them."""
+    request = urllib.request.Request(f"{base_url}/api/admin/audit")
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        return json.load(response)
+
+
+@events.test_stop.add_listener
+def _check_audit(environment, **_kwargs) -> None:
+    if isinstance(environment.runner, WorkerRunner):
+        return  # the master reads it, once
+    target = targets_of(environment)[0]
+    token = environment.parsed_options.admin_token if environment.parsed_options else ""
+    try:
+        audit = read_audit(target, token)
+    except Exception as error:  # noqa: BLE001 - any failure to read is a failed audit
+        _fail_audit(environment, f"could not read the audit from {target}: {error}")
+        return
+    totals = audit["totals"]
+    summary = ", ".join(f"{k} {totals[k]}" for k in
+                        ("sold", "remaining", "oversold", "lost_updates", "double_booked_seats"))
+    if audit["correct"]:
+        log.info("shop audit correct: %s", summary)
+    else:
+        _fail_audit(environment, f"shop audit NOT correct: {summary}")
+
+
+def _fail_audit(environment, message: str) -> None:
+    log.error(message)
+    environment.events.request.fire(request_type="AUDIT", name="shop audit", response_time=0,
+                                    response_length=0, exception=AssertionError(message),
+                                    context={})
+    environment.process_exit_code = 1
+
+
+class ShopUser(HttpUser):
+    """A shopper who talks to a random instance for every request."""
+
+    abstract = True
+
+    def on_start(self) -> None:
+        self.targets = targets_of(self.environment)
+
+    def url(self, path: str) -> str:
+        return random.choice(self.targets) + path

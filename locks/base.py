@@ -1,0 +1,184 @@
+"""The lock contract: one base class that owns everything backends share.
+
+A backend implements two primitive steps:
+
+* ``_try_acquire()``: one attempt, True if the lock is now ours; never blocks long.
+* ``_release()``: give the lock back; raise ``LockNotOwned`` or ``LockLost``
+  when the backend shows it was no longer ours.
+
+and may override two more:
+
+* ``_wait_for_release(seconds)``: how a waiter passes the time before its next
+  attempt. The default sleeps with exponential backoff and jitter; a backend
+  that can be *told* when the lock frees (a condition, a pub/sub message, a
+  ZooKeeper watch) overrides it and wakes up at once.
+* ``_still_held()``: ask the backend whether the lock is still ours. The
+  default trusts our own bookkeeping, which is right only for locks that
+  cannot expire.
+
+The base gives every lock the same public face: ``acquire(blocking, timeout)``
+returning a bool, ``release()``, ``with``, ``held``, ``ensure_held()`` and
+``fencing_token``, plus logging and metrics. A lock object belongs to one
+thread for one hold, as in redis-py: make a new one per critical section.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import socket
+import threading
+import time
+from abc import ABC, abstractmethod
+from types import TracebackType
+from typing import Callable
+
+from .errors import LockError, LockLost, LockNotAcquired, LockNotOwned
+from .metrics import MetricsRegistry
+from .metrics import metrics as default_metrics
+
+log = logging.getLogger("locks")
+
+Clock = Callable[[], float]
+Sleep = Callable[[float], None]
+
+
+def default_owner() -> str:
+    """Who is asking: host, process and thread, readable in a lock dump."""
+    return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
+
+
+class DistributedLock(ABC):
+    """A named mutual-exclusion lock whose backend is up to the subclass."""
+
+    #: First pause between attempts when waiting by polling; doubles up to the max.
+    poll_interval: float = 0.002
+    max_poll_interval: float = 0.05
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        strategy: str | None = None,
+        timeout: float = 5.0,
+        owner: str | None = None,
+        clock: Clock = time.monotonic,
+        sleep: Sleep = time.sleep,
+        metrics: MetricsRegistry = default_metrics,
+    ) -> None:
+        if not name:
+            raise ValueError("a lock needs a name")
+        if timeout < 0:
+            raise ValueError(f"timeout must be >= 0, got {timeout}")
+        self.name = name
+        self.strategy = strategy or type(self).__name__
+        self.default_timeout = timeout
+        self.owner = owner or default_owner()
+        self._clock = clock
+        self._sleep = sleep
+        self._metrics = metrics
+        self._acquired_at: float | None = None
+        self._next_poll = self.poll_interval
+        self._fencing_token: int | None = None
+
+    # --- the primitive steps a backend provides -------------------------
+
+    @abstractmethod
+    def _try_acquire(self) -> bool:
+        """Make one attempt; True when the lock is now ours."""
+
+    @abstractmethod
+    def _release(self) -> None:
+        """Give the lock back to the backend."""
+
+    def _wait_for_release(self, seconds: float) -> None:
+        """Pass at most ``seconds`` before the next attempt (default: poll with backoff)."""
+        # Jitter keeps waiters that started together from retrying together.
+        pause = min(seconds, self._next_poll * random.uniform(0.5, 1.5))
+        self._next_poll = min(self._next_poll * 2, self.max_poll_interval)
+        self._sleep(pause)
+
+    def _still_held(self) -> bool:
+        """Whether the backend still says the lock is ours."""
+        return True
+
+    # --- the public face --------------------------------------------------
+
+    @property
+    def held(self) -> bool:
+        """Whether this object acquired the lock and has not released it."""
+        return self._acquired_at is not None
+
+    @property
+    def fencing_token(self) -> int | None:
+        """A number that grows with every acquisition, where the backend can give one."""
+        return self._fencing_token
+
+    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
+        """Take the lock; wait up to ``timeout`` seconds when blocking. True if taken."""
+        if self.held:
+            raise RuntimeError(f"lock {self.name!r} is already held by this object")
+        timeout = self.default_timeout if timeout is None else timeout
+        started = self._clock()
+        deadline = started + (timeout if blocking else 0.0)
+        self._next_poll = self.poll_interval
+        while True:
+            if self._try_acquire():
+                self._acquired_at = self._clock()
+                waited = self._acquired_at - started
+                self._metrics.record(self.strategy, "acquired", waited)
+                log.debug("acquired %s (%s) after %.4fs", self.name, self.strategy, waited)
+                return True
+            remaining = deadline - self._clock()
+            if remaining <= 0:
+                self._metrics.record(self.strategy, "timeout", self._clock() - started)
+                log.debug("gave up on %s (%s) after %.3fs", self.name, self.strategy, timeout)
+                return False
+            self._wait_for_release(remaining)
+
+    def release(self) -> None:
+        """Give the lock back; raise ``LockNotOwned`` if this object does not hold it."""
+        if self._acquired_at is None:
+            raise LockNotOwned(self.name, self.owner)
+        held_for = self._clock() - self._acquired_at
+        self._acquired_at = None
+        try:
+            self._release()
+        except LockLost:
+            self._metrics.record(self.strategy, "lost")
+            raise
+        self._metrics.record(self.strategy, "released", held_for)
+        log.debug("released %s (%s) after %.4fs", self.name, self.strategy, held_for)
+
+    def ensure_held(self) -> None:
+        """Raise ``LockLost`` unless the lock is still ours: call it just before writing."""
+        if self._acquired_at is None:
+            raise LockLost(self.name, "not acquired, or already released")
+        if not self._still_held():
+            self._metrics.record(self.strategy, "lost")
+            raise LockLost(self.name, "the backend no longer shows this owner")
+
+    def __enter__(self) -> "DistributedLock":
+        if not self.acquire():
+            raise LockNotAcquired(self.name, self.default_timeout)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc is None:
+            self.release()
+            return
+        # The body already failed: release what we can, but let its error win.
+        try:
+            self.release()
+        except LockError as release_error:
+            log.warning("releasing %s after an error failed too: %s", self.name, release_error)
+
+    def __repr__(self) -> str:
+        state = "held" if self.held else "free"
+        return f"<{type(self).__name__} {self.name!r} {self.strategy} {state}>"

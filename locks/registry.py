@@ -1,0 +1,111 @@
+"""The strategy registry: every lock strategy by its stable name.
+
+A ``Strategy`` describes one entry of the catalogue (DESIGN.md, "Strategies")
+and knows how to open a ``LockFactory`` for it. Factories are opened once per
+process and hand out a fresh lock per critical section, sharing whatever the
+backend needs (a connection pool, a session) between them.
+
+The factory is named by a dotted path and imported only when opened, so that
+the catalogue can list a Redis strategy on a machine without redis-py and
+say that it is unavailable, instead of failing to import.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from .base import DistributedLock
+from .errors import UnknownStrategy
+
+
+@dataclass(frozen=True)
+class Backends:
+    """Where the backends live. Each is optional; a strategy names what it needs."""
+
+    redis_url: str | None = None
+    redis_urls: tuple[str, ...] = ()  # independent servers, for Redlock
+    zk_hosts: str | None = None
+    database_url: str | None = None
+
+
+class LockFactory:
+    """Makes locks of one strategy. Backends subclass it to hold their connections."""
+
+    lock_class: type[DistributedLock]
+
+    def __init__(self, strategy: "Strategy", backends: Backends, **lock_options: Any) -> None:
+        self.strategy = strategy
+        self.backends = backends
+        self.lock_options = lock_options
+
+    def lock(self, name: str, *, timeout: float = 5.0) -> DistributedLock:
+        """A new, unheld lock on ``name``."""
+        return self.lock_class(name, strategy=self.strategy.name, timeout=timeout,
+                               **self.lock_options)
+
+    def available(self) -> bool:
+        """Whether the backend answers right now."""
+        return True
+
+    def close(self) -> None:
+        """Let go of connections; locks made by this factory must not be used after."""
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """One row of the catalogue."""
+
+    name: str
+    family: str
+    summary: str
+    #: What a load run with several instances shows when the code is right.
+    correct_across_instances: bool
+    #: "module:Class" of the LockFactory subclass; imported when first opened.
+    factory: str
+    requires: tuple[str, ...] = ()
+    #: Why it fails, for the ones that are broken on purpose or by scope.
+    failure_mode: str = ""
+    options: dict[str, Any] = field(default_factory=dict)
+    #: Only for locks that exclude within one process and no further (``local``).
+    correct_within_one_process: bool | None = None
+
+    def expected_correct(self, instances: int) -> bool:
+        """Whether a run with this many instances should pass the audit."""
+        if instances == 1 and self.correct_within_one_process is not None:
+            return self.correct_within_one_process
+        return self.correct_across_instances
+
+    def open(self, backends: Backends) -> LockFactory:
+        module_name, _, class_name = self.factory.partition(":")
+        factory_class = getattr(importlib.import_module(module_name), class_name)
+        return factory_class(self, backends, **self.options)
+
+
+_strategies: dict[str, Strategy] = {}
+
+
+def register(strategy: Strategy) -> Strategy:
+    """Add ``strategy`` to the catalogue; its name must be new."""
+    if strategy.name in _strategies:
+        raise ValueError(f"strategy {strategy.name!r} is already registered")
+    _strategies[strategy.name] = strategy
+    return strategy
+
+
+def get(name: str) -> Strategy:
+    """The strategy called ``name``, or ``UnknownStrategy``."""
+    try:
+        return _strategies[name]
+    except KeyError:
+        raise UnknownStrategy(name, names()) from None
+
+
+def names() -> list[str]:
+    """Every registered name, in catalogue order."""
+    return list(_strategies)
+
+
+def all_strategies() -> list[Strategy]:
+    return list(_strategies.values())

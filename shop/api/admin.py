@@ -1,0 +1,81 @@
+"""Admin: reset the catalogue, switch the cluster's strategy, read the audit.
+
+When an admin token is configured, every request here must carry it as
+``Authorization: Bearer <token>`` (or ``X-Admin-Token: <token>``).
+"""
+
+from __future__ import annotations
+
+import hmac
+
+from flask import Blueprint, jsonify, request
+
+from ..audit import take_audit
+from ..catalogue import DEFAULT_CATALOGUE, parse_catalogue, reset_catalogue
+from ..errors import BadRequest, Unauthorized, Unprocessable
+from ..settings import MAX_BUSINESS_DELAY_MS, write_settings
+from ..state import shop
+from .validation import json_object, only_fields, whole_number
+
+admin = Blueprint("admin", __name__, url_prefix="/api/admin")
+
+
+@admin.before_request
+def require_token():
+    expected = shop().config.admin_token
+    if not expected:
+        return None
+    given = request.headers.get("X-Admin-Token", "")
+    scheme, _, bearer = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() == "bearer":
+        given = bearer.strip()
+    # compare_digest: the time taken must not tell how much of a guess was right.
+    if not hmac.compare_digest(given.encode(), expected.encode()):
+        raise Unauthorized("this endpoint needs the admin token "
+                           "(Authorization: Bearer <token>)")
+    return None
+
+
+@admin.post("/reset")
+def reset():
+    """Delete all orders and restore the catalogue (the one given, or the default)."""
+    body = json_object(required=False)
+    only_fields(body, {"products"})
+    specs = parse_catalogue(body["products"]) if "products" in body else DEFAULT_CATALOGUE
+    state = shop()
+    reset_catalogue(state.sessions, specs)
+    return jsonify({"reset": True, "products": len(specs), "audit": take_audit(state.sessions).as_dict()})
+
+
+@admin.get("/settings")
+def show_settings():
+    """Show the cluster-wide settings."""
+    return jsonify(shop().settings().as_dict())
+
+
+@admin.put("/settings")
+def change_settings():
+    """Switch the strategy and/or the business delay for every instance at once."""
+    body = json_object()
+    only_fields(body, {"strategy", "business_delay_ms"})
+    if not body:
+        raise BadRequest("give 'strategy', 'business_delay_ms' or both")
+    state = shop()
+    strategy = body.get("strategy")
+    if strategy is not None:
+        if not isinstance(strategy, str):
+            raise BadRequest("'strategy' must be a string")
+        if not state.guards.is_known(strategy):
+            raise Unprocessable(f"unknown strategy {strategy!r}",
+                                known=[s["name"] for s in state.guards.describe()])
+    delay = (whole_number(body, "business_delay_ms", low=0, high=MAX_BUSINESS_DELAY_MS)
+             if "business_delay_ms" in body else None)
+    with state.sessions.begin() as session:
+        write_settings(session, strategy=strategy, business_delay_ms=delay)
+    return jsonify(state.settings().as_dict())
+
+
+@admin.get("/audit")
+def audit():
+    """The audit, from the database: oversold, lost updates, double-booked seats."""
+    return jsonify(take_audit(shop().sessions).as_dict())

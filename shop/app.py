@@ -1,0 +1,63 @@
+"""The Flask app factory."""
+
+from __future__ import annotations
+
+import logging
+
+from flask import Flask, Response
+from sqlalchemy import Engine
+from sqlalchemy.exc import DBAPIError
+
+from locks import Backends
+
+from .config import Config
+from .db import make_engine, make_sessions
+from .models import Base
+from .settings import seed_settings
+from .state import ShopState
+from .strategies import Guards
+
+INSTANCE_HEADER = "X-Lockshop-Instance"
+
+log = logging.getLogger(__name__)
+
+
+def create_app(config: Config | None = None) -> Flask:
+    """Build a shop instance: one per process, all sharing one database."""
+    config = config or Config.from_env()
+    app = Flask(__name__)
+    app.json.sort_keys = False
+    app.config["MAX_CONTENT_LENGTH"] = 1024 * 1024
+
+    engine = make_engine(config.database_url)
+    create_schema(engine)
+    sessions = make_sessions(engine)
+    backends = Backends(redis_url=config.redis_url, redis_urls=config.redis_urls,
+                        zk_hosts=config.zk_hosts, database_url=config.database_url)
+    state = ShopState(config, engine, sessions, Guards(backends))
+    seed_settings(sessions, state.default_settings)
+    app.extensions["lockshop"] = state
+
+    from .api import register_api
+    from .web import web
+    register_api(app)
+    app.register_blueprint(web)
+
+    @app.after_request
+    def say_who_served(response: Response) -> Response:
+        response.headers[INSTANCE_HEADER] = config.instance
+        return response
+
+    return app
+
+
+def create_schema(engine: Engine) -> None:
+    """Create missing tables. Instances starting together may race: the loser retries."""
+    for attempt in (1, 2, 3):
+        try:
+            Base.metadata.create_all(engine)
+            return
+        except DBAPIError:
+            if attempt == 3:
+                raise
+            log.info("schema creation raced with another instance; checking again")

@@ -1,0 +1,279 @@
+"""The ``lockshop`` command: run the cluster, the demo, the audit.
+
+Errors end with one readable line on stderr and a non-zero exit:
+2 for bad input or a failed start, 1 for an audit that is not correct.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Sequence
+
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import SQLAlchemyError
+
+import locks
+
+from .audit import Audit, take_audit
+from .catalogue import reset_catalogue
+from .config import Config, ConfigError
+from .db import backend_name, make_engine, make_sessions, normalise_url
+from .errors import ShopError
+from .processes import StartError
+from .settings import ClusterSettings, MAX_BUSINESS_DELAY_MS, read_settings, write_settings
+from .table import format_table
+
+DEFAULT_RUNTIME_DIR = Path(".lockshop")
+
+
+class CliError(Exception):
+    """Something the user can fix; printed as one line."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        config = Config.from_env(**_overrides(args))
+        return args.run(args, config)
+    except KeyboardInterrupt:
+        return 130
+    except (CliError, ConfigError, ShopError, StartError, locks.UnknownStrategy,
+            SQLAlchemyError, OSError, ValueError) as error:
+        print(f"lockshop: error: {_one_line(error)}", file=sys.stderr)
+        return 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="lockshop", description="A shop that shows which locking strategies oversell.")
+    parser.add_argument("--database-url", help="overrides LOCKSHOP_DATABASE_URL "
+                        "(default: sqlite:///.lockshop/lockshop.db)")
+    commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
+
+    up = commands.add_parser("up", help="start N instances on one database until Ctrl-C")
+    up.add_argument("--instances", type=_positive, default=3)
+    up.add_argument("--port", type=_port, default=8000, help="first port (default 8000)")
+    up.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
+    up.add_argument("--threads", type=_positive, default=16, help="threads per instance")
+    up.add_argument("--strategy", help="switch the cluster to this strategy at start")
+    up.add_argument("--business-delay-ms", type=_delay, help="set the business delay at start")
+    up.add_argument("--reset", action="store_true", help="restore the default catalogue at start")
+    up.add_argument("--runtime-dir", type=Path, default=DEFAULT_RUNTIME_DIR)
+    up.set_defaults(run=cmd_up)
+
+    demo = commands.add_parser("demo", help="run a flash sale per strategy and print the table")
+    demo.add_argument("--instances", type=_positive, default=3)
+    demo.add_argument("--users", type=_positive, default=24, help="Locust users per run")
+    demo.add_argument("--run-time", type=_positive, default=8, help="seconds per run")
+    demo.add_argument("--business-delay-ms", type=_delay, default=20)
+    demo.add_argument("--strategies", help="comma-separated names (default: every available one)")
+    demo.add_argument("--keep", action="store_true", help="keep the runtime folder (logs, CSV)")
+    demo.set_defaults(run=cmd_demo)
+
+    audit = commands.add_parser("audit", help="print the audit; exit 1 if it is not correct")
+    audit.add_argument("--url", help="ask this instance instead of the database")
+    audit.add_argument("--json", action="store_true", help="print JSON")
+    audit.set_defaults(run=cmd_audit)
+
+    reset = commands.add_parser("reset", help="delete all orders and restore the catalogue")
+    reset.set_defaults(run=cmd_reset)
+
+    settings = commands.add_parser("settings", help="show or change the cluster's settings")
+    settings.add_argument("--strategy")
+    settings.add_argument("--business-delay-ms", type=_delay)
+    settings.set_defaults(run=cmd_settings)
+
+    strategies = commands.add_parser("strategies", help="list the strategies")
+    strategies.set_defaults(run=cmd_strategies)
+    return parser
+
+
+# --- commands -------------------------------------------------------------------
+
+def cmd_up(args: argparse.Namespace, config: Config) -> int:
+    from .launcher import Cluster
+
+    cluster = Cluster(config, instances=args.instances, port=args.port, host=args.host,
+                      threads=args.threads, runtime_dir=args.runtime_dir)
+    sessions = make_sessions(make_engine(cluster.config.database_url))
+    _raise_on_sigterm()
+    with cluster:
+        _apply_start_options(sessions, args)
+        print(f"lockshop: {args.instances} instance(s) on {_describe_db(cluster.config.database_url)}")
+        for instance in cluster.instances:
+            print(f"  {instance.name}  {instance.url}   (log: {instance.log_path})")
+        print(f"dashboard: {cluster.urls[0]}/    API: {cluster.urls[0]}/api/openapi.json")
+        print("Ctrl-C stops them all.", flush=True)
+        try:
+            while all(i.process.poll() is None for i in cluster.instances):
+                time.sleep(0.5)
+        except KeyboardInterrupt:
+            print("\nstopping…", flush=True)
+            return 0
+        dead = [i for i in cluster.instances if i.process.poll() is not None]
+        raise CliError(f"{dead[0].name} exited with {dead[0].process.returncode}; "
+                       f"see {dead[0].log_path}; stopped the others")
+
+
+def cmd_demo(args: argparse.Namespace, config: Config) -> int:
+    from .demo import run_demo
+
+    return run_demo(config, instances=args.instances, users=args.users,
+                    run_time_s=args.run_time, business_delay_ms=args.business_delay_ms,
+                    strategies=_names(args.strategies), keep=args.keep)
+
+
+def cmd_audit(args: argparse.Namespace, config: Config) -> int:
+    if args.url:
+        audit_dict = _fetch_json(f"{args.url.rstrip('/')}/api/admin/audit", config.admin_token)
+    else:
+        audit_dict = take_audit(_sessions(config)).as_dict()
+    if args.json:
+        print(json.dumps(audit_dict, indent=2))
+    else:
+        print(format_audit(audit_dict))
+    return 0 if audit_dict["correct"] else 1
+
+
+def cmd_reset(args: argparse.Namespace, config: Config) -> int:
+    reset_catalogue(_sessions(config))
+    print("catalogue restored, orders deleted")
+    return 0
+
+
+def cmd_settings(args: argparse.Namespace, config: Config) -> int:
+    sessions = _sessions(config)
+    if args.strategy is not None:
+        locks.get(args.strategy)  # UnknownStrategy names the known ones
+    with sessions.begin() as session:
+        write_settings(session, strategy=args.strategy, business_delay_ms=args.business_delay_ms)
+    with sessions.begin() as session:
+        current = read_settings(session, ClusterSettings(config.strategy, config.business_delay_ms))
+    print(f"strategy {current.strategy}, business delay {current.business_delay_ms} ms")
+    return 0
+
+
+def cmd_strategies(args: argparse.Namespace, config: Config) -> int:
+    rows = [(s.name, s.family, "yes" if s.correct_across_instances else "no", s.summary)
+            for s in locks.all_strategies()]
+    print(format_table(("name", "family", "correct across instances", "what it is"), rows))
+    return 0
+
+
+# --- helpers --------------------------------------------------------------------
+
+def format_audit(audit: dict) -> str:
+    rows = [(p["product_id"], p["sku"], p["kind"], p["initial"], p["remaining"], p["sold"],
+             p["oversold"], p["lost_updates"], p["double_booked_seats"],
+             "yes" if p["correct"] else "NO") for p in audit["products"]]
+    table = format_table(("id", "sku", "kind", "initial", "remaining", "sold", "oversold",
+                          "lost updates", "double-booked", "correct"), rows)
+    return f"{table}\n\naudit: {'correct' if audit['correct'] else 'NOT correct'}"
+
+
+def _sessions(config: Config):
+    url = normalise_url(config.database_url)
+    if backend_name(url) == "sqlite":
+        path = make_url(url).database
+        if not path or not Path(path).is_file():
+            raise CliError(f"no database at {path}: start the shop with 'lockshop up' "
+                           "or set LOCKSHOP_DATABASE_URL / --database-url")
+    from .app import create_schema
+    engine = make_engine(url)
+    create_schema(engine)
+    return make_sessions(engine)
+
+
+def _apply_start_options(sessions, args: argparse.Namespace) -> None:
+    from sqlalchemy import select
+
+    from .models import Product
+    if args.strategy is not None:
+        locks.get(args.strategy)
+    with sessions.begin() as session:
+        write_settings(session, strategy=args.strategy, business_delay_ms=args.business_delay_ms)
+        empty = session.scalar(select(Product.id).limit(1)) is None
+    if args.reset or empty:
+        reset_catalogue(sessions)
+
+
+def _fetch_json(url: str, token: str | None) -> dict:
+    request = urllib.request.Request(url)
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.load(response)
+    except urllib.error.HTTPError as error:
+        raise CliError(f"{url} answered {error.code}: {error.read()[:200].decode(errors='replace')}")
+    except urllib.error.URLError as error:
+        raise CliError(f"cannot reach {url}: {error.reason}")
+
+
+def _describe_db(url: str) -> str:
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def _raise_on_sigterm() -> None:
+    # SIGTERM takes the same clean path as Ctrl-C: stop every instance.
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, handler)
+
+
+def _overrides(args: argparse.Namespace) -> dict:
+    return {"database_url": args.database_url} if args.database_url else {}
+
+
+def _names(raw: str | None) -> list[str] | None:
+    if raw is None:
+        return None
+    names = [n.strip() for n in raw.split(",") if n.strip()]
+    for name in names:
+        locks.get(name)
+    return names
+
+
+def _positive(raw: str) -> int:
+    value = _int(raw)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _port(raw: str) -> int:
+    value = _int(raw)
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"not a port: {value}")
+    return value
+
+
+def _delay(raw: str) -> int:
+    value = _int(raw)
+    if not 0 <= value <= MAX_BUSINESS_DELAY_MS:
+        raise argparse.ArgumentTypeError(f"must be 0 to {MAX_BUSINESS_DELAY_MS} ms, got {value}")
+    return value
+
+
+def _int(raw: str) -> int:
+    try:
+        return int(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {raw!r}") from None
+
+
+def _one_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return text[0] if text else type(error).__name__
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,80 @@
+"""Configuration: read once from ``LOCKSHOP_*`` environment variables.
+
+Configuration flows one way: environment -> ``Config`` -> app factory ->
+strategy factory. No other module reads ``os.environ``.
+
+Cluster-wide settings that change at run time (the current strategy, the
+business delay) live in the database instead, so that switching them once
+switches every instance; the values here only seed them.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass, field, fields, replace
+from typing import Mapping
+
+PREFIX = "LOCKSHOP_"
+DEFAULT_DATABASE_URL = "sqlite:///.lockshop/lockshop.db"  # relative to the working directory
+
+
+class ConfigError(ValueError):
+    """A configuration value is missing or malformed."""
+
+
+@dataclass(frozen=True)
+class Config:
+    database_url: str = DEFAULT_DATABASE_URL
+    #: Strategy and delay written to the settings table when it is first created.
+    strategy: str = "none"
+    business_delay_ms: int = 0
+    #: How long an order waits for its lock before answering 503.
+    lock_timeout_ms: int = 5000
+    instance: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}")
+    #: When set, admin endpoints require ``Authorization: Bearer <token>``.
+    admin_token: str | None = None
+    redis_url: str | None = None
+    redis_urls: tuple[str, ...] = ()
+    zk_hosts: str | None = None
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides) -> "Config":
+        """Build from ``LOCKSHOP_<FIELD>`` variables; ``overrides`` win over them."""
+        environ = os.environ if environ is None else environ
+        values: dict = {}
+        for f in fields(cls):
+            raw = environ.get(PREFIX + f.name.upper())
+            if raw is None or raw == "":
+                continue
+            values[f.name] = _parse(f.name, raw, f.type)
+        config = cls(**values)
+        return replace(config, **overrides) if overrides else config
+
+    def to_env(self) -> dict[str, str]:
+        """The ``LOCKSHOP_*`` variables that rebuild this config in a child process."""
+        env = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is None or value == ():
+                continue
+            env[PREFIX + f.name.upper()] = ",".join(value) if isinstance(value, tuple) else str(value)
+        return env
+
+    def __post_init__(self) -> None:
+        if self.business_delay_ms < 0:
+            raise ConfigError(f"{PREFIX}BUSINESS_DELAY_MS must be >= 0, got {self.business_delay_ms}")
+        if self.lock_timeout_ms < 0:
+            raise ConfigError(f"{PREFIX}LOCK_TIMEOUT_MS must be >= 0, got {self.lock_timeout_ms}")
+
+
+def _parse(name: str, raw: str, type_name: object) -> object:
+    kind = str(type_name)
+    if kind == "int":
+        try:
+            return int(raw)
+        except ValueError:
+            raise ConfigError(f"{PREFIX}{name.upper()} must be a whole number, got {raw!r}") from None
+    if kind.startswith("tuple"):
+        return tuple(part.strip() for part in raw.split(",") if part.strip())
+    return raw

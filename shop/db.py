@@ -1,0 +1,70 @@
+"""Engines and sessions for SQLite, PostgreSQL and MariaDB/MySQL.
+
+Transactions are part of the lesson, so the order path opens them itself
+(``with sessions.begin() as session:``). This module only makes sure a
+transaction is a real one on every database.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session, sessionmaker
+
+# Driverless URLs name the drivers we ship extras for.
+_DEFAULT_DRIVERS = {"postgresql": "postgresql+psycopg", "mysql": "mysql+pymysql",
+                    "mariadb": "mariadb+pymysql"}
+
+
+def normalise_url(url: str) -> str:
+    """``postgresql://…`` -> ``postgresql+psycopg://…`` and so on; others unchanged."""
+    scheme, sep, rest = url.partition("://")
+    return _DEFAULT_DRIVERS.get(scheme, scheme) + sep + rest if sep else url
+
+
+def backend_name(url: str) -> str:
+    """'sqlite', 'postgresql' or 'mysql' (MariaDB counts as mysql)."""
+    name = make_url(normalise_url(url)).get_backend_name()
+    return "mysql" if name == "mariadb" else name
+
+
+def make_engine(url: str) -> Engine:
+    url = normalise_url(url)
+    if backend_name(url) == "sqlite":
+        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+        _make_sqlite_transactional(engine)
+        return engine
+    # One pooled connection per server thread, and some spare for the jobs.
+    return create_engine(url, pool_size=20, max_overflow=10, pool_pre_ping=True,
+                         pool_recycle=1800)
+
+
+def _make_sqlite_transactional(engine: Engine) -> None:
+    # pysqlite defers BEGIN until the first write, so a "transaction" that
+    # reads first is not one. SQLAlchemy's documented fix: turn the driver's
+    # handling off and emit BEGIN ourselves.
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection, _record) -> None:  # pragma: no cover - driver hook
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        # WAL lets readers run while one process writes; the busy timeout makes
+        # a writer wait for the file lock instead of failing at once.
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection) -> None:  # pragma: no cover - driver hook
+        connection.exec_driver_sql("BEGIN")
+
+
+def make_sessions(engine: Engine) -> sessionmaker[Session]:
+    return sessionmaker(engine, expire_on_commit=False)
+
+
+def is_unavailable(error: DBAPIError) -> bool:
+    """Whether a database error means "cannot reach the database" rather than bad SQL."""
+    return bool(error.connection_invalidated) or type(error.orig).__name__ in {
+        "OperationalError", "InterfaceError"}

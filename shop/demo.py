@@ -1,0 +1,109 @@
+"""The main job: one flash sale per strategy, then one table of what happened.
+
+For every strategy (``local`` twice: on one instance and on all of them) the
+demo resets the catalogue, switches the cluster to the strategy, runs Locust
+headless for a fixed time against the instances, and reads the audit. Every
+figure in the table except requests/s and latency comes from the audit, that
+is, from the database.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import locks
+from loadtest.runner import run_locust
+
+from .client import ShopClient
+from .config import DEFAULT_DATABASE_URL, Config
+from .launcher import Cluster
+from .table import format_table
+
+#: Enough stock that the correct strategies are still selling when the run
+#: is half over, so their throughput is measured while they work.
+DEMO_CATALOGUE = [
+    {"sku": "keyboard", "name": "Mechanical keyboard", "kind": "item", "stock": 150},
+    {"sku": "mug", "name": "Lockshop mug", "kind": "item", "stock": 150},
+    {"sku": "concert", "name": "Concert, rows A-F", "kind": "ticket", "seats": 60},
+]
+
+
+@dataclass(frozen=True)
+class DemoRun:
+    strategy: locks.Strategy
+    instances: int
+
+    @property
+    def expected_correct(self) -> bool:
+        return self.strategy.expected_correct(self.instances)
+
+
+def demo_plan(instances: int, names: list[str] | None) -> list[DemoRun]:
+    chosen = [locks.get(n) for n in names] if names else locks.all_strategies()
+    runs = []
+    for strategy in chosen:
+        if strategy.correct_within_one_process is not None and instances > 1:
+            runs.append(DemoRun(strategy, 1))  # the in-process lock, where it works
+        runs.append(DemoRun(strategy, instances))
+    return runs
+
+
+def run_demo(config: Config, *, instances: int = 3, users: int = 24, run_time_s: int = 8,
+             business_delay_ms: int = 20, strategies: list[str] | None = None,
+             keep: bool = False) -> int:
+    runtime = Path(tempfile.mkdtemp(prefix="lockshop-demo-"))
+    if config.database_url == DEFAULT_DATABASE_URL:
+        # A fresh database of its own: the demo never touches the user's shop.
+        config = replace(config, database_url=f"sqlite:///{runtime / 'demo.db'}")
+    config = replace(config, admin_token=config.admin_token or secrets.token_urlsafe(16))
+    plan = demo_plan(instances, strategies)
+    rows, surprises = [], []
+    try:
+        with Cluster(config, instances=instances, runtime_dir=runtime) as cluster:
+            admin = ShopClient(cluster.urls[0], config.admin_token)
+            _say(f"{instances} instances up: {', '.join(cluster.urls)}; "
+                 f"{len(plan)} runs of {run_time_s}s with {users} Locust users, "
+                 f"business delay {business_delay_ms} ms")
+            for number, run in enumerate(plan, start=1):
+                name = run.strategy.name
+                _say(f"[{number}/{len(plan)}] {name} on {run.instances} instance(s)…")
+                admin.reset(DEMO_CATALOGUE)
+                admin.set_settings(strategy=name, business_delay_ms=business_delay_ms)
+                result = run_locust(cluster.urls[:run.instances], users=users,
+                                    run_time_s=run_time_s, admin_token=config.admin_token,
+                                    csv_prefix=runtime / f"{number:02d}-{name}-{run.instances}")
+                audit = admin.audit()
+                totals = audit["totals"]
+                verdict = "correct" if audit["correct"] else "OVERSOLD"
+                if audit["correct"] != run.expected_correct:
+                    surprises.append(f"{name} on {run.instances} instance(s) was {verdict}, "
+                                     f"expected {'correct' if run.expected_correct else 'to oversell'}")
+                rows.append((name, run.instances, totals["orders"], totals["sold"],
+                             totals["remaining"], totals["oversold"], totals["lost_updates"],
+                             totals["double_booked_seats"], result.requests_per_second,
+                             round(result.p95_ms), verdict,
+                             "correct" if run.expected_correct else "oversells"))
+    finally:
+        if keep:
+            _say(f"kept {runtime} (instance logs, Locust CSV)")
+        else:
+            shutil.rmtree(runtime, ignore_errors=True)
+    print()
+    print(format_table(("strategy", "instances", "orders", "sold", "remaining", "oversold",
+                        "lost updates", "double-booked", "req/s", "p95 ms", "audit", "expected"),
+                       rows))
+    print()
+    for surprise in surprises:
+        print(f"UNEXPECTED: {surprise}")
+    if not surprises:
+        print("Every strategy behaved as the catalogue says.")
+    return 1 if surprises else 0
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)

@@ -1,0 +1,100 @@
+"""The shop's tables: products, seats, orders and cluster-wide settings.
+
+Times are stored as naive UTC: SQLite has no time zones, and one convention
+on all three databases keeps the audit's arithmetic simple.
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import UTC, datetime
+
+from sqlalchemy import ForeignKey, Index, Integer, String, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class ProductKind(str, enum.Enum):
+    ITEM = "item"      # a stock count
+    TICKET = "ticket"  # named seats; the stock count is the number of free seats
+
+
+class OrderStatus(str, enum.Enum):
+    PENDING = "pending"
+    PAID = "paid"
+    CANCELLED = "cancelled"
+    EXPIRED = "expired"
+
+
+#: Orders that hold stock (or a seat). Cancelled and expired ones gave it back.
+LIVE_STATUSES = (OrderStatus.PENDING.value, OrderStatus.PAID.value)
+
+
+class Product(Base):
+    __tablename__ = "products"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    sku: Mapped[str] = mapped_column(String(64), unique=True)
+    name: Mapped[str] = mapped_column(String(200))
+    kind: Mapped[str] = mapped_column(String(16))
+    price_cents: Mapped[int] = mapped_column(Integer, default=0)
+    #: Stock at the last reset: the audit's "initial".
+    initial_stock: Mapped[int] = mapped_column(Integer)
+    #: What the order path reads, checks and writes.
+    stock: Mapped[int] = mapped_column(Integer)
+
+    def as_dict(self) -> dict:
+        return {"id": self.id, "sku": self.sku, "name": self.name, "kind": self.kind,
+                "price_cents": self.price_cents, "initial_stock": self.initial_stock,
+                "stock": self.stock}
+
+
+class Seat(Base):
+    __tablename__ = "seats"
+    __table_args__ = (UniqueConstraint("product_id", "label"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    product_id: Mapped[int] = mapped_column(ForeignKey("products.id", ondelete="CASCADE"))
+    label: Mapped[str] = mapped_column(String(16))
+
+
+class Order(Base):
+    __tablename__ = "orders"
+    # Deliberately no unique constraint on (product_id, seat): the database
+    # would then catch a double booking that the lock is supposed to prevent,
+    # and the demo could not show the failure. The audit counts them instead.
+    __table_args__ = (Index("ix_orders_product_status", "product_id", "status"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    product_id: Mapped[int] = mapped_column(ForeignKey("products.id", ondelete="CASCADE"))
+    quantity: Mapped[int] = mapped_column(Integer)
+    seat: Mapped[str | None] = mapped_column(String(16), default=None)
+    status: Mapped[str] = mapped_column(String(16), default=OrderStatus.PENDING.value)
+    #: Which instance took the order, and which strategy guarded it.
+    instance: Mapped[str] = mapped_column(String(100))
+    strategy: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    paid_at: Mapped[datetime | None] = mapped_column(default=None)
+
+    def as_dict(self) -> dict:
+        return {"id": self.id, "product_id": self.product_id, "quantity": self.quantity,
+                "seat": self.seat, "status": self.status, "instance": self.instance,
+                "strategy": self.strategy,
+                "created_at": self.created_at.isoformat() + "Z",
+                "paid_at": self.paid_at.isoformat() + "Z" if self.paid_at else None}
+
+
+class Setting(Base):
+    """A cluster-wide setting every instance reads: one row per key."""
+
+    __tablename__ = "settings"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(String(255))

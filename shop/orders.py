@@ -1,0 +1,171 @@
+"""The order path: the classic read-check-write, deliberately non-atomic.
+
+Steps, as in every article on distributed locks:
+
+1. **read** the stock (and, for a ticket, which seats are taken);
+2. **check** that the order fits;
+3. wait the **business delay**, standing in for a payment check or a slow
+   service call; it widens the race window so that a broken strategy fails
+   every time rather than by luck;
+4. **write** ``stock = <what we read> - quantity`` and
+5. **insert** the order, in one transaction.
+
+Steps 1 and 4-5 are separate transactions on purpose: that is how most code
+that loads an object, thinks, and saves it behaves, and it is the window a
+lock must close. The lock is taken before step 1 and released only after the
+write transaction has committed. Releasing it before the commit is a classic
+bug: the next holder would read the stock before our write is visible.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from locks import DistributedLock, LockError, LockFactory, LockNotAcquired
+
+from .errors import NotFound, OrderNotPending, SeatTaken, SoldOut, Unprocessable
+from .models import LIVE_STATUSES, Order, OrderStatus, Product, ProductKind, Seat, utcnow
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class OrderRequest:
+    product_id: int
+    quantity: int = 1
+    seat: str | None = None
+
+
+@dataclass(frozen=True)
+class OrderContext:
+    """Who takes the order and how: the instance, the strategy, the delay."""
+
+    instance: str
+    strategy: str
+    business_delay_ms: int
+    lock_timeout_ms: int
+
+
+def lock_name(product_id: int) -> str:
+    """One lock per product: orders for different products never wait for each other."""
+    return f"product:{product_id}"
+
+
+def place_order(sessions: sessionmaker[Session], guard: LockFactory, request: OrderRequest,
+                context: OrderContext, sleep: Callable[[float], None] = time.sleep) -> Order:
+    """Run the order path under ``guard``'s lock; return the new order."""
+    kind = _check_request(sessions, request)
+    lock = guard.lock(lock_name(request.product_id), timeout=context.lock_timeout_ms / 1000)
+    if not lock.acquire():
+        raise LockNotAcquired(lock.name, lock.default_timeout)
+    try:
+        # 1. read (a short transaction of its own)
+        with sessions.begin() as session:
+            stock = session.scalar(select(Product.stock).where(Product.id == request.product_id))
+            free = _free_seats(session, request.product_id) if kind is ProductKind.TICKET else []
+        # 2. check
+        if stock is None:
+            raise NotFound(f"product {request.product_id} was removed")
+        if stock < request.quantity:
+            raise SoldOut(f"product {request.product_id} is sold out "
+                          f"({stock} left, {request.quantity} asked)", remaining=stock)
+        seat = _choose_seat(request, free) if kind is ProductKind.TICKET else None
+        # 3. the business delay: the race window
+        if context.business_delay_ms:
+            sleep(context.business_delay_ms / 1000)
+        # 4. write and 5. insert, in one transaction
+        with sessions.begin() as session:
+            session.execute(update(Product).where(Product.id == request.product_id)
+                            .values(stock=stock - request.quantity))
+            order = Order(product_id=request.product_id, quantity=request.quantity, seat=seat,
+                          status=OrderStatus.PENDING.value, instance=context.instance,
+                          strategy=context.strategy)
+            session.add(order)
+            session.flush()
+            # Last moment to find out that the lock expired or its session
+            # ended: raising here rolls the whole write back.
+            lock.ensure_held()
+        return order
+    finally:
+        _release_quietly(lock)
+
+
+def pay_order(sessions: sessionmaker[Session], order_id: int) -> Order:
+    """Mark a pending order paid; 404 if unknown, 409 if it is not pending."""
+    with sessions.begin() as session:
+        # One conditional UPDATE: two payments of one order cannot both succeed.
+        paid = session.execute(
+            update(Order).where(Order.id == order_id, Order.status == OrderStatus.PENDING.value)
+            .values(status=OrderStatus.PAID.value, paid_at=utcnow()))
+        order = session.get(Order, order_id)
+        if order is None:
+            raise NotFound(f"order {order_id} not found")
+        if paid.rowcount == 0:
+            raise OrderNotPending(f"order {order_id} is {order.status}, not pending",
+                                  status=order.status)
+        return order
+
+
+def get_order(sessions: sessionmaker[Session], order_id: int) -> Order:
+    with sessions.begin() as session:
+        order = session.get(Order, order_id)
+        if order is None:
+            raise NotFound(f"order {order_id} not found")
+        return order
+
+
+# --- helpers ----------------------------------------------------------------
+
+def _check_request(sessions: sessionmaker[Session], request: OrderRequest) -> ProductKind:
+    """Refuse what can be refused before taking a lock (unknown product, wrong kind)."""
+    with sessions.begin() as session:
+        kind = session.scalar(select(Product.kind).where(Product.id == request.product_id))
+        if kind is None:
+            raise NotFound(f"product {request.product_id} not found")
+        if kind == ProductKind.ITEM.value:
+            if request.seat is not None:
+                raise Unprocessable(f"product {request.product_id} is an item: it has no seats")
+            return ProductKind.ITEM
+        if request.quantity != 1:
+            raise Unprocessable("a ticket order is for exactly one seat (quantity 1)")
+        if request.seat is not None and session.scalar(
+                select(Seat.id).where(Seat.product_id == request.product_id,
+                                      Seat.label == request.seat)) is None:
+            raise Unprocessable(f"product {request.product_id} has no seat {request.seat!r}")
+        return ProductKind.TICKET
+
+
+def _free_seats(session: Session, product_id: int) -> list[str]:
+    """Seat labels in seat-map order, less those held by a live order."""
+    taken = set(session.scalars(select(Order.seat).where(
+        Order.product_id == product_id, Order.status.in_(LIVE_STATUSES),
+        Order.seat.is_not(None))))
+    labels = session.scalars(select(Seat.label).where(Seat.product_id == product_id)
+                             .order_by(Seat.id))
+    return [label for label in labels if label not in taken]
+
+
+def _choose_seat(request: OrderRequest, free: list[str]) -> str:
+    """The named seat if it is free; otherwise the first free one."""
+    if request.seat is None:
+        if not free:
+            raise SoldOut(f"product {request.product_id} has no free seat", remaining=0)
+        return free[0]
+    if request.seat not in free:
+        raise SeatTaken(f"seat {request.seat} is taken", seat=request.seat)
+    return request.seat
+
+
+def _release_quietly(lock: DistributedLock) -> None:
+    # A failed release must not hide the order's own outcome (committed or
+    # not, it is decided by now); the lock's metrics count it and we log it.
+    try:
+        lock.release()
+    except LockError as error:
+        log.warning("release after order failed: %s", error)

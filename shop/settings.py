@@ -1,0 +1,58 @@
+"""Cluster-wide settings: one row per key in the ``settings`` table.
+
+Every instance reads them on every order, so switching the strategy once
+switches the whole cluster at once (there is no cache to go stale).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, sessionmaker
+
+from .models import Setting
+
+MAX_BUSINESS_DELAY_MS = 10_000
+
+
+@dataclass(frozen=True)
+class ClusterSettings:
+    strategy: str
+    business_delay_ms: int
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def read_settings(session: Session, defaults: ClusterSettings) -> ClusterSettings:
+    rows = dict(session.execute(select(Setting.key, Setting.value)).tuples().all())
+    return ClusterSettings(
+        strategy=rows.get("strategy", defaults.strategy),
+        business_delay_ms=int(rows.get("business_delay_ms", defaults.business_delay_ms)),
+    )
+
+
+def write_settings(session: Session, **values: object) -> None:
+    """Store the given settings; keys not given keep their values."""
+    for key, value in values.items():
+        if value is None:
+            continue
+        row = session.get(Setting, key)
+        if row is None:
+            session.add(Setting(key=key, value=str(value)))
+        else:
+            row.value = str(value)
+
+
+def seed_settings(sessions: sessionmaker[Session], defaults: ClusterSettings) -> None:
+    """Write the defaults where no instance has written anything yet."""
+    try:
+        with sessions.begin() as session:
+            present = set(session.execute(select(Setting.key)).scalars())
+            for key, value in defaults.as_dict().items():
+                if key not in present:
+                    session.add(Setting(key=key, value=str(value)))
+    except IntegrityError:
+        pass  # another instance seeded them at the same moment: theirs stand

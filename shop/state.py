@@ -1,0 +1,45 @@
+"""What one shop process holds: its configuration, database and lock factories."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flask import current_app
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session, sessionmaker
+
+from .config import Config
+from .models import Order
+from .orders import OrderContext, OrderRequest, place_order
+from .settings import ClusterSettings, read_settings
+from .strategies import Guards
+
+
+@dataclass
+class ShopState:
+    config: Config
+    engine: Engine
+    sessions: sessionmaker[Session]
+    guards: Guards
+
+    @property
+    def default_settings(self) -> ClusterSettings:
+        return ClusterSettings(self.config.strategy, self.config.business_delay_ms)
+
+    def settings(self) -> ClusterSettings:
+        """The cluster's current settings, read fresh from the database."""
+        with self.sessions.begin() as session:
+            return read_settings(session, self.default_settings)
+
+    def place_order(self, request: OrderRequest) -> Order:
+        """Place an order under the cluster's current strategy and business delay."""
+        settings = self.settings()
+        context = OrderContext(instance=self.config.instance, strategy=settings.strategy,
+                               business_delay_ms=settings.business_delay_ms,
+                               lock_timeout_ms=self.config.lock_timeout_ms)
+        return place_order(self.sessions, self.guards.factory(settings.strategy), request, context)
+
+
+def shop() -> ShopState:
+    """The state of the app handling the current request."""
+    return current_app.extensions["lockshop"]

@@ -1,0 +1,91 @@
+"""The web UI: a self-refreshing dashboard, a buy page and a seat map.
+
+Server-rendered; the only script re-fetches the dashboard panel every two
+seconds. Errors are shown on the page with the same status the API would use.
+"""
+
+from __future__ import annotations
+
+import hmac
+
+from flask import Blueprint, redirect, render_template, request, url_for
+from sqlalchemy import select
+
+from locks import LockError
+
+from .api.products import seat_map
+from .audit import take_audit
+from .errors import NotFound, ShopError, Unauthorized, Unprocessable
+from .models import Product, ProductKind
+from .orders import OrderRequest
+from .settings import write_settings
+from .state import shop
+
+web = Blueprint("web", __name__)
+
+
+@web.get("/")
+def dashboard():
+    """Show the dashboard."""
+    return render_template("dashboard.html", **_dashboard_data())
+
+
+@web.get("/panel")
+def panel():
+    """Render the part of the dashboard that refreshes itself."""
+    return render_template("_panel.html", **_dashboard_data())
+
+
+@web.post("/settings")
+def change_strategy():
+    """Switch the cluster's strategy from the dashboard."""
+    state = shop()
+    token = state.config.admin_token
+    if token and not hmac.compare_digest(request.form.get("token", "").encode(), token.encode()):
+        raise Unauthorized("the admin token is wrong")
+    strategy = request.form.get("strategy", "")
+    if not state.guards.is_known(strategy):
+        raise Unprocessable(f"unknown strategy {strategy!r}")
+    with state.sessions.begin() as session:
+        write_settings(session, strategy=strategy)
+    return redirect(url_for(".dashboard"), code=303)
+
+
+@web.route("/products/<int:product_id>", methods=["GET", "POST"])
+def buy(product_id: int):
+    """Show a product to buy (a seat map for a ticket); POST buys it."""
+    message, status = None, 200
+    if request.method == "POST":
+        message, status = _buy_from_form(product_id)
+    with shop().sessions.begin() as session:
+        product = session.get(Product, product_id)
+        if product is None:
+            raise NotFound(f"product {product_id} not found")
+        seats = seat_map(session, product_id) if product.kind == ProductKind.TICKET.value else []
+    return render_template("buy.html", product=product, seats=seats, message=message,
+                           instance=shop().config.instance), status
+
+
+def _buy_from_form(product_id: int) -> tuple[dict, int]:
+    try:
+        quantity = int(request.form.get("quantity", "1"))
+    except ValueError:
+        return {"ok": False, "text": "quantity must be a whole number"}, 400
+    seat = request.form.get("seat") or None
+    try:
+        order = shop().place_order(OrderRequest(product_id, quantity, seat))
+    except ShopError as error:
+        return {"ok": False, "text": error.message}, error.status
+    except LockError as error:
+        return {"ok": False, "text": f"try again: {error}"}, 503
+    where = f" (seat {order.seat})" if order.seat else ""
+    return {"ok": True, "text": f"order {order.id} placed{where} by {order.instance}"}, 201
+
+
+def _dashboard_data() -> dict:
+    state = shop()
+    with state.sessions.begin() as session:
+        names = dict(session.execute(select(Product.id, Product.name)).tuples().all())
+    return {"audit": take_audit(state.sessions), "names": names, "settings": state.settings(),
+            "strategies": state.guards.describe(), "instance": state.config.instance,
+            "token_required": bool(state.config.admin_token)}
