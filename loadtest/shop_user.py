@@ -16,8 +16,10 @@ import logging
 import random
 import urllib.request
 
+import gevent
 from locust import HttpUser, events
 from locust.runners import WorkerRunner
+from locust.stats import CSV_STATS_INTERVAL_SEC
 
 log = logging.getLogger("lockshop.loadtest")
 
@@ -72,6 +74,10 @@ def _fail_audit(environment, message: str) -> None:
                                     response_length=0, exception=AssertionError(message),
                                     context={})
     environment.process_exit_code = 1
+    # Locust rewrites its CSV files from a greenlet once per interval, and the
+    # run ends right after this event: yield for one interval so the failure
+    # is in <prefix>_failures.csv and _stats.csv, not only on the screen.
+    gevent.sleep(CSV_STATS_INTERVAL_SEC + 0.2)
 
 
 class ShopUser(HttpUser):

@@ -144,7 +144,7 @@ def cmd_audit(args: argparse.Namespace, config: Config) -> int:
 
 
 def cmd_reset(args: argparse.Namespace, config: Config) -> int:
-    reset_catalogue(_sessions(config))
+    reset_catalogue(_sessions(config, create=True))
     print("catalogue restored, orders deleted")
     return 0
 
@@ -179,15 +179,16 @@ def format_audit(audit: dict) -> str:
     return f"{table}\n\naudit: {'correct' if audit['correct'] else 'NOT correct'}"
 
 
-def _sessions(config: Config):
+def _sessions(config: Config, create: bool = False):
     url = normalise_url(config.database_url)
-    if backend_name(url) == "sqlite":
+    if backend_name(url) == "sqlite" and not create:
         path = make_url(url).database
         if not path or not Path(path).is_file():
             raise CliError(f"no database at {path}: start the shop with 'lockshop up' "
                            "or set LOCKSHOP_DATABASE_URL / --database-url")
     from .app import create_schema
-    engine = make_engine(url)
+    from .launcher import absolute_sqlite_url
+    engine = make_engine(absolute_sqlite_url(url))
     create_schema(engine)
     return make_sessions(engine)
 

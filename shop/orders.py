@@ -34,6 +34,9 @@ from .models import LIVE_STATUSES, Order, OrderStatus, Product, ProductKind, Sea
 
 log = logging.getLogger(__name__)
 
+#: The most units one order may ask for.
+MAX_QUANTITY = 100
+
 
 @dataclass(frozen=True)
 class OrderRequest:
@@ -124,6 +127,9 @@ def get_order(sessions: sessionmaker[Session], order_id: int) -> Order:
 
 def _check_request(sessions: sessionmaker[Session], request: OrderRequest) -> ProductKind:
     """Refuse what can be refused before taking a lock (unknown product, wrong kind)."""
+    if not 1 <= request.quantity <= MAX_QUANTITY:
+        raise Unprocessable(f"'quantity' must be between 1 and {MAX_QUANTITY}, "
+                            f"got {request.quantity}")
     with sessions.begin() as session:
         kind = session.scalar(select(Product.kind).where(Product.id == request.product_id))
         if kind is None:

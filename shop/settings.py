@@ -27,7 +27,7 @@ class ClusterSettings:
 
 
 def read_settings(session: Session, defaults: ClusterSettings) -> ClusterSettings:
-    rows = dict(session.execute(select(Setting.key, Setting.value)).tuples().all())
+    rows = dict(session.execute(select(Setting.key, Setting.value)).all())
     return ClusterSettings(
         strategy=rows.get("strategy", defaults.strategy),
         business_delay_ms=int(rows.get("business_delay_ms", defaults.business_delay_ms)),

@@ -85,7 +85,7 @@ def _buy_from_form(product_id: int) -> tuple[dict, int]:
 def _dashboard_data() -> dict:
     state = shop()
     with state.sessions.begin() as session:
-        names = dict(session.execute(select(Product.id, Product.name)).tuples().all())
+        names = dict(session.execute(select(Product.id, Product.name)).all())
     return {"audit": take_audit(state.sessions), "names": names, "settings": state.settings(),
             "strategies": state.guards.describe(), "instance": state.config.instance,
             "token_required": bool(state.config.admin_token)}

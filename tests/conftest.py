@@ -1,0 +1,148 @@
+"""Fixtures: real databases, real shop instances, real servers.
+
+PostgreSQL and MariaDB are the servers running on this machine (override
+with LOCKSHOP_TEST_POSTGRES_ADMIN_URL / LOCKSHOP_TEST_MYSQL_ADMIN_URL); each
+test gets a database of its own, created and dropped here. When a server is
+missing, a test skips with a loud reason, unless LOCKSHOP_REQUIRE_SERVERS=1
+(set by CI), which turns the skip into a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from shop import create_app
+from shop.catalogue import reset_catalogue
+from shop.config import Config
+from shop.launcher import Cluster
+
+POSTGRES_ADMIN_URL = os.environ.get("LOCKSHOP_TEST_POSTGRES_ADMIN_URL",
+                                    "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+MYSQL_ADMIN_URL = os.environ.get("LOCKSHOP_TEST_MYSQL_ADMIN_URL",
+                                 "mysql+pymysql://root@127.0.0.1:3306/")
+REQUIRE_SERVERS = os.environ.get("LOCKSHOP_REQUIRE_SERVERS") == "1"
+
+
+def require(condition: bool, reason: str) -> None:
+    """Skip loudly when ``condition`` is false; fail instead when CI requires servers."""
+    if condition:
+        return
+    if REQUIRE_SERVERS:
+        pytest.fail(f"LOCKSHOP_REQUIRE_SERVERS=1 but {reason}")
+    pytest.skip(f"SKIPPED FOR A MISSING SERVER: {reason}")
+
+
+def _server_error(admin_url: str) -> str | None:
+    try:
+        engine = sa.create_engine(admin_url)
+        with engine.connect():
+            pass
+        engine.dispose()
+        return None
+    except Exception as error:  # noqa: BLE001 - any reason means "not usable here"
+        return f"{type(error).__name__}: {str(error).splitlines()[0]}"
+
+
+@pytest.fixture(scope="session")
+def postgres_admin_url() -> str:
+    error = _server_error(POSTGRES_ADMIN_URL)
+    require(error is None, f"PostgreSQL at {POSTGRES_ADMIN_URL} is not usable ({error})")
+    return POSTGRES_ADMIN_URL
+
+
+@pytest.fixture(scope="session")
+def mysql_admin_url() -> str:
+    error = _server_error(MYSQL_ADMIN_URL)
+    require(error is None, f"MariaDB/MySQL at {MYSQL_ADMIN_URL} is not usable ({error})")
+    return MYSQL_ADMIN_URL
+
+
+def _scratch_database(admin_url: str, drop_suffix: str = ""):
+    name = f"lockshop_test_{uuid.uuid4().hex[:12]}"
+    admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.exec_driver_sql(f"CREATE DATABASE {name}")
+    try:
+        yield sa.engine.make_url(admin_url).set(database=name).render_as_string(
+            hide_password=False)
+    finally:
+        with admin.connect() as connection:
+            connection.exec_driver_sql(f"DROP DATABASE IF EXISTS {name}{drop_suffix}")
+        admin.dispose()
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'shop.db'}"
+
+
+@pytest.fixture
+def postgres_url(postgres_admin_url: str):
+    # WITH (FORCE): instances killed by a test may leave connections behind.
+    yield from _scratch_database(postgres_admin_url, " WITH (FORCE)")
+
+
+@pytest.fixture
+def mysql_url(mysql_admin_url: str):
+    yield from _scratch_database(mysql_admin_url)
+
+
+@pytest.fixture(params=[
+    "sqlite",
+    pytest.param("postgres", marks=pytest.mark.postgres),
+    pytest.param("mysql", marks=pytest.mark.mysql),
+])
+def database_url(request) -> str:
+    """The same test on SQLite, PostgreSQL and MariaDB."""
+    return request.getfixturevalue(f"{request.param}_url")
+
+
+@pytest.fixture
+def make_app():
+    """Build apps on a given database; engines are disposed after the test."""
+    apps = []
+
+    def build(database_url: str, **config):
+        app = create_app(Config(database_url=database_url, instance="test", **config))
+        app.config["TESTING"] = True
+        reset_catalogue(app.extensions["lockshop"].sessions)
+        apps.append(app)
+        return app
+
+    yield build
+    for app in apps:
+        state = app.extensions["lockshop"]
+        state.guards.close()
+        state.engine.dispose()
+
+
+@pytest.fixture
+def app(make_app, sqlite_url):
+    return make_app(sqlite_url)
+
+
+@pytest.fixture
+def client(app):
+    return app.test_client()
+
+
+@pytest.fixture
+def start_cluster(tmp_path: Path):
+    """Start real shop instances (gunicorn processes); all stopped after the test."""
+    clusters: list[Cluster] = []
+
+    def start(instances: int, database_url: str | None = None, **config) -> Cluster:
+        url = database_url or f"sqlite:///{tmp_path / 'cluster.db'}"
+        cluster = Cluster(Config(database_url=url, **config), instances=instances,
+                          runtime_dir=tmp_path / f"cluster-{len(clusters)}")
+        clusters.append(cluster)
+        return cluster.start()
+
+    yield start
+    for cluster in clusters:
+        cluster.stop()

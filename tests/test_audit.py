@@ -1,0 +1,106 @@
+"""The audit on crafted data: each figure computed from rows written by hand."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import insert
+
+from shop.app import create_schema
+from shop.audit import take_audit
+from shop.db import make_engine, make_sessions
+from shop.models import Order, Product, Seat
+
+
+@pytest.fixture
+def sessions(database_url):
+    engine = make_engine(database_url)
+    create_schema(engine)
+    yield make_sessions(engine)
+    engine.dispose()
+
+
+def craft(sessions, *, products: list[dict], orders: list[dict], seats: list[dict] = ()) -> None:
+    with sessions.begin() as session:
+        session.execute(insert(Product), [
+            {"sku": f"p{p['id']}", "name": "p", "kind": p.get("kind", "item"), "price_cents": 0,
+             **p} for p in products])
+        if seats:
+            session.execute(insert(Seat), list(seats))
+        if orders:
+            session.execute(insert(Order), [
+                {"instance": "crafted", "strategy": "crafted", "status": "pending",
+                 "seat": None, **o} for o in orders])
+
+
+def test_a_correct_sale_is_correct(sessions):
+    craft(sessions, products=[{"id": 1, "initial_stock": 10, "stock": 7}],
+          orders=[{"product_id": 1, "quantity": 2}, {"product_id": 1, "quantity": 1,
+                                                      "status": "paid"}])
+    audit = take_audit(sessions)
+    p = audit.products[0]
+    assert (p.initial, p.remaining, p.sold, p.orders) == (10, 7, 3, 2)
+    assert (p.oversold, p.lost_updates, p.double_booked_seats) == (0, 0, 0)
+    assert audit.correct
+
+
+def test_oversold_and_lost_updates(sessions):
+    # 5 in stock, 8 units sold, but the stock only went down by 2.
+    craft(sessions, products=[{"id": 1, "initial_stock": 5, "stock": 3}],
+          orders=[{"product_id": 1, "quantity": 1}] * 8)
+    p = take_audit(sessions).products[0]
+    assert p.sold == 8
+    assert p.oversold == 3
+    assert p.lost_updates == 6
+    assert not p.correct
+
+
+def test_lost_updates_without_overselling(sessions):
+    craft(sessions, products=[{"id": 1, "initial_stock": 10, "stock": 9}],
+          orders=[{"product_id": 1, "quantity": 1}] * 3)
+    p = take_audit(sessions).products[0]
+    assert (p.oversold, p.lost_updates) == (0, 2)
+    assert not p.correct
+
+
+def test_cancelled_and_expired_orders_are_not_sold(sessions):
+    craft(sessions, products=[{"id": 1, "initial_stock": 4, "stock": 3}],
+          orders=[{"product_id": 1, "quantity": 1},
+                  {"product_id": 1, "quantity": 1, "status": "cancelled"},
+                  {"product_id": 1, "quantity": 1, "status": "expired"}])
+    p = take_audit(sessions).products[0]
+    assert (p.sold, p.orders, p.lost_updates) == (1, 1, 0)
+    assert p.correct
+
+
+def test_double_booked_seats_count_seats_not_orders(sessions):
+    craft(sessions, products=[{"id": 1, "kind": "ticket", "initial_stock": 3, "stock": 0}],
+          seats=[{"product_id": 1, "label": s} for s in ("A1", "A2", "A3")],
+          orders=[{"product_id": 1, "quantity": 1, "seat": "A1"},
+                  {"product_id": 1, "quantity": 1, "seat": "A1"},
+                  {"product_id": 1, "quantity": 1, "seat": "A1", "status": "paid"},
+                  {"product_id": 1, "quantity": 1, "seat": "A2"},
+                  {"product_id": 1, "quantity": 1, "seat": "A2", "status": "cancelled"}])
+    p = take_audit(sessions).products[0]
+    assert p.double_booked_seats == 1  # A1 three times; A2's second order was cancelled
+    assert p.sold == 4 and p.oversold == 1
+    assert not p.correct
+
+
+def test_negative_stock_is_not_correct(sessions):
+    craft(sessions, products=[{"id": 1, "initial_stock": 1, "stock": -1}],
+          orders=[{"product_id": 1, "quantity": 2}])
+    p = take_audit(sessions).products[0]
+    assert (p.oversold, p.lost_updates, p.remaining) == (1, 0, -1)
+    assert not p.correct
+
+
+def test_totals_and_one_bad_product_spoil_the_run(sessions):
+    craft(sessions, products=[{"id": 1, "initial_stock": 2, "stock": 2},
+                              {"id": 2, "initial_stock": 2, "stock": 1}],
+          orders=[{"product_id": 2, "quantity": 1}, {"product_id": 2, "quantity": 1}])
+    audit = take_audit(sessions)
+    assert audit.products[0].correct and not audit.products[1].correct
+    assert not audit.correct
+    body = audit.as_dict()
+    assert body["totals"]["sold"] == 2 and body["totals"]["lost_updates"] == 1
+    assert body["products"][1]["correct"] is False

@@ -1,0 +1,131 @@
+"""The lockshop command: clear one-line errors, and ``up`` starts and stops cleanly."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+from shop.cli import main
+from shop.processes import free_port, port_is_free
+
+
+def run_cli(*args: str, cwd: Path, env: dict | None = None, timeout: float = 60):
+    return subprocess.run([sys.executable, "-m", "shop.cli", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["up", "--instances", "0"], "must be at least 1"),
+    (["up", "--port", "70000"], "not a port"),
+    (["demo", "--run-time", "soon"], "not a whole number"),
+    (["settings", "--business-delay-ms", "-5"], "must be 0 to"),
+])
+def test_bad_arguments_exit_2_with_a_message(tmp_path, args, needle):
+    done = run_cli(*args, cwd=tmp_path)
+    assert done.returncode == 2
+    assert needle in done.stderr
+
+
+def test_audit_without_a_database_says_what_to_do(tmp_path):
+    done = run_cli("audit", cwd=tmp_path)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("lockshop: error: no database at") and "lockshop up" in lines[0]
+
+
+def test_unknown_strategy_is_one_line(tmp_path, sqlite_url):
+    run_cli("--database-url", sqlite_url, "reset", cwd=tmp_path)
+    done = run_cli("--database-url", sqlite_url, "settings", "--strategy", "nope", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "lockshop: error: unknown strategy 'nope'; known: " + ", ".join(__import__("locks").names())]
+
+
+def test_bad_environment_is_one_line(tmp_path):
+    done = run_cli("strategies", cwd=tmp_path, env={"LOCKSHOP_BUSINESS_DELAY_MS": "soon"})
+    assert done.returncode == 2
+    assert "LOCKSHOP_BUSINESS_DELAY_MS must be a whole number" in done.stderr
+
+
+def test_reset_settings_and_audit(tmp_path, sqlite_url, capsys):
+    assert main(["--database-url", sqlite_url, "strategies"]) == 0
+    assert "local" in capsys.readouterr().out
+    assert main(["--database-url", sqlite_url, "reset"]) == 0
+    assert main(["--database-url", sqlite_url, "settings", "--strategy", "local",
+                 "--business-delay-ms", "7"]) == 0
+    assert "strategy local, business delay 7 ms" in capsys.readouterr().out
+    assert main(["--database-url", sqlite_url, "audit"]) == 0
+    out = capsys.readouterr().out
+    assert "keyboard" in out and "audit: correct" in out
+
+
+def test_audit_exits_1_when_the_audit_is_not_correct(tmp_path, sqlite_url, capsys):
+    from sqlalchemy import update
+    from shop.db import make_engine, make_sessions
+    from shop.models import Product
+
+    assert main(["--database-url", sqlite_url, "reset"]) == 0
+    engine = make_engine(sqlite_url)
+    with make_sessions(engine).begin() as session:  # a lost sale: stock went down, no order
+        session.execute(update(Product).where(Product.id == 1).values(stock=Product.stock - 1))
+    engine.dispose()
+    assert main(["--database-url", sqlite_url, "audit"]) == 1
+    assert "audit: NOT correct" in capsys.readouterr().out
+
+
+@pytest.mark.cluster
+def test_up_starts_instances_and_stops_them_all_on_sigterm(tmp_path):
+    port = free_port()
+    while not (port_is_free(port + 1) and port < 65000):
+        port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "shop.cli", "up", "--instances", "2", "--port", str(port),
+         "--strategy", "local"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True)
+    try:
+        lines = []
+        for line in process.stdout:
+            lines.append(line)
+            if line.startswith("Ctrl-C"):
+                break
+        text = "".join(lines)
+        assert f"http://127.0.0.1:{port}" in text and f"http://127.0.0.1:{port + 1}" in text
+        answered_by = {requests.get(f"http://127.0.0.1:{p}/api/health", timeout=10).json()["instance"]
+                       for p in (port, port + 1)}
+        assert answered_by == {"shop-1", "shop-2"}
+        assert requests.get(f"http://127.0.0.1:{port}/api/strategies",
+                            timeout=10).json()["current"] == "local"
+        assert requests.get(f"http://127.0.0.1:{port}/api/products",
+                            timeout=10).json()["products"]  # seeded on first start
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        process.stdout.close()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not (port_is_free(port) and port_is_free(port + 1)):
+        time.sleep(0.1)
+    assert port_is_free(port) and port_is_free(port + 1), "an instance outlived the launcher"
+
+
+@pytest.mark.cluster
+def test_up_refuses_a_port_in_use(tmp_path):
+    import socket
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = run_cli("up", "--instances", "1", "--port", str(port), cwd=tmp_path)
+    assert done.returncode == 2
+    assert f"port(s) {port} on 127.0.0.1 are in use" in done.stderr

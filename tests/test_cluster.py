@@ -1,0 +1,105 @@
+"""Real instances, separate processes, one database: where in-process locks stop working.
+
+Every buyer is released at once by a barrier, and the business delay (far
+longer than a request's own work) keeps each critical section open long
+enough that sections on different instances must overlap.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+
+import pytest
+import requests
+
+from shop.client import ShopClient
+from shop.config import Config
+from shop.launcher import Cluster
+
+pytestmark = pytest.mark.cluster
+
+STOCK = 10
+BUYERS = 30
+DELAY_MS = 100
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    runtime = tmp_path_factory.mktemp("cluster")
+    with Cluster(Config(database_url=f"sqlite:///{runtime / 'shop.db'}"), instances=3,
+                 runtime_dir=runtime) as cluster:
+        yield cluster
+
+
+def flash_sale(cluster: Cluster, strategy: str, instances: int) -> tuple[dict, Counter]:
+    """BUYERS buy one unit each, spread over the first ``instances`` instances."""
+    admin = ShopClient(cluster.urls[0])
+    admin.reset([{"sku": "hot", "stock": STOCK}])
+    admin.set_settings(strategy=strategy, business_delay_ms=DELAY_MS)
+    targets = cluster.urls[:instances]
+    start = threading.Barrier(BUYERS)
+    served_by: Counter = Counter()
+    statuses: Counter = Counter()
+
+    def buyer(n: int) -> None:
+        with requests.Session() as http:
+            start.wait()
+            response = http.post(f"{targets[n % len(targets)]}/api/orders",
+                                 json={"product_id": 1}, timeout=60)
+            statuses[response.status_code] += 1
+            served_by[response.headers["X-Lockshop-Instance"]] += 1
+
+    threads = [threading.Thread(target=buyer, args=(n,)) for n in range(BUYERS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert set(statuses) <= {201, 409}, statuses
+    return admin.audit(), served_by
+
+
+def test_no_lock_oversells_across_instances(cluster):
+    audit, served_by = flash_sale(cluster, "none", instances=3)
+    assert len(served_by) == 3
+    product = audit["products"][0]
+    assert product["oversold"] > 0
+    assert product["lost_updates"] > 0
+    assert audit["correct"] is False
+
+
+def test_local_lock_is_correct_on_one_instance(cluster):
+    audit, served_by = flash_sale(cluster, "local", instances=1)
+    assert list(served_by) == ["shop-1"]
+    product = audit["products"][0]
+    assert (product["sold"], product["remaining"]) == (STOCK, 0)
+    assert audit["correct"] is True, audit
+
+
+def test_local_lock_oversells_across_instances(cluster):
+    audit, served_by = flash_sale(cluster, "local", instances=3)
+    assert len(served_by) == 3
+    product = audit["products"][0]
+    # Each instance serialises its own buyers, but the three run side by side.
+    assert product["oversold"] > 0
+    assert product["lost_updates"] > 0
+    assert audit["correct"] is False
+
+
+def test_switching_the_strategy_once_switches_every_instance(cluster):
+    ShopClient(cluster.urls[0]).set_settings(strategy="local", business_delay_ms=0)
+    for url in cluster.urls:
+        assert requests.get(f"{url}/api/strategies", timeout=10).json()["current"] == "local"
+    ShopClient(cluster.urls[2]).set_settings(strategy="none")
+    for url in cluster.urls:
+        assert requests.get(f"{url}/api/strategies", timeout=10).json()["current"] == "none"
+
+
+@pytest.mark.parametrize("server", [pytest.param("postgres", marks=pytest.mark.postgres),
+                                    pytest.param("mysql", marks=pytest.mark.mysql)])
+def test_instances_on_a_database_server(request, start_cluster, server):
+    cluster = start_cluster(2, request.getfixturevalue(f"{server}_url"))
+    audit, served_by = flash_sale(cluster, "none", instances=2)
+    assert len(served_by) == 2 and audit["products"][0]["oversold"] > 0
+    audit, _ = flash_sale(cluster, "local", instances=1)
+    assert audit["correct"] is True, audit

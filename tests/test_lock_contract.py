@@ -1,0 +1,275 @@
+"""The lock contract: what every strategy promises, tested on every strategy.
+
+``LOCK_STRATEGIES`` lists the strategies that run without a server; later
+families join by adding a fixture that opens their factory. The base class's
+own timeout loop is tested with an injected clock, so no test sleeps to
+measure time.
+"""
+
+from __future__ import annotations
+
+import ast
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import locks
+from locks import (Backends, DistributedLock, LockLost, LockNotAcquired, LockNotOwned,
+                   MetricsRegistry, Strategy, UnknownStrategy)
+
+LOCK_STRATEGIES = ["none", "local"]
+#: Strategies that exclude other threads of the same process.
+EXCLUSIVE_IN_PROCESS = ["local"]
+
+
+@pytest.fixture(params=LOCK_STRATEGIES)
+def factory(request):
+    factory = locks.open_factory(request.param, Backends())
+    yield factory
+    factory.close()
+
+
+def unique_name() -> str:
+    return f"test:{time.monotonic_ns()}"
+
+
+# --- every strategy -----------------------------------------------------------------
+
+def test_acquire_and_release(factory):
+    lock = factory.lock(unique_name())
+    assert not lock.held
+    assert lock.acquire() is True
+    assert lock.held
+    lock.release()
+    assert not lock.held
+
+
+def test_release_without_acquire_names_the_lock(factory):
+    lock = factory.lock("test:never-acquired")
+    with pytest.raises(LockNotOwned) as raised:
+        lock.release()
+    assert raised.value.name == "test:never-acquired"
+    assert "test:never-acquired" in str(raised.value)
+
+
+def test_with_releases_even_when_the_body_fails(factory):
+    lock = factory.lock(unique_name())
+    with pytest.raises(ZeroDivisionError):
+        with lock:
+            assert lock.held
+            1 / 0
+    assert not lock.held
+    assert factory.lock(lock.name).acquire(blocking=False)
+
+
+def test_a_lock_object_is_not_acquired_twice(factory):
+    lock = factory.lock(unique_name())
+    lock.acquire()
+    with pytest.raises(RuntimeError):
+        lock.acquire()
+    lock.release()
+
+
+def test_ensure_held_raises_lock_lost_after_release(factory):
+    lock = factory.lock(unique_name())
+    with lock:
+        lock.ensure_held()
+    with pytest.raises(LockLost):
+        lock.ensure_held()
+
+
+def test_metrics_count_acquisitions_and_releases(factory):
+    registry = MetricsRegistry()
+    lock = type(factory.lock("x"))(unique_name(), strategy="probe", metrics=registry)
+    for _ in range(3):
+        with lock:
+            pass
+    seen = registry.snapshot()["probe"]
+    assert seen["acquisitions"] == 3
+    assert seen["releases"] == 3
+    assert seen["wait_seconds"]["count"] == 3
+    assert seen["hold_seconds"]["count"] == 3
+
+
+# --- mutual exclusion, and the negative control ------------------------------------------
+
+def racy_increments(factory, threads: int = 8, rounds: int = 5) -> int:
+    """Threads do read, pause, write on a shared counter under the lock; return the total."""
+    counter = {"value": 0}
+    name = unique_name()
+    start = threading.Barrier(threads)
+
+    def worker():
+        start.wait()
+        for _ in range(rounds):
+            with factory.lock(name, timeout=30):
+                seen = counter["value"]
+                time.sleep(0.001)  # widen the window, as the business delay does
+                counter["value"] = seen + 1
+
+    pool = [threading.Thread(target=worker) for _ in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    return counter["value"]
+
+
+@pytest.mark.parametrize("name", EXCLUSIVE_IN_PROCESS)
+def test_exclusive_strategies_lose_no_update(name):
+    assert racy_increments(locks.open_factory(name)) == 8 * 5
+
+
+def test_no_lock_loses_updates():
+    # The negative control: the same workload without exclusion loses updates.
+    assert racy_increments(locks.open_factory("none")) < 8 * 5
+
+
+@pytest.mark.parametrize("name", EXCLUSIVE_IN_PROCESS)
+def test_a_held_lock_refuses_others_until_released(name):
+    factory = locks.open_factory(name)
+    holder, other = factory.lock(unique_name()), None
+    holder.acquire()
+    other = factory.lock(holder.name)
+    assert other.acquire(blocking=False) is False
+    assert other.acquire(timeout=0.05) is False
+    with pytest.raises(LockNotAcquired) as raised:
+        with factory.lock(holder.name, timeout=0.01):
+            pass
+    assert raised.value.timeout == 0.01
+    holder.release()
+    assert other.acquire(blocking=False) is True
+    other.release()
+
+
+@pytest.mark.parametrize("name", EXCLUSIVE_IN_PROCESS)
+def test_a_waiter_gets_the_lock_when_it_is_released(name):
+    factory = locks.open_factory(name)
+    holder = factory.lock(unique_name())
+    holder.acquire()
+    got = threading.Event()
+
+    def waiter():
+        if factory.lock(holder.name, timeout=10).acquire():
+            got.set()
+
+    thread = threading.Thread(target=waiter)
+    thread.start()
+    assert not got.wait(0.05)
+    holder.release()
+    thread.join(10)
+    assert got.is_set()
+
+
+# --- the base class's timeout loop, with time injected -------------------------------------
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+class ScriptedLock(DistributedLock):
+    """Refuses the first ``refusals`` attempts: tests the base loop, not a backend."""
+
+    def __init__(self, name: str, refusals: int, **options) -> None:
+        super().__init__(name, **options)
+        self.refusals = refusals
+        self.attempts = 0
+        self.released = 0
+
+    def _try_acquire(self) -> bool:
+        self.attempts += 1
+        return self.attempts > self.refusals
+
+    def _release(self) -> None:
+        self.released += 1
+
+
+def test_base_waits_with_growing_pauses_until_it_gets_the_lock():
+    clock = FakeClock()
+    lock = ScriptedLock("x", refusals=5, clock=clock, sleep=clock.sleep, timeout=10)
+    assert lock.acquire()
+    assert lock.attempts == 6
+    assert len(clock.sleeps) == 5
+    # Backoff: later pauses are longer on average than the first (jitter is ±50%).
+    assert clock.sleeps[-1] > clock.sleeps[0]
+    assert max(clock.sleeps) <= lock.max_poll_interval * 1.5
+
+
+def test_base_gives_up_at_the_timeout_and_counts_it():
+    clock = FakeClock()
+    registry = MetricsRegistry()
+    lock = ScriptedLock("x", refusals=10**9, clock=clock, sleep=clock.sleep, timeout=0.5,
+                        strategy="scripted", metrics=registry)
+    assert lock.acquire() is False
+    assert clock.now == pytest.approx(0.5)
+    assert registry.snapshot()["scripted"]["timeouts"] == 1
+    assert not lock.held
+
+
+def test_non_blocking_acquire_makes_exactly_one_attempt():
+    clock = FakeClock()
+    lock = ScriptedLock("x", refusals=1, clock=clock, sleep=clock.sleep)
+    assert lock.acquire(blocking=False) is False
+    assert lock.attempts == 1
+    assert clock.sleeps == []
+
+
+def test_wait_and_hold_times_come_from_the_clock():
+    clock = FakeClock()
+    registry = MetricsRegistry()
+    lock = ScriptedLock("x", refusals=0, clock=clock, sleep=clock.sleep, strategy="s",
+                        metrics=registry)
+    lock.acquire()
+    clock.now += 2.0
+    lock.release()
+    hold = registry.snapshot()["s"]["hold_seconds"]
+    assert hold["sum"] == pytest.approx(2.0)
+    assert hold["max"] == pytest.approx(2.0)
+
+
+def test_bad_arguments_are_refused():
+    with pytest.raises(ValueError):
+        ScriptedLock("", refusals=0)
+    with pytest.raises(ValueError):
+        ScriptedLock("x", refusals=0, timeout=-1)
+
+
+# --- the registry ------------------------------------------------------------------------
+
+def test_unknown_strategy_names_the_known_ones():
+    with pytest.raises(UnknownStrategy) as raised:
+        locks.get("no-such-lock")
+    assert "none" in raised.value.known and "local" in str(raised.value)
+
+
+def test_names_are_unique():
+    with pytest.raises(ValueError):
+        locks.register(Strategy(name="none", family="x", summary="", factory="x:y",
+                                correct_across_instances=True))
+
+
+def test_local_is_expected_correct_in_one_process_only():
+    local = locks.get("local")
+    assert local.expected_correct(1) is True
+    assert local.expected_correct(3) is False
+    assert locks.get("none").expected_correct(1) is False
+
+
+def test_locks_never_imports_shop():
+    package = Path(locks.__file__).parent
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            assert not any(n == "shop" or n.startswith("shop.") for n in names), path

@@ -1,0 +1,53 @@
+"""The flash-sale locustfile, run headless: its exit code follows the shop's audit."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from loadtest.runner import run_locust
+from shop.client import ShopClient
+from shop.config import Config
+from shop.launcher import Cluster
+
+pytestmark = [pytest.mark.cluster, pytest.mark.locust]
+
+SMALL_CATALOGUE = [{"sku": "a", "stock": 30}, {"sku": "t", "kind": "ticket", "seats": 10}]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    runtime = tmp_path_factory.mktemp("locust")
+    config = Config(database_url=f"sqlite:///{runtime / 'shop.db'}", admin_token="s3cret")
+    with Cluster(config, instances=3, runtime_dir=runtime) as cluster:
+        yield cluster
+
+
+def audit_failures(csv_prefix) -> list[dict]:
+    with open(f"{csv_prefix}_failures.csv", newline="") as failures:
+        return [row for row in csv.DictReader(failures) if row["Method"] == "AUDIT"]
+
+
+def sale(cluster, tmp_path, strategy: str, instances: int):
+    admin = ShopClient(cluster.urls[0], "s3cret")
+    admin.reset(SMALL_CATALOGUE)
+    admin.set_settings(strategy=strategy, business_delay_ms=30)
+    return run_locust(cluster.urls[:instances], users=12, run_time_s=4, admin_token="s3cret",
+                      csv_prefix=tmp_path / strategy), admin.audit()
+
+
+def test_an_overselling_run_fails(cluster, tmp_path):
+    result, audit = sale(cluster, tmp_path, "none", instances=3)
+    assert audit["correct"] is False
+    assert result.exit_code == 1, result.output
+    assert len(audit_failures(result.csv_prefix)) == 1
+    assert "NOT correct" in audit_failures(result.csv_prefix)[0]["Error"]
+
+
+def test_a_correct_run_passes(cluster, tmp_path):
+    result, audit = sale(cluster, tmp_path, "local", instances=1)
+    assert audit["correct"] is True
+    assert result.requests > 50
+    assert audit_failures(result.csv_prefix) == []
+    assert result.exit_code == 0, result.output

@@ -1,0 +1,102 @@
+"""The order path on SQLite, PostgreSQL and MariaDB, with threads of one process.
+
+The business delay makes the race certain: every buyer starts together (a
+barrier) and the delay is far longer than a read, so unguarded buyers all
+read the same stock before anyone writes.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+import locks
+from shop.audit import take_audit
+from shop.catalogue import ProductSpec, reset_catalogue
+from shop.errors import SoldOut, SeatTaken
+from shop.models import ProductKind
+from shop.orders import OrderContext, OrderRequest, pay_order, place_order
+from shop.db import make_engine, make_sessions
+from shop.app import create_schema
+
+BUYERS = 12
+STOCK = 5
+
+
+@pytest.fixture
+def sessions(database_url):
+    engine = make_engine(database_url)
+    create_schema(engine)
+    yield make_sessions(engine)
+    engine.dispose()
+
+
+def sale(sessions, strategy: str, requests: list[OrderRequest], delay_ms: int = 150) -> dict:
+    """Everyone orders at once through ``strategy``; return outcome counts."""
+    factory = locks.open_factory(strategy)
+    context = OrderContext(instance="test", strategy=strategy, business_delay_ms=delay_ms,
+                           lock_timeout_ms=30_000)
+    start = threading.Barrier(len(requests))
+    outcomes: list[str] = []
+
+    def buyer(request: OrderRequest) -> None:
+        start.wait()
+        try:
+            place_order(sessions, factory, request, context)
+            outcomes.append("ok")
+        except (SoldOut, SeatTaken):
+            outcomes.append("refused")
+
+    threads = [threading.Thread(target=buyer, args=(r,)) for r in requests]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return {"ok": outcomes.count("ok"), "refused": outcomes.count("refused")}
+
+
+def test_no_lock_oversells_items(sessions):
+    reset_catalogue(sessions, (ProductSpec("x", "x", ProductKind.ITEM, stock=STOCK),))
+    outcome = sale(sessions, "none", [OrderRequest(1)] * BUYERS)
+    audit = take_audit(sessions).products[0]
+    assert outcome["ok"] == BUYERS  # everyone read stock 5 and bought
+    assert audit.sold == BUYERS
+    assert audit.oversold == BUYERS - STOCK
+    # Nearly every write overwrote another (exactly BUYERS - 1 when all reads
+    # come before the first write; a slow thread start can make it a little less).
+    assert audit.lost_updates >= BUYERS // 2
+    assert not audit.correct
+
+
+def test_no_lock_double_books_seats(sessions):
+    reset_catalogue(sessions, (ProductSpec("t", "t", ProductKind.TICKET, seats=("A1", "A2", "A3")),))
+    sale(sessions, "none", [OrderRequest(1)] * 6)
+    audit = take_audit(sessions).products[0]
+    assert audit.double_booked_seats == 1  # all six picked the first free seat, A1
+    assert not audit.correct
+
+
+def test_local_lock_is_correct_within_one_process(sessions):
+    reset_catalogue(sessions, (ProductSpec("x", "x", ProductKind.ITEM, stock=STOCK),
+                               ProductSpec("t", "t", ProductKind.TICKET, seats=("A1", "A2"))))
+    outcome = sale(sessions, "local", [OrderRequest(1)] * BUYERS + [OrderRequest(2)] * 4,
+                   delay_ms=20)
+    audit = take_audit(sessions)
+    assert outcome == {"ok": STOCK + 2, "refused": BUYERS - STOCK + 2}
+    assert audit.correct, audit
+    assert [p.remaining for p in audit.products] == [0, 0]
+
+
+def test_named_seat_and_payment(sessions):
+    reset_catalogue(sessions, (ProductSpec("t", "t", ProductKind.TICKET, seats=("A1", "A2")),))
+    factory = locks.open_factory("local")
+    context = OrderContext("test", "local", 0, 1000)
+    order = place_order(sessions, factory, OrderRequest(1, seat="A2"), context)
+    assert order.seat == "A2"
+    assert place_order(sessions, factory, OrderRequest(1), context).seat == "A1"
+    with pytest.raises(SoldOut):
+        place_order(sessions, factory, OrderRequest(1), context)
+    paid = pay_order(sessions, order.id)
+    assert paid.status == "paid" and paid.paid_at is not None
+    assert take_audit(sessions).correct
