@@ -32,7 +32,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from types import TracebackType
-from typing import Callable
+from collections.abc import Callable
 
 from .errors import LockError, LockLost, LockNotAcquired, LockNotOwned
 from .metrics import MetricsRegistry
@@ -159,7 +159,7 @@ class DistributedLock(ABC):
             self._metrics.record(self.strategy, "lost")
             raise LockLost(self.name, "the backend no longer shows this owner")
 
-    def __enter__(self) -> "DistributedLock":
+    def __enter__(self) -> DistributedLock:
         if not self.acquire():
             raise LockNotAcquired(self.name, self.default_timeout)
         return self

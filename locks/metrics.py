@@ -40,7 +40,7 @@ class Histogram:
 
     def snapshot(self) -> dict:
         cumulative, running = [], 0
-        for upper, n in zip((*self.buckets, float("inf")), self.counts):
+        for upper, n in zip((*self.buckets, float("inf")), self.counts, strict=True):
             running += n
             cumulative.append((upper, running))
         return {"count": self.count, "sum": self.total, "max": self.maximum,

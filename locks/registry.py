@@ -35,7 +35,7 @@ class LockFactory:
 
     lock_class: type[DistributedLock]
 
-    def __init__(self, strategy: "Strategy", backends: Backends, **lock_options: Any) -> None:
+    def __init__(self, strategy: Strategy, backends: Backends, **lock_options: Any) -> None:
         self.strategy = strategy
         self.backends = backends
         self.lock_options = lock_options

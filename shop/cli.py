@@ -14,14 +14,14 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 import locks
 
-from .audit import Audit, take_audit
+from .audit import take_audit
 from .catalogue import reset_catalogue
 from .config import Config, ConfigError
 from .db import backend_name, make_engine, make_sessions, normalise_url
@@ -214,9 +214,10 @@ def _fetch_json(url: str, token: str | None) -> dict:
         with urllib.request.urlopen(request, timeout=30) as response:
             return json.load(response)
     except urllib.error.HTTPError as error:
-        raise CliError(f"{url} answered {error.code}: {error.read()[:200].decode(errors='replace')}")
+        detail = error.read()[:200].decode(errors="replace")
+        raise CliError(f"{url} answered {error.code}: {detail}") from None
     except urllib.error.URLError as error:
-        raise CliError(f"cannot reach {url}: {error.reason}")
+        raise CliError(f"cannot reach {url}: {error.reason}") from None
 
 
 def _describe_db(url: str) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import socket
 from dataclasses import dataclass, field, fields, replace
-from typing import Mapping
+from collections.abc import Mapping
 
 PREFIX = "LOCKSHOP_"
 DEFAULT_DATABASE_URL = "sqlite:///.lockshop/lockshop.db"  # relative to the working directory
@@ -39,7 +39,7 @@ class Config:
     zk_hosts: str | None = None
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides) -> "Config":
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides) -> Config:
         """Build from ``LOCKSHOP_<FIELD>`` variables; ``overrides`` win over them."""
         environ = os.environ if environ is None else environ
         values: dict = {}

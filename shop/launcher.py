@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import subprocess
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -30,7 +31,7 @@ log = logging.getLogger(__name__)
 class Instance:
     name: str
     url: str
-    process: object  # subprocess.Popen
+    process: subprocess.Popen
     log_path: Path
 
 
@@ -50,7 +51,7 @@ class Cluster:
     def urls(self) -> list[str]:
         return [i.url for i in self.instances]
 
-    def start(self) -> "Cluster":
+    def start(self) -> Cluster:
         self.runtime_dir.mkdir(parents=True, exist_ok=True)
         self._prepare_database()
         ports = self._ports()
@@ -69,7 +70,7 @@ class Cluster:
             stop(instance.process)
         self.instances.clear()
 
-    def __enter__(self) -> "Cluster":
+    def __enter__(self) -> Cluster:
         return self.start()
 
     def __exit__(self, *exc_info) -> None:

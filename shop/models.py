@@ -21,12 +21,12 @@ class Base(DeclarativeBase):
     pass
 
 
-class ProductKind(str, enum.Enum):
+class ProductKind(enum.StrEnum):
     ITEM = "item"      # a stock count
     TICKET = "ticket"  # named seats; the stock count is the number of free seats
 
 
-class OrderStatus(str, enum.Enum):
+class OrderStatus(enum.StrEnum):
     PENDING = "pending"
     PAID = "paid"
     CANCELLED = "cancelled"

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker

@@ -18,7 +18,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
 PR_SET_PDEATHSIG = 1
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -14,7 +14,7 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> st
 
     def line(values: Sequence[str]) -> str:
         return "  ".join(v.rjust(w) if num else v.ljust(w)
-                         for v, w, num in zip(values, widths, numeric)).rstrip()
+                         for v, w, num in zip(values, widths, numeric, strict=True)).rstrip()
 
     rule = "  ".join("-" * w for w in widths)
     return "\n".join([line(headers), rule, *(line(r) for r in cells)])

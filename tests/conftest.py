@@ -17,6 +17,8 @@ import pytest
 import sqlalchemy as sa
 
 from shop import create_app
+from shop.app import create_schema
+from shop.db import make_engine, make_sessions
 from shop.catalogue import reset_catalogue
 from shop.config import Config
 from shop.launcher import Cluster
@@ -100,6 +102,15 @@ def mysql_url(mysql_admin_url: str):
 def database_url(request) -> str:
     """The same test on SQLite, PostgreSQL and MariaDB."""
     return request.getfixturevalue(f"{request.param}_url")
+
+
+@pytest.fixture
+def sessions(database_url):
+    """A session factory on a fresh schema, on each of the three databases."""
+    engine = make_engine(database_url)
+    create_schema(engine)
+    yield make_sessions(engine)
+    engine.dispose()
 
 
 @pytest.fixture

@@ -16,3 +16,10 @@ def snapshot(app) -> dict:
             "orders": [o.as_dict() for o in session.scalars(select(Order).order_by(Order.id))],
             "settings": dict(session.execute(select(Setting.key, Setting.value)).all()),
         }
+
+
+def send(client, method: str, path: str, body):
+    """Send ``body`` as JSON, or as raw bytes when it is bytes (malformed on purpose)."""
+    if isinstance(body, bytes):
+        return client.open(path, method=method, data=body, content_type="application/json")
+    return client.open(path, method=method, json=body)

@@ -10,7 +10,7 @@ import pytest
 import locks
 from shop.orders import lock_name
 
-from helpers import snapshot
+from helpers import send, snapshot
 
 ITEM, OTHER_ITEM, TICKET = 1, 2, 3  # the default catalogue's ids
 
@@ -47,10 +47,7 @@ BAD_ORDERS = [
 @pytest.mark.parametrize("body,status,code", BAD_ORDERS, ids=[repr(b[0])[:40] for b in BAD_ORDERS])
 def test_bad_orders_are_refused_and_change_nothing(app, client, body, status, code):
     before = snapshot(app)
-    if isinstance(body, bytes):
-        response = client.post("/api/orders", data=body, content_type="application/json")
-    else:
-        response = client.post("/api/orders", json=body)
+    response = send(client, "POST", "/api/orders", body)
     assert response.status_code == status, response.json
     assert response.json["error"] == code
     assert response.json["message"]
@@ -158,10 +155,7 @@ BAD_SETTINGS = [
 @pytest.mark.parametrize("body,status", BAD_SETTINGS, ids=[repr(b[0])[:40] for b in BAD_SETTINGS])
 def test_bad_settings_are_refused_and_change_nothing(app, client, body, status):
     before = snapshot(app)
-    if isinstance(body, bytes):
-        response = client.put("/api/admin/settings", data=body, content_type="application/json")
-    else:
-        response = client.put("/api/admin/settings", json=body)
+    response = send(client, "PUT", "/api/admin/settings", body)
     assert response.status_code == status
     assert response.json["message"]
     assert snapshot(app) == before
@@ -195,10 +189,7 @@ BAD_RESETS = [
 def test_bad_resets_are_refused_and_change_nothing(app, client, body, status):
     client.post("/api/orders", json={"product_id": ITEM})  # something a reset would delete
     before = snapshot(app)
-    if isinstance(body, bytes):
-        response = client.post("/api/admin/reset", data=body, content_type="application/json")
-    else:
-        response = client.post("/api/admin/reset", json=body)
+    response = send(client, "POST", "/api/admin/reset", body)
     assert response.status_code == status, response.json
     assert snapshot(app) == before
 

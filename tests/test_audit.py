@@ -2,21 +2,10 @@
 
 from __future__ import annotations
 
-import pytest
 from sqlalchemy import insert
 
-from shop.app import create_schema
 from shop.audit import take_audit
-from shop.db import make_engine, make_sessions
 from shop.models import Order, Product, Seat
-
-
-@pytest.fixture
-def sessions(database_url):
-    engine = make_engine(database_url)
-    create_schema(engine)
-    yield make_sessions(engine)
-    engine.dispose()
 
 
 def craft(sessions, *, products: list[dict], orders: list[dict], seats: list[dict] = ()) -> None:

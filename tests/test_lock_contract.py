@@ -56,10 +56,10 @@ def test_release_without_acquire_names_the_lock(factory):
 
 def test_with_releases_even_when_the_body_fails(factory):
     lock = factory.lock(unique_name())
-    with pytest.raises(ZeroDivisionError):
+    with pytest.raises(KeyError):
         with lock:
             assert lock.held
-            1 / 0
+            raise KeyError("the body failed")
     assert not lock.held
     assert factory.lock(lock.name).acquire(blocking=False)
 

@@ -17,19 +17,9 @@ from shop.catalogue import ProductSpec, reset_catalogue
 from shop.errors import SoldOut, SeatTaken
 from shop.models import ProductKind
 from shop.orders import OrderContext, OrderRequest, pay_order, place_order
-from shop.db import make_engine, make_sessions
-from shop.app import create_schema
 
 BUYERS = 12
 STOCK = 5
-
-
-@pytest.fixture
-def sessions(database_url):
-    engine = make_engine(database_url)
-    create_schema(engine)
-    yield make_sessions(engine)
-    engine.dispose()
 
 
 def sale(sessions, strategy: str, requests: list[OrderRequest], delay_ms: int = 150) -> dict:

@@ -6,7 +6,8 @@ route the app serves under /api is described here, with its methods.
 
 from __future__ import annotations
 
-from .validation import MAX_ID, MAX_QUANTITY
+from ..orders import MAX_QUANTITY
+from .validation import MAX_ID
 
 
 def _ref(name: str) -> dict:

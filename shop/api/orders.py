@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from flask import Blueprint, jsonify, url_for
 
-from ..orders import OrderRequest, get_order, pay_order
+from ..orders import MAX_QUANTITY, OrderRequest, get_order, pay_order
 from ..state import shop
-from .validation import MAX_ID, MAX_QUANTITY, json_object, only_fields, path_id, seat_label, whole_number
+from .validation import MAX_ID, json_object, only_fields, path_id, seat_label, whole_number
 
 orders = Blueprint("orders", __name__, url_prefix="/api/orders")
 

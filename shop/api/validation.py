@@ -7,7 +7,6 @@ import re
 from flask import request
 
 from ..errors import BadRequest, NotFound, Unprocessable
-from ..orders import MAX_QUANTITY
 
 #: Ids are 32-bit on every database we support; a larger one cannot exist.
 MAX_ID = 2**31 - 1
