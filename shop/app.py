@@ -8,14 +8,12 @@ from flask import Flask, Response
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
-from locks import Backends
-
-from .config import Config
-from .db import make_engine, make_sessions
+from .config import Config, locks_backends
+from .db import backend_name, make_engine, make_sessions
 from .models import Base
 from .settings import seed_settings
 from .state import ShopState
-from .strategies import Guards
+from .strategies import Strategies
 
 INSTANCE_HEADER = "X-Lockshop-Instance"
 
@@ -32,9 +30,8 @@ def create_app(config: Config | None = None) -> Flask:
     engine = make_engine(config.database_url)
     create_schema(engine)
     sessions = make_sessions(engine)
-    backends = Backends(redis_url=config.redis_url, redis_urls=config.redis_urls,
-                        zk_hosts=config.zk_hosts, database_url=config.database_url)
-    state = ShopState(config, engine, sessions, Guards(backends))
+    state = ShopState(config, engine, sessions,
+                      Strategies(locks_backends(config), backend_name(config.database_url)))
     seed_settings(sessions, state.default_settings)
     app.extensions["lockshop"] = state
 

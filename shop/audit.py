@@ -10,7 +10,9 @@ overwritten. Per product:
 * ``lost_updates = sold - (initial - remaining)``: sales whose decrement of
   the stock was overwritten by a concurrent write. Zero when every sale took
   exactly its quantity off the stock;
-* ``double_booked_seats``: seats held by more than one live order.
+* ``double_booked_seats``: seats held by more than one live order;
+* ``retries``: extra attempts the live orders needed (optimistic strategies
+  retry on a conflict); a cost, not an error.
 
 A run is correct when all of them are zero and no stock is negative.
 """
@@ -37,6 +39,7 @@ class ProductAudit:
     oversold: int
     lost_updates: int
     double_booked_seats: int
+    retries: int = 0
 
     @property
     def correct(self) -> bool:
@@ -58,7 +61,7 @@ class Audit:
     def as_dict(self) -> dict:
         totals = {f: self.total(f) for f in
                   ("initial", "remaining", "sold", "orders", "oversold", "lost_updates",
-                   "double_booked_seats")}
+                   "double_booked_seats", "retries")}
         return {"correct": self.correct, "totals": totals,
                 "products": [dict(asdict(p), correct=p.correct) for p in self.products]}
 
@@ -71,21 +74,24 @@ def take_audit(sessions: sessionmaker[Session]) -> Audit:
         double_booked = _double_booked_seats(session)
     audits = []
     for p in products:
-        sold, orders = sales.get(p.id, (0, 0))
+        sold, orders, retries = sales.get(p.id, (0, 0, 0))
         audits.append(ProductAudit(
             product_id=p.id, sku=p.sku, kind=p.kind, initial=p.initial_stock,
             remaining=p.stock, sold=sold, orders=orders,
             oversold=max(0, sold - p.initial_stock),
             lost_updates=sold - (p.initial_stock - p.stock),
-            double_booked_seats=double_booked.get(p.id, 0)))
+            double_booked_seats=double_booked.get(p.id, 0), retries=retries))
     return Audit(tuple(audits))
 
 
-def _live_sales(session: Session) -> dict[int, tuple[int, int]]:
+def _live_sales(session: Session) -> dict[int, tuple[int, int, int]]:
+    """Per product: units sold, orders, and retries, over live orders."""
     rows = session.execute(
-        select(Order.product_id, func.coalesce(func.sum(Order.quantity), 0), func.count())
+        select(Order.product_id, func.coalesce(func.sum(Order.quantity), 0), func.count(),
+               func.coalesce(func.sum(Order.attempts - 1), 0))
         .where(Order.status.in_(LIVE_STATUSES)).group_by(Order.product_id))
-    return {product_id: (int(units), int(count)) for product_id, units, count in rows}
+    return {product_id: (int(units), int(count), int(retries))
+            for product_id, units, count, retries in rows}
 
 
 def _double_booked_seats(session: Session) -> dict[int, int]:

@@ -73,7 +73,7 @@ def reset_catalogue(sessions: sessionmaker[Session],
             session.execute(insert(Product).values(
                 id=product_id, sku=spec.sku, name=spec.name, kind=spec.kind.value,
                 price_cents=spec.price_cents, initial_stock=spec.initial_stock,
-                stock=spec.initial_stock))
+                stock=spec.initial_stock, version=0))
             if spec.seats:
                 session.execute(insert(Seat), [{"product_id": product_id, "label": label}
                                                for label in spec.seats])

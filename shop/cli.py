@@ -19,15 +19,16 @@ from collections.abc import Sequence
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
-import locks
+from locks import UnknownStrategy
 
 from .audit import take_audit
 from .catalogue import reset_catalogue
-from .config import Config, ConfigError
+from .config import Config, ConfigError, locks_backends
 from .db import backend_name, make_engine, make_sessions, normalise_url
 from .errors import ShopError
 from .processes import StartError
 from .settings import ClusterSettings, MAX_BUSINESS_DELAY_MS, read_settings, write_settings
+from .strategies import Strategies, catalogue
 from .table import format_table
 
 DEFAULT_RUNTIME_DIR = Path(".lockshop")
@@ -45,7 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.run(args, config)
     except KeyboardInterrupt:
         return 130
-    except (CliError, ConfigError, ShopError, StartError, locks.UnknownStrategy,
+    except (CliError, ConfigError, ShopError, StartError, UnknownStrategy,
             SQLAlchemyError, OSError, ValueError) as error:
         print(f"lockshop: error: {_one_line(error)}", file=sys.stderr)
         return 2
@@ -106,7 +107,7 @@ def cmd_up(args: argparse.Namespace, config: Config) -> int:
     sessions = make_sessions(make_engine(cluster.config.database_url))
     _raise_on_sigterm()
     with cluster:
-        _apply_start_options(sessions, args)
+        _apply_start_options(sessions, cluster.config, args)
         print(f"lockshop: {args.instances} instance(s) on {_describe_db(cluster.config.database_url)}")
         for instance in cluster.instances:
             print(f"  {instance.name}  {instance.url}   (log: {instance.log_path})")
@@ -152,7 +153,7 @@ def cmd_reset(args: argparse.Namespace, config: Config) -> int:
 def cmd_settings(args: argparse.Namespace, config: Config) -> int:
     sessions = _sessions(config)
     if args.strategy is not None:
-        locks.get(args.strategy)  # UnknownStrategy names the known ones
+        _check_strategy(config, args.strategy)
     with sessions.begin() as session:
         write_settings(session, strategy=args.strategy, business_delay_ms=args.business_delay_ms)
     with sessions.begin() as session:
@@ -162,9 +163,10 @@ def cmd_settings(args: argparse.Namespace, config: Config) -> int:
 
 
 def cmd_strategies(args: argparse.Namespace, config: Config) -> int:
-    rows = [(s.name, s.family, "yes" if s.correct_across_instances else "no", s.summary)
-            for s in locks.all_strategies()]
-    print(format_table(("name", "family", "correct across instances", "what it is"), rows))
+    rows = [(s.name, s.family, "yes" if s.correct_across_instances else "no",
+             ", ".join(s.requires) or "-", s.summary) for s in catalogue()]
+    print(format_table(("name", "family", "correct across instances", "needs", "what it is"),
+                       rows))
     return 0
 
 
@@ -172,10 +174,10 @@ def cmd_strategies(args: argparse.Namespace, config: Config) -> int:
 
 def format_audit(audit: dict) -> str:
     rows = [(p["product_id"], p["sku"], p["kind"], p["initial"], p["remaining"], p["sold"],
-             p["oversold"], p["lost_updates"], p["double_booked_seats"],
+             p["oversold"], p["lost_updates"], p["double_booked_seats"], p["retries"],
              "yes" if p["correct"] else "NO") for p in audit["products"]]
     table = format_table(("id", "sku", "kind", "initial", "remaining", "sold", "oversold",
-                          "lost updates", "double-booked", "correct"), rows)
+                          "lost updates", "double-booked", "retries", "correct"), rows)
     return f"{table}\n\naudit: {'correct' if audit['correct'] else 'NOT correct'}"
 
 
@@ -193,12 +195,19 @@ def _sessions(config: Config, create: bool = False):
     return make_sessions(engine)
 
 
-def _apply_start_options(sessions, args: argparse.Namespace) -> None:
+def _check_strategy(config: Config, name: str) -> None:
+    """``UnknownStrategy`` names the known ones; a wrong database is said too."""
+    strategies = Strategies(locks_backends(config), backend_name(config.database_url))
+    strategies.get(name)
+    strategies.refuse_unusable(name)
+
+
+def _apply_start_options(sessions, config: Config, args: argparse.Namespace) -> None:
     from sqlalchemy import select
 
     from .models import Product
     if args.strategy is not None:
-        locks.get(args.strategy)
+        _check_strategy(config, args.strategy)
     with sessions.begin() as session:
         write_settings(session, strategy=args.strategy, business_delay_ms=args.business_delay_ms)
         empty = session.scalar(select(Product.id).limit(1)) is None
@@ -238,10 +247,7 @@ def _overrides(args: argparse.Namespace) -> dict:
 def _names(raw: str | None) -> list[str] | None:
     if raw is None:
         return None
-    names = [n.strip() for n in raw.split(",") if n.strip()]
-    for name in names:
-        locks.get(name)
-    return names
+    return [n.strip() for n in raw.split(",") if n.strip()]
 
 
 def _positive(raw: str) -> int:

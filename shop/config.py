@@ -78,3 +78,10 @@ def _parse(name: str, raw: str, type_name: object) -> object:
     if kind.startswith("tuple"):
         return tuple(part.strip() for part in raw.split(",") if part.strip())
     return raw
+
+
+def locks_backends(config: Config):
+    """Where the lock backends live, as the ``locks`` package wants it."""
+    from locks import Backends
+    return Backends(redis_url=config.redis_url, redis_urls=config.redis_urls,
+                    zk_hosts=config.zk_hosts, database_url=config.database_url)

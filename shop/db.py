@@ -29,6 +29,13 @@ def backend_name(url: str) -> str:
     return "mysql" if name == "mariadb" else name
 
 
+#: Execution options of a SQLite transaction: its BEGIN mode, and how long
+#: it may wait for the database's write lock (milliseconds).
+SQLITE_BEGIN = "sqlite_begin"
+SQLITE_BUSY_MS = "sqlite_busy_ms"
+DEFAULT_SQLITE_BUSY_MS = 30_000
+
+
 def make_engine(url: str) -> Engine:
     url = normalise_url(url)
     if backend_name(url) == "sqlite":
@@ -51,13 +58,25 @@ def _make_sqlite_transactional(engine: Engine) -> None:
         # WAL lets readers run while one process writes; the busy timeout makes
         # a writer wait for the file lock instead of failing at once.
         cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute(f"PRAGMA busy_timeout={DEFAULT_SQLITE_BUSY_MS}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection) -> None:  # pragma: no cover - driver hook
-        connection.exec_driver_sql("BEGIN")
+        # A transaction may ask for "BEGIN IMMEDIATE": take the write lock up
+        # front (SQLite's equivalent of SELECT ... FOR UPDATE).
+        options = connection.get_execution_options()
+        mode = options.get(SQLITE_BEGIN, "")
+        if mode not in ("", "DEFERRED", "IMMEDIATE", "EXCLUSIVE"):
+            raise ValueError(f"unknown SQLite BEGIN mode {mode!r}")
+        busy_ms = int(options.get(SQLITE_BUSY_MS, DEFAULT_SQLITE_BUSY_MS))
+        # The pragma belongs to the pooled connection: set it back for the
+        # next transaction only when this one changed it.
+        if connection.info.get(SQLITE_BUSY_MS, DEFAULT_SQLITE_BUSY_MS) != busy_ms:
+            connection.exec_driver_sql(f"PRAGMA busy_timeout={busy_ms}")
+            connection.info[SQLITE_BUSY_MS] = busy_ms
+        connection.exec_driver_sql(f"BEGIN {mode}".strip())
 
 
 def make_sessions(engine: Engine) -> sessionmaker[Session]:

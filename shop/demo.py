@@ -16,12 +16,13 @@ import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import locks
 from loadtest.runner import run_locust
 
 from .client import ShopClient
-from .config import DEFAULT_DATABASE_URL, Config
+from .config import DEFAULT_DATABASE_URL, Config, locks_backends
+from .db import backend_name
 from .launcher import Cluster
+from .strategies import ShopStrategy, Strategies
 from .table import format_table
 
 #: Enough stock that the correct strategies are still selling when the run
@@ -35,7 +36,7 @@ DEMO_CATALOGUE = [
 
 @dataclass(frozen=True)
 class DemoRun:
-    strategy: locks.Strategy
+    strategy: ShopStrategy
     instances: int
 
     @property
@@ -43,14 +44,28 @@ class DemoRun:
         return self.strategy.expected_correct(self.instances)
 
 
-def demo_plan(instances: int, names: list[str] | None) -> list[DemoRun]:
-    chosen = [locks.get(n) for n in names] if names else locks.all_strategies()
+def demo_plan(strategies: Strategies, instances: int, names: list[str] | None) -> list[DemoRun]:
+    """A run per strategy (``local`` twice); by default only those usable on this database."""
+    if names:
+        for name in names:
+            strategies.refuse_unusable(name)  # also UnknownStrategy for a typo
+        chosen = [strategies.get(n) for n in names]
+    else:
+        chosen = [s for s in map(strategies.get, strategies.names()) if _usable(strategies, s)]
     runs = []
     for strategy in chosen:
         if strategy.correct_within_one_process is not None and instances > 1:
             runs.append(DemoRun(strategy, 1))  # the in-process lock, where it works
         runs.append(DemoRun(strategy, instances))
     return runs
+
+
+def _usable(strategies: Strategies, strategy: ShopStrategy) -> bool:
+    try:
+        strategies.refuse_unusable(strategy.name)
+        return True
+    except Exception:  # noqa: BLE001 - the reason is printed by the caller
+        return False
 
 
 def run_demo(config: Config, *, instances: int = 3, users: int = 24, run_time_s: int = 8,
@@ -61,7 +76,9 @@ def run_demo(config: Config, *, instances: int = 3, users: int = 24, run_time_s:
         # A fresh database of its own: the demo never touches the user's shop.
         config = replace(config, database_url=f"sqlite:///{runtime / 'demo.db'}")
     config = replace(config, admin_token=config.admin_token or secrets.token_urlsafe(16))
-    plan = demo_plan(instances, strategies)
+    catalogue = Strategies(locks_backends(config), backend_name(config.database_url))
+    plan = demo_plan(catalogue, instances, strategies)
+    skipped = [n for n in catalogue.names() if n not in {r.strategy.name for r in plan}]
     rows, surprises = [], []
     try:
         with Cluster(config, instances=instances, runtime_dir=runtime) as cluster:
@@ -85,7 +102,8 @@ def run_demo(config: Config, *, instances: int = 3, users: int = 24, run_time_s:
                                      f"expected {'correct' if run.expected_correct else 'to oversell'}")
                 rows.append((name, run.instances, totals["orders"], totals["sold"],
                              totals["remaining"], totals["oversold"], totals["lost_updates"],
-                             totals["double_booked_seats"], result.requests_per_second,
+                             totals["double_booked_seats"], totals["retries"],
+                             result.requests_per_second,
                              round(result.p95_ms), verdict,
                              "correct" if run.expected_correct else "oversells"))
     finally:
@@ -95,13 +113,17 @@ def run_demo(config: Config, *, instances: int = 3, users: int = 24, run_time_s:
             shutil.rmtree(runtime, ignore_errors=True)
     print()
     print(format_table(("strategy", "instances", "orders", "sold", "remaining", "oversold",
-                        "lost updates", "double-booked", "req/s", "p95 ms", "audit", "expected"),
+                        "lost updates", "double-booked", "retries", "req/s", "p95 ms", "audit",
+                        "expected"),
                        rows))
     print()
     for surprise in surprises:
         print(f"UNEXPECTED: {surprise}")
     if not surprises:
         print("Every strategy behaved as the catalogue says.")
+    if skipped and not strategies:
+        print(f"Not run on {catalogue.database}: {', '.join(skipped)} "
+              "(see 'lockshop strategies' for what each needs).")
     return 1 if surprises else 0
 
 

@@ -49,11 +49,13 @@ class Product(Base):
     initial_stock: Mapped[int] = mapped_column(Integer)
     #: What the order path reads, checks and writes.
     stock: Mapped[int] = mapped_column(Integer)
+    #: Bumped by every stock write of the optimistic strategy (compare-and-set).
+    version: Mapped[int] = mapped_column(Integer, default=0)
 
     def as_dict(self) -> dict:
         return {"id": self.id, "sku": self.sku, "name": self.name, "kind": self.kind,
                 "price_cents": self.price_cents, "initial_stock": self.initial_stock,
-                "stock": self.stock}
+                "stock": self.stock, "version": self.version}
 
 
 class Seat(Base):
@@ -63,6 +65,10 @@ class Seat(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     product_id: Mapped[int] = mapped_column(ForeignKey("products.id", ondelete="CASCADE"))
     label: Mapped[str] = mapped_column(String(16))
+    #: The order that took the seat. Only the atomic strategy relies on it
+    #: (it claims a seat with "... WHERE order_id IS NULL"); the others write
+    #: it blindly, so a double booking leaves the last writer here.
+    order_id: Mapped[int | None] = mapped_column(Integer, default=None)
 
 
 class Order(Base):
@@ -80,13 +86,15 @@ class Order(Base):
     #: Which instance took the order, and which strategy guarded it.
     instance: Mapped[str] = mapped_column(String(100))
     strategy: Mapped[str] = mapped_column(String(64))
+    #: 1 + the retries it took (optimistic strategies retry on a conflict).
+    attempts: Mapped[int] = mapped_column(Integer, default=1)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     paid_at: Mapped[datetime | None] = mapped_column(default=None)
 
     def as_dict(self) -> dict:
         return {"id": self.id, "product_id": self.product_id, "quantity": self.quantity,
                 "seat": self.seat, "status": self.status, "instance": self.instance,
-                "strategy": self.strategy,
+                "strategy": self.strategy, "attempts": self.attempts,
                 "created_at": self.created_at.isoformat() + "Z",
                 "paid_at": self.paid_at.isoformat() + "Z" if self.paid_at else None}
 

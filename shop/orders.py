@@ -63,40 +63,74 @@ def lock_name(product_id: int) -> str:
 def place_order(sessions: sessionmaker[Session], guard: LockFactory, request: OrderRequest,
                 context: OrderContext, sleep: Callable[[float], None] = time.sleep) -> Order:
     """Run the order path under ``guard``'s lock; return the new order."""
-    kind = _check_request(sessions, request)
+    kind = check_request(sessions, request)
     lock = guard.lock(lock_name(request.product_id), timeout=context.lock_timeout_ms / 1000)
     if not lock.acquire():
         raise LockNotAcquired(lock.name, lock.default_timeout)
     try:
         # 1. read (a short transaction of its own)
         with sessions.begin() as session:
-            stock = session.scalar(select(Product.stock).where(Product.id == request.product_id))
-            free = _free_seats(session, request.product_id) if kind is ProductKind.TICKET else []
+            stock, free = read_stock(session, request.product_id, kind)
         # 2. check
-        if stock is None:
-            raise NotFound(f"product {request.product_id} was removed")
-        if stock < request.quantity:
-            raise SoldOut(f"product {request.product_id} is sold out "
-                          f"({stock} left, {request.quantity} asked)", remaining=stock)
-        seat = _choose_seat(request, free) if kind is ProductKind.TICKET else None
+        seat = check_fits(request, kind, stock, free)
         # 3. the business delay: the race window
-        if context.business_delay_ms:
-            sleep(context.business_delay_ms / 1000)
+        business_delay(context, sleep)
         # 4. write and 5. insert, in one transaction
         with sessions.begin() as session:
-            session.execute(update(Product).where(Product.id == request.product_id)
-                            .values(stock=stock - request.quantity))
-            order = Order(product_id=request.product_id, quantity=request.quantity, seat=seat,
-                          status=OrderStatus.PENDING.value, instance=context.instance,
-                          strategy=context.strategy)
-            session.add(order)
-            session.flush()
+            write_stock(session, request.product_id, stock - request.quantity)
+            order = insert_order(session, request, seat, context)
             # Last moment to find out that the lock expired or its session
             # ended: raising here rolls the whole write back.
             lock.ensure_held()
         return order
     finally:
         _release_quietly(lock)
+
+
+# --- the steps, shared by every strategy ------------------------------------------
+
+def read_stock(session: Session, product_id: int, kind: ProductKind, *,
+               for_update: bool = False) -> tuple[int | None, list[str]]:
+    """Step 1: the stock and, for a ticket, the free seats. ``for_update`` locks the row."""
+    query = select(Product.stock).where(Product.id == product_id)
+    stock = session.scalar(query.with_for_update() if for_update else query)
+    return stock, free_seats(session, product_id) if kind is ProductKind.TICKET else []
+
+
+def check_fits(request: OrderRequest, kind: ProductKind, stock: int | None,
+               free: list[str]) -> str | None:
+    """Step 2: refuse what does not fit; for a ticket, return the seat to take."""
+    if stock is None:
+        raise NotFound(f"product {request.product_id} was removed")
+    if stock < request.quantity:
+        raise SoldOut(f"product {request.product_id} is sold out "
+                      f"({stock} left, {request.quantity} asked)", remaining=stock)
+    return _choose_seat(request, free) if kind is ProductKind.TICKET else None
+
+
+def business_delay(context: OrderContext, sleep: Callable[[float], None] = time.sleep) -> None:
+    """Step 3: the time a real shop spends between check and write."""
+    if context.business_delay_ms:
+        sleep(context.business_delay_ms / 1000)
+
+
+def write_stock(session: Session, product_id: int, new_stock: int) -> None:
+    """Step 4: the blind write of an absolute value, as load-modify-save code does."""
+    session.execute(update(Product).where(Product.id == product_id).values(stock=new_stock))
+
+
+def insert_order(session: Session, request: OrderRequest, seat: str | None,
+                 context: OrderContext, attempts: int = 1) -> Order:
+    """Step 5: the order row (and, for a ticket, a blind claim of its seat)."""
+    order = Order(product_id=request.product_id, quantity=request.quantity, seat=seat,
+                  status=OrderStatus.PENDING.value, instance=context.instance,
+                  strategy=context.strategy, attempts=attempts)
+    session.add(order)
+    session.flush()
+    if seat is not None:
+        session.execute(update(Seat).where(Seat.product_id == request.product_id,
+                                           Seat.label == seat).values(order_id=order.id))
+    return order
 
 
 def pay_order(sessions: sessionmaker[Session], order_id: int) -> Order:
@@ -125,7 +159,7 @@ def get_order(sessions: sessionmaker[Session], order_id: int) -> Order:
 
 # --- helpers ----------------------------------------------------------------
 
-def _check_request(sessions: sessionmaker[Session], request: OrderRequest) -> ProductKind:
+def check_request(sessions: sessionmaker[Session], request: OrderRequest) -> ProductKind:
     """Refuse what can be refused before taking a lock (unknown product, wrong kind)."""
     if not 1 <= request.quantity <= MAX_QUANTITY:
         raise Unprocessable(f"'quantity' must be between 1 and {MAX_QUANTITY}, "
@@ -147,7 +181,7 @@ def _check_request(sessions: sessionmaker[Session], request: OrderRequest) -> Pr
         return ProductKind.TICKET
 
 
-def _free_seats(session: Session, product_id: int) -> list[str]:
+def free_seats(session: Session, product_id: int) -> list[str]:
     """Seat labels in seat-map order, less those held by a live order."""
     taken = set(session.scalars(select(Order.seat).where(
         Order.product_id == product_id, Order.status.in_(LIVE_STATUSES),

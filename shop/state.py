@@ -10,9 +10,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from .config import Config
 from .models import Order
-from .orders import OrderContext, OrderRequest, place_order
+from .orders import OrderContext, OrderRequest
 from .settings import ClusterSettings, read_settings
-from .strategies import Guards
+from .strategies import Strategies
 
 
 @dataclass
@@ -20,7 +20,7 @@ class ShopState:
     config: Config
     engine: Engine
     sessions: sessionmaker[Session]
-    guards: Guards
+    strategies: Strategies
 
     @property
     def default_settings(self) -> ClusterSettings:
@@ -37,7 +37,7 @@ class ShopState:
         context = OrderContext(instance=self.config.instance, strategy=settings.strategy,
                                business_delay_ms=settings.business_delay_ms,
                                lock_timeout_ms=self.config.lock_timeout_ms)
-        return place_order(self.sessions, self.guards.factory(settings.strategy), request, context)
+        return self.strategies.runner(settings.strategy)(self.sessions, request, context)
 
 
 def shop() -> ShopState:

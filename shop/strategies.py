@@ -1,56 +1,126 @@
-"""The strategies the shop can guard its order path with.
+"""The shop's strategy catalogue: every way the order path can be guarded.
 
-Each lock strategy's factory is opened once per process, on first use, and
-kept: the ``local`` strategy's locks only exclude each other because every
-request of this process shares them, and a Redis factory's connection pool is
-worth keeping too.
+Two kinds, one list:
+
+* **lock strategies**, from ``locks``: the read-check-write of
+  ``shop.orders.place_order`` runs inside a lock named per product. Each
+  lock factory is opened once per process and kept: ``local``'s locks only
+  exclude each other because every request of this process shares them;
+* **transaction strategies**, from ``shop.db_strategies``: the database
+  itself guards or replaces the read-check-write, inside one transaction
+  (a row lock, an advisory lock, a version check, a conditional UPDATE).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import dataclass
+from collections.abc import Callable
+
+from sqlalchemy.orm import Session, sessionmaker
 
 import locks
-from locks import Backends, LockFactory
+from locks import Backends, LockFactory, UnknownStrategy
+
+from .errors import Unprocessable
+from .models import Order
+from .orders import OrderContext, OrderRequest, place_order
 
 log = logging.getLogger(__name__)
 
+OrderRunner = Callable[[sessionmaker[Session], OrderRequest, OrderContext], Order]
 
-class Guards:
-    """Opens and caches one ``LockFactory`` per strategy for this process."""
+DATABASES = ("sqlite", "postgresql", "mysql")
 
-    def __init__(self, backends: Backends) -> None:
+
+@dataclass(frozen=True)
+class ShopStrategy:
+    name: str
+    family: str
+    summary: str
+    correct_across_instances: bool
+    failure_mode: str = ""
+    #: Backends it needs: "redis", "zookeeper", or a database ("postgresql", ...).
+    requires: tuple[str, ...] = ()
+    correct_within_one_process: bool | None = None
+    #: For transaction strategies: the function that places an order.
+    runner: OrderRunner | None = None
+
+    def expected_correct(self, instances: int) -> bool:
+        if instances == 1 and self.correct_within_one_process is not None:
+            return self.correct_within_one_process
+        return self.correct_across_instances
+
+    @classmethod
+    def from_lock(cls, strategy: locks.Strategy) -> ShopStrategy:
+        return cls(strategy.name, strategy.family, strategy.summary,
+                   strategy.correct_across_instances, strategy.failure_mode, strategy.requires,
+                   strategy.correct_within_one_process)
+
+
+def catalogue() -> list[ShopStrategy]:
+    """Every strategy, in teaching order: locks first, then the database's own tools."""
+    from .db_strategies import TRANSACTION_STRATEGIES
+    return [ShopStrategy.from_lock(s) for s in locks.all_strategies()] + list(TRANSACTION_STRATEGIES)
+
+
+class Strategies:
+    """This process's view of the catalogue: what runs here, and how."""
+
+    def __init__(self, backends: Backends, database: str) -> None:
         self.backends = backends
+        self.database = database  # "sqlite", "postgresql" or "mysql"
+        self._by_name = {s.name: s for s in catalogue()}
         self._factories: dict[str, LockFactory] = {}
         self._guard = threading.Lock()
 
-    def factory(self, name: str) -> LockFactory:
-        """The factory for ``name``; ``locks.UnknownStrategy`` if there is none."""
-        strategy = locks.get(name)
-        with self._guard:
-            if name not in self._factories:
-                self._factories[name] = strategy.open(self.backends)
-            return self._factories[name]
+    def names(self) -> list[str]:
+        return list(self._by_name)
 
-    def is_known(self, name: str) -> bool:
-        return name in locks.names()
+    def get(self, name: str) -> ShopStrategy:
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise UnknownStrategy(name, self.names()) from None
+
+    def refuse_unusable(self, name: str) -> None:
+        """``Unprocessable`` when the strategy needs a database other than ours."""
+        needed = [r for r in self.get(name).requires if r in DATABASES]
+        if needed and self.database not in needed:
+            raise Unprocessable(f"strategy {name!r} needs {' or '.join(needed)}; "
+                                f"this shop runs on {self.database}", requires=needed)
+
+    def runner(self, name: str) -> OrderRunner:
+        """How to place an order under ``name``."""
+        strategy = self.get(name)
+        if strategy.runner is not None:
+            self.refuse_unusable(name)
+            return strategy.runner
+        factory = self._factory(name)
+        return lambda sessions, request, context: place_order(sessions, factory, request, context)
 
     def describe(self) -> list[dict]:
         """Every strategy, as ``GET /api/strategies`` lists it."""
-        return [
-            {"name": s.name, "family": s.family, "summary": s.summary,
-             "correct_across_instances": s.correct_across_instances,
-             "failure_mode": s.failure_mode, "requires": list(s.requires),
-             "available": self._available(s.name)}
-            for s in locks.all_strategies()
-        ]
+        return [{"name": s.name, "family": s.family, "summary": s.summary,
+                 "correct_across_instances": s.correct_across_instances,
+                 "failure_mode": s.failure_mode, "requires": list(s.requires),
+                 "available": self._available(s)} for s in self._by_name.values()]
 
-    def _available(self, name: str) -> bool:
+    def _factory(self, name: str) -> LockFactory:
+        with self._guard:
+            if name not in self._factories:
+                self._factories[name] = locks.get(name).open(self.backends)
+            return self._factories[name]
+
+    def _available(self, strategy: ShopStrategy) -> bool:
         try:
-            return self.factory(name).available()
-        except Exception as error:  # a missing library or an unreachable server alike
-            log.debug("strategy %s unavailable: %s", name, error)
+            if strategy.runner is not None:
+                self.refuse_unusable(strategy.name)
+                return True
+            return self._factory(strategy.name).available()
+        except Exception as error:  # a missing library, an unreachable server, a wrong database
+            log.debug("strategy %s unavailable: %s", strategy.name, error)
             return False
 
     def close(self) -> None:

@@ -44,8 +44,9 @@ def change_strategy():
     if token and not hmac.compare_digest(request.form.get("token", "").encode(), token.encode()):
         raise Unauthorized("the admin token is wrong")
     strategy = request.form.get("strategy", "")
-    if not state.guards.is_known(strategy):
+    if strategy not in state.strategies.names():
         raise Unprocessable(f"unknown strategy {strategy!r}")
+    state.strategies.refuse_unusable(strategy)
     with state.sessions.begin() as session:
         write_settings(session, strategy=strategy)
     return redirect(url_for(".dashboard"), code=303)
@@ -87,5 +88,5 @@ def _dashboard_data() -> dict:
     with state.sessions.begin() as session:
         names = dict(session.execute(select(Product.id, Product.name)).all())
     return {"audit": take_audit(state.sessions), "names": names, "settings": state.settings(),
-            "strategies": state.guards.describe(), "instance": state.config.instance,
+            "strategies": state.strategies.describe(), "instance": state.config.instance,
             "token_required": bool(state.config.admin_token)}

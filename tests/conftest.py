@@ -128,7 +128,7 @@ def make_app():
     yield build
     for app in apps:
         state = app.extensions["lockshop"]
-        state.guards.close()
+        state.strategies.close()
         state.engine.dispose()
 
 

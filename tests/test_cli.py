@@ -13,6 +13,7 @@ import pytest
 import requests
 
 from shop.cli import main
+from shop.strategies import catalogue
 from shop.processes import free_port, port_is_free
 
 
@@ -47,7 +48,8 @@ def test_unknown_strategy_is_one_line(tmp_path, sqlite_url):
     done = run_cli("--database-url", sqlite_url, "settings", "--strategy", "nope", cwd=tmp_path)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
-        "lockshop: error: unknown strategy 'nope'; known: " + ", ".join(__import__("locks").names())]
+        "lockshop: error: unknown strategy 'nope'; known: "
+        + ", ".join(s.name for s in catalogue())]
 
 
 def test_bad_environment_is_one_line(tmp_path):

@@ -96,3 +96,18 @@ def test_instances_on_a_database_server(request, start_cluster, server):
     assert len(served_by) == 2 and audit["products"][0]["oversold"] > 0
     audit, _ = flash_sale(cluster, "local", instances=1)
     assert audit["correct"] is True, audit
+
+
+@pytest.mark.parametrize("database", ["sqlite",
+                                      pytest.param("postgres", marks=pytest.mark.postgres),
+                                      pytest.param("mysql", marks=pytest.mark.mysql)])
+def test_database_strategies_are_correct_across_instances(request, start_cluster, database):
+    cluster = start_cluster(3, request.getfixturevalue(f"{database}_url"))
+    names = ["for_update", "optimistic", "atomic"] + (["pg_advisory"] if database == "postgres"
+                                                      else [])
+    for name in names:
+        audit, served_by = flash_sale(cluster, name, instances=3)
+        assert len(served_by) == 3, name
+        product = audit["products"][0]
+        assert (product["sold"], product["remaining"]) == (STOCK, 0), (name, product)
+        assert audit["correct"] is True, (name, audit)

@@ -65,9 +65,9 @@ def change_settings():
     if strategy is not None:
         if not isinstance(strategy, str):
             raise BadRequest("'strategy' must be a string")
-        if not state.guards.is_known(strategy):
-            raise Unprocessable(f"unknown strategy {strategy!r}",
-                                known=[s["name"] for s in state.guards.describe()])
+        if strategy not in state.strategies.names():
+            raise Unprocessable(f"unknown strategy {strategy!r}", known=state.strategies.names())
+        state.strategies.refuse_unusable(strategy)
     delay = (whole_number(body, "business_delay_ms", low=0, high=MAX_BUSINESS_DELAY_MS)
              if "business_delay_ms" in body else None)
     with state.sessions.begin() as session:

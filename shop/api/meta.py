@@ -20,7 +20,7 @@ def health():
 def strategies():
     """List every strategy: family, expected correctness, and whether it is usable now."""
     state = shop()
-    return jsonify({"current": state.settings().strategy, "strategies": state.guards.describe()})
+    return jsonify({"current": state.settings().strategy, "strategies": state.strategies.describe()})
 
 
 @meta.get("/openapi.json")

@@ -103,7 +103,8 @@ _SCHEMAS = {
         "products": {"type": "array", "items": _ref("ProductSpec")}}},
     "ProductAudit": {"type": "object", "properties": {
         k: {"type": "integer"} for k in ("product_id", "initial", "remaining", "sold", "orders",
-                                         "oversold", "lost_updates", "double_booked_seats")}},
+                                         "oversold", "lost_updates", "double_booked_seats",
+                                         "retries")}},
     "Audit": {"type": "object", "properties": {
         "correct": {"type": "boolean"},
         "totals": {"type": "object", "additionalProperties": {"type": "integer"}},

@@ -1,0 +1,139 @@
+"""The database's own strategies, on SQLite, PostgreSQL and MariaDB.
+
+Same race as tests/test_order_path.py (a barrier, a business delay far
+longer than a query): ``none`` is shown there to oversell under exactly
+this load, and each strategy here must not.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from sqlalchemy import select, text
+
+from locks import LockNotAcquired
+from shop.audit import take_audit
+from shop.catalogue import ProductSpec, reset_catalogue
+from shop.db import backend_name
+from shop.errors import SeatTaken, SoldOut, Unprocessable
+from shop.models import ProductKind, Seat
+from shop.orders import OrderContext, OrderRequest
+from shop.strategies import Strategies
+from locks import Backends
+
+STRATEGIES = ["for_update", "pg_advisory", "optimistic", "atomic"]
+BUYERS = 12
+STOCK = 5
+DATABASES = {"sqlite": (), "postgres": (pytest.mark.postgres,), "mysql": (pytest.mark.mysql,)}
+
+
+def cases(names: list[str]) -> list:
+    """(database, strategy) pairs that can run: pg_advisory only on PostgreSQL."""
+    return [pytest.param(db, name, marks=marks, id=f"{db}-{name}")
+            for db, marks in DATABASES.items() for name in names
+            if name != "pg_advisory" or db == "postgres"]
+
+
+def runner_for(database_url: str, name: str):
+    return Strategies(Backends(), backend_name(database_url)).runner(name)
+
+
+def sale(sessions, runner, name: str, requests: list[OrderRequest], delay_ms: int = 50) -> dict:
+    context = OrderContext("test", name, business_delay_ms=delay_ms, lock_timeout_ms=30_000)
+    start = threading.Barrier(len(requests))
+    outcomes: list[str] = []
+
+    def buyer(request: OrderRequest) -> None:
+        start.wait()
+        try:
+            runner(sessions, request, context)
+            outcomes.append("ok")
+        except (SoldOut, SeatTaken):
+            outcomes.append("refused")
+
+    threads = [threading.Thread(target=buyer, args=(r,)) for r in requests]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return {"ok": outcomes.count("ok"), "refused": outcomes.count("refused")}
+
+
+@pytest.mark.parametrize("database_url,name", cases(STRATEGIES), indirect=["database_url"])
+def test_items_are_never_oversold(sessions, database_url, name):
+    runner = runner_for(database_url, name)
+    reset_catalogue(sessions, (ProductSpec("x", "x", ProductKind.ITEM, stock=STOCK),))
+    outcome = sale(sessions, runner, name, [OrderRequest(1)] * BUYERS)
+    audit = take_audit(sessions)
+    assert outcome == {"ok": STOCK, "refused": BUYERS - STOCK}
+    assert audit.correct, audit
+    assert audit.products[0].remaining == 0
+
+
+@pytest.mark.parametrize("database_url,name", cases(STRATEGIES), indirect=["database_url"])
+def test_seats_are_never_double_booked(sessions, database_url, name):
+    runner = runner_for(database_url, name)
+    reset_catalogue(sessions, (ProductSpec("t", "t", ProductKind.TICKET,
+                                           seats=("A1", "A2", "A3")),))
+    requests = [OrderRequest(1)] * 6 + [OrderRequest(1, seat="A2")] * 3
+    outcome = sale(sessions, runner, name, requests)
+    audit = take_audit(sessions)
+    assert outcome["ok"] == 3
+    assert audit.correct, audit
+    with sessions.begin() as session:  # every seat taken, by exactly the order that holds it
+        holders = session.execute(select(Seat.label, Seat.order_id)).all()
+    assert all(order_id is not None for _, order_id in holders)
+
+
+def test_optimistic_retries_are_counted(sessions, database_url):
+    runner = runner_for(database_url, "optimistic")
+    reset_catalogue(sessions, (ProductSpec("x", "x", ProductKind.ITEM, stock=100),))
+    sale(sessions, runner, "optimistic", [OrderRequest(1)] * 8, delay_ms=20)
+    product = take_audit(sessions).products[0]
+    assert product.sold == 8 and product.correct
+    # Eight buyers read version 0 together; only one write can match it.
+    assert product.retries >= 7
+
+
+@pytest.mark.parametrize("database", ["sqlite", pytest.param("mysql", marks=pytest.mark.mysql)])
+def test_advisory_lock_refuses_other_databases(request, database):
+    url = request.getfixturevalue(f"{database}_url")
+    strategies = Strategies(Backends(), backend_name(url))
+    with pytest.raises(Unprocessable, match="needs postgresql; this shop runs on"):
+        strategies.runner("pg_advisory")
+
+
+def test_advisory_lock_cannot_be_switched_on_over_sqlite(client):
+    response = client.put("/api/admin/settings", json={"strategy": "pg_advisory"})
+    assert response.status_code == 422
+    assert response.json["requires"] == ["postgresql"]
+    listed = {s["name"]: s for s in client.get("/api/strategies").json["strategies"]}
+    assert listed["pg_advisory"]["available"] is False
+    assert listed["for_update"]["available"] is True
+
+
+@pytest.mark.parametrize("database_url,name", cases(["for_update", "pg_advisory"]),
+                         indirect=["database_url"])
+def test_a_held_row_or_advisory_lock_gives_503_and_changes_nothing(sessions, database_url, name):
+    runner = runner_for(database_url, name)
+    reset_catalogue(sessions, (ProductSpec("x", "x", ProductKind.ITEM, stock=STOCK),))
+    context = OrderContext("test", name, business_delay_ms=0, lock_timeout_ms=300)
+    dialect = backend_name(database_url)
+    holder = sessions()
+    try:
+        # Someone else holds the lock, in an open transaction.
+        if dialect == "sqlite":
+            holder.connection(execution_options={"sqlite_begin": "IMMEDIATE"})
+        elif name == "pg_advisory":
+            holder.execute(text("SELECT pg_advisory_xact_lock(:c, 1)"), {"c": 0x4C53})
+        else:
+            holder.execute(text("SELECT stock FROM products WHERE id = 1 FOR UPDATE"))
+        with pytest.raises(LockNotAcquired):
+            runner(sessions, OrderRequest(1), context)
+    finally:
+        holder.rollback()
+        holder.close()
+    assert take_audit(sessions).products[0].sold == 0
+    runner(sessions, OrderRequest(1), context)
+    assert take_audit(sessions).products[0].sold == 1
