@@ -27,3 +27,15 @@ LOCAL = register(Strategy(
     failure_mode="Correct inside one process; each instance has its own locks, "
                  "so several instances overlap and oversell.",
 ))
+
+TABLE = register(Strategy(
+    name="table",
+    family="database",
+    summary="A row in a lock table with a unique key: insert to lock, delete to unlock; "
+            "a lease lets a crashed holder's lock be taken over; fencing tokens.",
+    correct_across_instances=True,
+    factory="locks.table_lock:TableLockFactory",
+    requires=("database",),
+    failure_mode="A holder paused past its lease overlaps the next holder; fencing tokens "
+                 "turn its late write into a rejected stale write.",
+))

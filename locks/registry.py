@@ -28,6 +28,8 @@ class Backends:
     redis_urls: tuple[str, ...] = ()  # independent servers, for Redlock
     zk_hosts: str | None = None
     database_url: str | None = None
+    #: How long a lease lasts, for the backends whose locks expire.
+    lease_ms: int = 10_000
 
 
 class LockFactory:

@@ -12,7 +12,10 @@ overwritten. Per product:
   exactly its quantity off the stock;
 * ``double_booked_seats``: seats held by more than one live order;
 * ``retries``: extra attempts the live orders needed (optimistic strategies
-  retry on a conflict); a cost, not an error.
+  retry on a conflict); a cost, not an error;
+* ``stale_writes_rejected``: writes that fencing refused because their lock
+  had expired and a newer holder had written; each one is an oversell that
+  did not happen.
 
 A run is correct when all of them are zero and no stock is negative.
 """
@@ -24,7 +27,7 @@ from dataclasses import asdict, dataclass
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from .models import LIVE_STATUSES, Order, Product
+from .models import LIVE_STATUSES, Order, Product, StaleWrite
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,7 @@ class ProductAudit:
     lost_updates: int
     double_booked_seats: int
     retries: int = 0
+    stale_writes_rejected: int = 0
 
     @property
     def correct(self) -> bool:
@@ -61,7 +65,7 @@ class Audit:
     def as_dict(self) -> dict:
         totals = {f: self.total(f) for f in
                   ("initial", "remaining", "sold", "orders", "oversold", "lost_updates",
-                   "double_booked_seats", "retries")}
+                   "double_booked_seats", "retries", "stale_writes_rejected")}
         return {"correct": self.correct, "totals": totals,
                 "products": [dict(asdict(p), correct=p.correct) for p in self.products]}
 
@@ -72,6 +76,8 @@ def take_audit(sessions: sessionmaker[Session]) -> Audit:
         products = session.execute(select(Product).order_by(Product.id)).scalars().all()
         sales = _live_sales(session)
         double_booked = _double_booked_seats(session)
+        stale = dict(session.execute(select(StaleWrite.product_id, func.count())
+                                     .group_by(StaleWrite.product_id)).all())
     audits = []
     for p in products:
         sold, orders, retries = sales.get(p.id, (0, 0, 0))
@@ -80,7 +86,8 @@ def take_audit(sessions: sessionmaker[Session]) -> Audit:
             remaining=p.stock, sold=sold, orders=orders,
             oversold=max(0, sold - p.initial_stock),
             lost_updates=sold - (p.initial_stock - p.stock),
-            double_booked_seats=double_booked.get(p.id, 0), retries=retries))
+            double_booked_seats=double_booked.get(p.id, 0), retries=retries,
+            stale_writes_rejected=int(stale.get(p.id, 0))))
     return Audit(tuple(audits))
 
 

@@ -15,7 +15,7 @@ from sqlalchemy import delete, insert
 from sqlalchemy.orm import Session, sessionmaker
 
 from .errors import BadRequest, Unprocessable
-from .models import Order, Product, ProductKind, Seat
+from .models import Order, Product, ProductKind, Seat, StaleWrite
 
 MAX_PRODUCTS = 100
 MAX_STOCK = 1_000_000
@@ -66,6 +66,7 @@ def reset_catalogue(sessions: sessionmaker[Session],
                     specs: tuple[ProductSpec, ...] = DEFAULT_CATALOGUE) -> None:
     """Delete every order, product and seat; write ``specs`` with ids 1..n."""
     with sessions.begin() as session:
+        session.execute(delete(StaleWrite))
         session.execute(delete(Order))
         session.execute(delete(Seat))
         session.execute(delete(Product))
@@ -73,7 +74,7 @@ def reset_catalogue(sessions: sessionmaker[Session],
             session.execute(insert(Product).values(
                 id=product_id, sku=spec.sku, name=spec.name, kind=spec.kind.value,
                 price_cents=spec.price_cents, initial_stock=spec.initial_stock,
-                stock=spec.initial_stock, version=0))
+                stock=spec.initial_stock, version=0, fence=0))
             if spec.seats:
                 session.execute(insert(Seat), [{"product_id": product_id, "label": label}
                                                for label in spec.seats])

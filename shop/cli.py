@@ -175,9 +175,10 @@ def cmd_strategies(args: argparse.Namespace, config: Config) -> int:
 def format_audit(audit: dict) -> str:
     rows = [(p["product_id"], p["sku"], p["kind"], p["initial"], p["remaining"], p["sold"],
              p["oversold"], p["lost_updates"], p["double_booked_seats"], p["retries"],
-             "yes" if p["correct"] else "NO") for p in audit["products"]]
+             p["stale_writes_rejected"], "yes" if p["correct"] else "NO") for p in audit["products"]]
     table = format_table(("id", "sku", "kind", "initial", "remaining", "sold", "oversold",
-                          "lost updates", "double-booked", "retries", "correct"), rows)
+                          "lost updates", "double-booked", "retries", "stale writes", "correct"),
+                         rows)
     return f"{table}\n\naudit: {'correct' if audit['correct'] else 'NOT correct'}"
 
 

@@ -31,6 +31,8 @@ class Config:
     business_delay_ms: int = 0
     #: How long an order waits for its lock before answering 503.
     lock_timeout_ms: int = 5000
+    #: How long a lease lasts for locks that expire (lock table, Redis).
+    lock_lease_ms: int = 10_000
     instance: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}")
     #: When set, admin endpoints require ``Authorization: Bearer <token>``.
     admin_token: str | None = None
@@ -64,6 +66,8 @@ class Config:
     def __post_init__(self) -> None:
         if self.business_delay_ms < 0:
             raise ConfigError(f"{PREFIX}BUSINESS_DELAY_MS must be >= 0, got {self.business_delay_ms}")
+        if self.lock_lease_ms < 1:
+            raise ConfigError(f"{PREFIX}LOCK_LEASE_MS must be >= 1, got {self.lock_lease_ms}")
         if self.lock_timeout_ms < 0:
             raise ConfigError(f"{PREFIX}LOCK_TIMEOUT_MS must be >= 0, got {self.lock_timeout_ms}")
 
@@ -84,4 +88,5 @@ def locks_backends(config: Config):
     """Where the lock backends live, as the ``locks`` package wants it."""
     from locks import Backends
     return Backends(redis_url=config.redis_url, redis_urls=config.redis_urls,
-                    zk_hosts=config.zk_hosts, database_url=config.database_url)
+                    zk_hosts=config.zk_hosts, database_url=config.database_url,
+                    lease_ms=config.lock_lease_ms)

@@ -103,6 +103,7 @@ def run_demo(config: Config, *, instances: int = 3, users: int = 24, run_time_s:
                 rows.append((name, run.instances, totals["orders"], totals["sold"],
                              totals["remaining"], totals["oversold"], totals["lost_updates"],
                              totals["double_booked_seats"], totals["retries"],
+                             totals["stale_writes_rejected"],
                              result.requests_per_second,
                              round(result.p95_ms), verdict,
                              "correct" if run.expected_correct else "oversells"))
@@ -113,7 +114,7 @@ def run_demo(config: Config, *, instances: int = 3, users: int = 24, run_time_s:
             shutil.rmtree(runtime, ignore_errors=True)
     print()
     print(format_table(("strategy", "instances", "orders", "sold", "remaining", "oversold",
-                        "lost updates", "double-booked", "retries", "req/s", "p95 ms", "audit",
+                        "lost updates", "double-booked", "retries", "stale", "req/s", "p95 ms", "audit",
                         "expected"),
                        rows))
     print()

@@ -53,3 +53,8 @@ class Unprocessable(ShopError):
 
 class ServiceUnavailable(ShopError):
     status, code = 503, "unavailable"
+
+
+class StaleWriteRejected(ServiceUnavailable):
+    """Fencing refused the write: a newer lock holder has written since."""
+    code = "stale_write"

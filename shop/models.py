@@ -51,6 +51,8 @@ class Product(Base):
     stock: Mapped[int] = mapped_column(Integer)
     #: Bumped by every stock write of the optimistic strategy (compare-and-set).
     version: Mapped[int] = mapped_column(Integer, default=0)
+    #: The newest fencing token a stock write carried: an older one is refused.
+    fence: Mapped[int] = mapped_column(Integer, default=0)
 
     def as_dict(self) -> dict:
         return {"id": self.id, "sku": self.sku, "name": self.name, "kind": self.kind,
@@ -97,6 +99,19 @@ class Order(Base):
                 "strategy": self.strategy, "attempts": self.attempts,
                 "created_at": self.created_at.isoformat() + "Z",
                 "paid_at": self.paid_at.isoformat() + "Z" if self.paid_at else None}
+
+
+class StaleWrite(Base):
+    """A stock write refused because its fencing token was not the newest."""
+
+    __tablename__ = "stale_writes"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    product_id: Mapped[int] = mapped_column(ForeignKey("products.id", ondelete="CASCADE"))
+    token: Mapped[int] = mapped_column(Integer)
+    instance: Mapped[str] = mapped_column(String(100))
+    strategy: Mapped[str] = mapped_column(String(64))
+    at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 class Setting(Base):

@@ -10,6 +10,9 @@ Steps, as in every article on distributed locks:
 4. **write** ``stock = <what we read> - quantity`` and
 5. **insert** the order, in one transaction.
 
+Where the lock hands out a fencing token, step 4 writes only if the token
+is newer than the last one written for the product (see ``write_stock``).
+
 Steps 1 and 4-5 are separate transactions on purpose: that is how most code
 that loads an object, thinks, and saves it behaves, and it is the window a
 lock must close. The lock is taken before step 1 and released only after the
@@ -29,8 +32,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from locks import DistributedLock, LockError, LockFactory, LockNotAcquired
 
-from .errors import NotFound, OrderNotPending, SeatTaken, SoldOut, Unprocessable
-from .models import LIVE_STATUSES, Order, OrderStatus, Product, ProductKind, Seat, utcnow
+from .errors import (NotFound, OrderNotPending, SeatTaken, SoldOut, StaleWriteRejected,
+                     Unprocessable)
+from .models import (LIVE_STATUSES, Order, OrderStatus, Product, ProductKind, Seat, StaleWrite,
+                     utcnow)
 
 log = logging.getLogger(__name__)
 
@@ -76,12 +81,17 @@ def place_order(sessions: sessionmaker[Session], guard: LockFactory, request: Or
         # 3. the business delay: the race window
         business_delay(context, sleep)
         # 4. write and 5. insert, in one transaction
-        with sessions.begin() as session:
-            write_stock(session, request.product_id, stock - request.quantity)
-            order = insert_order(session, request, seat, context)
-            # Last moment to find out that the lock expired or its session
-            # ended: raising here rolls the whole write back.
-            lock.ensure_held()
+        try:
+            with sessions.begin() as session:
+                write_stock(session, request.product_id, stock - request.quantity,
+                            fencing_token=lock.fencing_token)
+                order = insert_order(session, request, seat, context)
+                # Last moment to find out that the lock expired or its session
+                # ended: raising here rolls the whole write back.
+                lock.ensure_held()
+        except StaleWriteRejected:
+            record_stale_write(sessions, request.product_id, lock.fencing_token, context)
+            raise
         return order
     finally:
         _release_quietly(lock)
@@ -114,9 +124,32 @@ def business_delay(context: OrderContext, sleep: Callable[[float], None] = time.
         sleep(context.business_delay_ms / 1000)
 
 
-def write_stock(session: Session, product_id: int, new_stock: int) -> None:
-    """Step 4: the blind write of an absolute value, as load-modify-save code does."""
-    session.execute(update(Product).where(Product.id == product_id).values(stock=new_stock))
+def write_stock(session: Session, product_id: int, new_stock: int,
+                fencing_token: int | None = None) -> None:
+    """Step 4: the blind write of an absolute value, as load-modify-save code does.
+
+    With a fencing token, the write lands only if no newer token has written
+    this product's stock: the check and the write are one UPDATE, so a holder
+    whose lease ran out while it paused cannot slip in between.
+    """
+    if fencing_token is None:
+        session.execute(update(Product).where(Product.id == product_id).values(stock=new_stock))
+        return
+    written = session.execute(
+        update(Product).where(Product.id == product_id, Product.fence < fencing_token)
+        .values(stock=new_stock, fence=fencing_token))
+    if written.rowcount != 1:
+        raise StaleWriteRejected(f"product {product_id}: fencing token {fencing_token} is older "
+                                 "than the last one written; the lock had moved on, nothing "
+                                 "was written", token=fencing_token)
+
+
+def record_stale_write(sessions: sessionmaker[Session], product_id: int, token: int | None,
+                       context: OrderContext) -> None:
+    """Keep a refused write for the audit (its own transaction: the order's was rolled back)."""
+    with sessions.begin() as session:
+        session.add(StaleWrite(product_id=product_id, token=token or 0,
+                               instance=context.instance, strategy=context.strategy))
 
 
 def insert_order(session: Session, request: OrderRequest, seat: str | None,

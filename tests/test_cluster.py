@@ -103,7 +103,7 @@ def test_instances_on_a_database_server(request, start_cluster, server):
                                       pytest.param("mysql", marks=pytest.mark.mysql)])
 def test_database_strategies_are_correct_across_instances(request, start_cluster, database):
     cluster = start_cluster(3, request.getfixturevalue(f"{database}_url"))
-    names = ["for_update", "optimistic", "atomic"] + (["pg_advisory"] if database == "postgres"
+    names = ["table", "for_update", "optimistic", "atomic"] + (["pg_advisory"] if database == "postgres"
                                                       else [])
     for name in names:
         audit, served_by = flash_sale(cluster, name, instances=3)

@@ -19,16 +19,29 @@ import locks
 from locks import (Backends, DistributedLock, LockLost, LockNotAcquired, LockNotOwned,
                    MetricsRegistry, Strategy, UnknownStrategy)
 
-LOCK_STRATEGIES = ["none", "local"]
+LOCK_STRATEGIES = ["none", "local", "table"]
 #: Strategies that exclude other threads of the same process.
-EXCLUSIVE_IN_PROCESS = ["local"]
+EXCLUSIVE_IN_PROCESS = ["local", "table"]
+
+
+@pytest.fixture
+def open_lock_factory(tmp_path):
+    """Open a strategy's factory with the backends it needs (a SQLite file for 'table')."""
+    opened = []
+
+    def open_(name: str):
+        factory = locks.open_factory(name, Backends(database_url=f"sqlite:///{tmp_path / 'l.db'}"))
+        opened.append(factory)
+        return factory
+
+    yield open_
+    for factory in opened:
+        factory.close()
 
 
 @pytest.fixture(params=LOCK_STRATEGIES)
-def factory(request):
-    factory = locks.open_factory(request.param, Backends())
-    yield factory
-    factory.close()
+def factory(request, open_lock_factory):
+    return open_lock_factory(request.param)
 
 
 def unique_name() -> str:
@@ -81,16 +94,19 @@ def test_ensure_held_raises_lock_lost_after_release(factory):
 
 
 def test_metrics_count_acquisitions_and_releases(factory):
-    registry = MetricsRegistry()
-    lock = type(factory.lock("x"))(unique_name(), strategy="probe", metrics=registry)
+    def counts() -> tuple[int, ...]:
+        seen = locks.metrics.snapshot().get(factory.strategy.name)
+        if seen is None:
+            return (0, 0, 0, 0)
+        return (seen["acquisitions"], seen["releases"], seen["wait_seconds"]["count"],
+                seen["hold_seconds"]["count"])
+
+    before = counts()
+    name = unique_name()
     for _ in range(3):
-        with lock:
+        with factory.lock(name):
             pass
-    seen = registry.snapshot()["probe"]
-    assert seen["acquisitions"] == 3
-    assert seen["releases"] == 3
-    assert seen["wait_seconds"]["count"] == 3
-    assert seen["hold_seconds"]["count"] == 3
+    assert [after - b for after, b in zip(counts(), before, strict=True)] == [3, 3, 3, 3]
 
 
 # --- mutual exclusion, and the negative control ------------------------------------------
@@ -118,18 +134,18 @@ def racy_increments(factory, threads: int = 8, rounds: int = 5) -> int:
 
 
 @pytest.mark.parametrize("name", EXCLUSIVE_IN_PROCESS)
-def test_exclusive_strategies_lose_no_update(name):
-    assert racy_increments(locks.open_factory(name)) == 8 * 5
+def test_exclusive_strategies_lose_no_update(open_lock_factory, name):
+    assert racy_increments(open_lock_factory(name)) == 8 * 5
 
 
-def test_no_lock_loses_updates():
+def test_no_lock_loses_updates(open_lock_factory):
     # The negative control: the same workload without exclusion loses updates.
-    assert racy_increments(locks.open_factory("none")) < 8 * 5
+    assert racy_increments(open_lock_factory("none")) < 8 * 5
 
 
 @pytest.mark.parametrize("name", EXCLUSIVE_IN_PROCESS)
-def test_a_held_lock_refuses_others_until_released(name):
-    factory = locks.open_factory(name)
+def test_a_held_lock_refuses_others_until_released(open_lock_factory, name):
+    factory = open_lock_factory(name)
     holder, other = factory.lock(unique_name()), None
     holder.acquire()
     other = factory.lock(holder.name)
@@ -145,8 +161,8 @@ def test_a_held_lock_refuses_others_until_released(name):
 
 
 @pytest.mark.parametrize("name", EXCLUSIVE_IN_PROCESS)
-def test_a_waiter_gets_the_lock_when_it_is_released(name):
-    factory = locks.open_factory(name)
+def test_a_waiter_gets_the_lock_when_it_is_released(open_lock_factory, name):
+    factory = open_lock_factory(name)
     holder = factory.lock(unique_name())
     holder.acquire()
     got = threading.Event()

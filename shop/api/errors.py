@@ -33,7 +33,8 @@ def error_response(http_status: int, code: str, message: str, headers: dict | No
 def register_error_handlers(app: Flask) -> None:
     @app.errorhandler(ShopError)
     def shop_error(error: ShopError):
-        return error_response(error.status, error.code, error.message, details=error.details)
+        headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if error.status == 503 else None
+        return error_response(error.status, error.code, error.message, headers, error.details)
 
     @app.errorhandler(LockError)
     def lock_error(error: LockError):

@@ -26,8 +26,8 @@ def _errors(*statuses: int) -> dict:
         404: "no such product or order",
         409: "sold out, seat taken, or the order is not pending",
         422: "well-formed but impossible: out of range, a seat on an item, an unknown strategy",
-        503: "the lock could not be had in time, or its backend is down; retry after "
-             "Retry-After seconds. Nothing was written",
+        503: "the lock could not be had in time, its backend is down, or fencing refused "
+             "a stale write; retry after Retry-After seconds. Nothing was written",
     }
     return {str(s): {"description": reasons[s],
                      "content": {"application/json": {"schema": _ref("Error")}}}
@@ -104,7 +104,7 @@ _SCHEMAS = {
     "ProductAudit": {"type": "object", "properties": {
         k: {"type": "integer"} for k in ("product_id", "initial", "remaining", "sold", "orders",
                                          "oversold", "lost_updates", "double_booked_seats",
-                                         "retries")}},
+                                         "retries", "stale_writes_rejected")}},
     "Audit": {"type": "object", "properties": {
         "correct": {"type": "boolean"},
         "totals": {"type": "object", "additionalProperties": {"type": "integer"}},

@@ -1,0 +1,151 @@
+"""The lock table: leases, takeover after a crash, fencing tokens, and the shop's fencing."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+import requests
+
+import locks
+from locks import Backends, LockLost
+from locks.table_lock import TableLock
+from shop.audit import take_audit
+from shop.catalogue import ProductSpec, reset_catalogue
+from shop.client import ShopClient
+from shop.errors import StaleWriteRejected
+from shop.models import ProductKind
+from shop.orders import OrderContext, OrderRequest, place_order
+
+
+@pytest.fixture
+def table_factory(database_url):
+    factory = locks.open_factory("table", Backends(database_url=database_url, lease_ms=300))
+    yield factory
+    factory.close()
+
+
+def test_an_expired_lease_is_taken_over_and_the_old_holder_learns_it(table_factory):
+    first = table_factory.lock("takeover")
+    assert first.acquire()
+    second = table_factory.lock("takeover")
+    assert not second.acquire(blocking=False)
+    time.sleep(0.4)  # past the 300 ms lease: the crashed-holder case
+    assert second.acquire(blocking=False)
+    with pytest.raises(LockLost):
+        first.ensure_held()
+    with pytest.raises(LockLost):
+        first.release()  # must not delete the new holder's row
+    second.ensure_held()
+    second.release()
+
+
+def test_fencing_tokens_grow_with_every_acquisition(table_factory):
+    tokens = []
+    for _ in range(3):
+        with table_factory.lock("tokens") as lock:
+            tokens.append(lock.fencing_token)
+    assert tokens == sorted(tokens) and len(set(tokens)) == 3
+
+
+class UnfencedTableLock(TableLock):
+    """The same lock as a naive client uses it: no token, and no look at the lease.
+
+    The shop has two defences against a holder whose lease ran out: the token
+    (checked inside the write) and ``ensure_held()`` just before commit. The
+    second leaves a window between the check and the commit, which only the
+    first closes; this control turns both off to show what they prevent.
+    """
+
+    @property
+    def fencing_token(self):
+        return None
+
+    def _still_held(self) -> bool:
+        return True
+
+
+class UnfencedFactory:
+    def __init__(self, factory):
+        self.factory = factory
+
+    def lock(self, name, *, timeout=5.0):
+        return UnfencedTableLock(name, engine=self.factory.engine, lease_ms=300,
+                                 strategy="table", timeout=timeout)
+
+
+def paused_holder_race(sessions, guard) -> list[str]:
+    """A holder pauses past its lease; a second buyer takes over and writes first."""
+    reset_catalogue(sessions, (ProductSpec("x", "x", ProductKind.ITEM, stock=10),))
+    outcomes: list[str] = []
+
+    def buy(delay_ms: int) -> None:
+        try:
+            place_order(sessions, guard, OrderRequest(1),
+                        OrderContext("test", "table", delay_ms, lock_timeout_ms=5000))
+            outcomes.append(f"sold after {delay_ms} ms")
+        except StaleWriteRejected:
+            outcomes.append("stale write rejected")
+
+    slow = threading.Thread(target=buy, args=(900,))  # paused 900 ms, lease 300 ms
+    slow.start()
+    time.sleep(0.45)
+    buy(0)
+    slow.join()
+    return outcomes
+
+
+def test_fencing_rejects_the_paused_holders_write(sessions, table_factory):
+    outcomes = paused_holder_race(sessions, table_factory)
+    assert sorted(outcomes) == ["sold after 0 ms", "stale write rejected"]
+    product = take_audit(sessions).products[0]
+    assert (product.sold, product.remaining, product.stale_writes_rejected) == (1, 9, 1)
+    assert product.correct
+
+
+def test_without_fencing_the_paused_holder_overwrites(sessions, table_factory):
+    # The negative control: same pause, no token, and a sale's decrement is lost.
+    outcomes = paused_holder_race(sessions, UnfencedFactory(table_factory))
+    assert sorted(outcomes) == ["sold after 0 ms", "sold after 900 ms"]
+    product = take_audit(sessions).products[0]
+    assert (product.sold, product.remaining, product.lost_updates) == (2, 9, 1)
+    assert not product.correct
+
+
+@pytest.mark.cluster
+def test_a_killed_holders_lock_is_taken_over_once_its_lease_expires(start_cluster, database_url):
+    cluster = start_cluster(2, database_url, lock_lease_ms=2000, lock_timeout_ms=300)
+    admin = ShopClient(cluster.urls[0])
+    admin.reset([{"sku": "hot", "stock": 5}])
+    admin.set_settings(strategy="table", business_delay_ms=10_000)
+
+    def doomed_order():
+        try:
+            requests.post(f"{cluster.urls[0]}/api/orders", json={"product_id": 1}, timeout=30)
+        except requests.RequestException:
+            pass  # its instance is about to be killed
+
+    holder = threading.Thread(target=doomed_order)
+    holder.start()
+    time.sleep(0.5)  # the order is inside its critical section, holding the lock
+    os.killpg(cluster.instances[0].process.pid, signal.SIGKILL)
+    holder.join()
+
+    admin = ShopClient(cluster.urls[1])
+    admin.set_settings(business_delay_ms=0)
+    blocked = requests.post(f"{cluster.urls[1]}/api/orders", json={"product_id": 1}, timeout=30)
+    assert blocked.status_code == 503 and blocked.json()["error"] == "lock_timeout"
+    assert blocked.headers["Retry-After"] == "1"
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        answer = requests.post(f"{cluster.urls[1]}/api/orders", json={"product_id": 1}, timeout=30)
+        if answer.status_code == 201:
+            break
+        assert answer.status_code == 503
+        time.sleep(0.2)
+    assert answer.status_code == 201, "the lease expired but nobody took the lock over"
+    audit = admin.audit()
+    assert audit["correct"] and audit["totals"]["sold"] == 1  # the killed order wrote nothing
