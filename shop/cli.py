@@ -22,6 +22,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from locks import UnknownStrategy
 
 from .audit import take_audit
+from .bench import DEFAULT_SERVERS
 from .catalogue import reset_catalogue
 from .config import Config, ConfigError, locks_backends
 from .db import backend_name, make_engine, make_sessions, normalise_url
@@ -77,7 +78,28 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--business-delay-ms", type=_delay, default=20)
     demo.add_argument("--strategies", help="comma-separated names (default: every available one)")
     demo.add_argument("--keep", action="store_true", help="keep the runtime folder (logs, CSV)")
+    demo.add_argument("--database", choices=["sqlite", "postgresql", "mysql"], default="sqlite",
+                      help="run on a scratch database of this machine's PostgreSQL or MariaDB "
+                           "server (default: a fresh SQLite file)")
+    demo.add_argument("--server-url", help="the admin URL of that server "
+                      "(default: postgresql://postgres@127.0.0.1:5432/postgres, "
+                      "mysql://root@127.0.0.1:3306/)")
     demo.set_defaults(run=cmd_demo)
+
+    bench = commands.add_parser("bench", help="measure strategies; print and write the figures")
+    bench.add_argument("family", choices=["database"], help="which family to measure")
+    bench.add_argument("--databases", default="sqlite,postgresql,mysql",
+                       help="comma-separated: sqlite, postgresql, mysql (default: all three)")
+    bench.add_argument("--postgres-url", default=DEFAULT_SERVERS["postgresql"],
+                       help="an admin URL; the benchmark creates and drops its own database")
+    bench.add_argument("--mysql-url", default=DEFAULT_SERVERS["mysql"])
+    bench.add_argument("--strategies", help="comma-separated names (default: the family's)")
+    bench.add_argument("--instances", type=_positive, default=3)
+    bench.add_argument("--users", type=_positive, default=24)
+    bench.add_argument("--run-time", type=_positive, default=6, help="seconds per run")
+    bench.add_argument("--business-delay-ms", type=_delay, default=0)
+    bench.add_argument("--output", type=Path, default=Path("bench-results/database.json"))
+    bench.set_defaults(run=cmd_bench)
 
     audit = commands.add_parser("audit", help="print the audit; exit 1 if it is not correct")
     audit.add_argument("--url", help="ask this instance instead of the database")
@@ -127,9 +149,31 @@ def cmd_up(args: argparse.Namespace, config: Config) -> int:
 def cmd_demo(args: argparse.Namespace, config: Config) -> int:
     from .demo import run_demo
 
+    server = None if args.database == "sqlite" else args.server_url or DEFAULT_SERVERS[args.database]
     return run_demo(config, instances=args.instances, users=args.users,
                     run_time_s=args.run_time, business_delay_ms=args.business_delay_ms,
-                    strategies=_names(args.strategies), keep=args.keep)
+                    strategies=_names(args.strategies), keep=args.keep,
+                    server_admin_url=server)
+
+
+def cmd_bench(args: argparse.Namespace, config: Config) -> int:
+    from .bench import bench_database
+
+    databases = _names(args.databases) or []
+    unknown = sorted(set(databases) - {"sqlite", "postgresql", "mysql"})
+    if unknown:
+        raise CliError(f"unknown database(s) {', '.join(unknown)}; "
+                       "choose from sqlite, postgresql, mysql")
+    names = _names(args.strategies)
+    for name in names or []:
+        catalogue_names = [s.name for s in catalogue()]
+        if name not in catalogue_names:
+            raise UnknownStrategy(name, catalogue_names)
+    bench_database(config, databases=databases, strategies=names,
+                   servers={"postgresql": args.postgres_url, "mysql": args.mysql_url},
+                   instances=args.instances, users=args.users, run_time_s=args.run_time,
+                   business_delay_ms=args.business_delay_ms, output=args.output)
+    return 0
 
 
 def cmd_audit(args: argparse.Namespace, config: Config) -> int:

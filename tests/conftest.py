@@ -10,11 +10,9 @@ missing, a test skips with a loud reason, unless LOCKSHOP_REQUIRE_SERVERS=1
 from __future__ import annotations
 
 import os
-import uuid
 from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
 
 from shop import create_app
 from shop.app import create_schema
@@ -22,6 +20,7 @@ from shop.db import make_engine, make_sessions
 from shop.catalogue import reset_catalogue
 from shop.config import Config
 from shop.launcher import Cluster
+from shop.scratch import scratch_database, server_error
 
 POSTGRES_ADMIN_URL = os.environ.get("LOCKSHOP_TEST_POSTGRES_ADMIN_URL",
                                     "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
@@ -39,43 +38,18 @@ def require(condition: bool, reason: str) -> None:
     pytest.skip(f"SKIPPED FOR A MISSING SERVER: {reason}")
 
 
-def _server_error(admin_url: str) -> str | None:
-    try:
-        engine = sa.create_engine(admin_url)
-        with engine.connect():
-            pass
-        engine.dispose()
-        return None
-    except Exception as error:  # noqa: BLE001 - any reason means "not usable here"
-        return f"{type(error).__name__}: {str(error).splitlines()[0]}"
-
-
 @pytest.fixture(scope="session")
 def postgres_admin_url() -> str:
-    error = _server_error(POSTGRES_ADMIN_URL)
+    error = server_error(POSTGRES_ADMIN_URL)
     require(error is None, f"PostgreSQL at {POSTGRES_ADMIN_URL} is not usable ({error})")
     return POSTGRES_ADMIN_URL
 
 
 @pytest.fixture(scope="session")
 def mysql_admin_url() -> str:
-    error = _server_error(MYSQL_ADMIN_URL)
+    error = server_error(MYSQL_ADMIN_URL)
     require(error is None, f"MariaDB/MySQL at {MYSQL_ADMIN_URL} is not usable ({error})")
     return MYSQL_ADMIN_URL
-
-
-def _scratch_database(admin_url: str, drop_suffix: str = ""):
-    name = f"lockshop_test_{uuid.uuid4().hex[:12]}"
-    admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.exec_driver_sql(f"CREATE DATABASE {name}")
-    try:
-        yield sa.engine.make_url(admin_url).set(database=name).render_as_string(
-            hide_password=False)
-    finally:
-        with admin.connect() as connection:
-            connection.exec_driver_sql(f"DROP DATABASE IF EXISTS {name}{drop_suffix}")
-        admin.dispose()
 
 
 @pytest.fixture
@@ -85,13 +59,14 @@ def sqlite_url(tmp_path: Path) -> str:
 
 @pytest.fixture
 def postgres_url(postgres_admin_url: str):
-    # WITH (FORCE): instances killed by a test may leave connections behind.
-    yield from _scratch_database(postgres_admin_url, " WITH (FORCE)")
+    with scratch_database(postgres_admin_url, "lockshop_test") as url:
+        yield url
 
 
 @pytest.fixture
 def mysql_url(mysql_admin_url: str):
-    yield from _scratch_database(mysql_admin_url)
+    with scratch_database(mysql_admin_url, "lockshop_test") as url:
+        yield url
 
 
 @pytest.fixture(params=[

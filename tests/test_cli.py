@@ -131,3 +131,25 @@ def test_up_refuses_a_port_in_use(tmp_path):
         done = run_cli("up", "--instances", "1", "--port", str(port), cwd=tmp_path)
     assert done.returncode == 2
     assert f"port(s) {port} on 127.0.0.1 are in use" in done.stderr
+
+
+@pytest.mark.cluster
+@pytest.mark.locust
+def test_bench_writes_its_figures(tmp_path):
+    output = tmp_path / "bench.json"
+    done = run_cli("bench", "database", "--databases", "sqlite", "--strategies", "atomic",
+                   "--instances", "2", "--users", "4", "--run-time", "2",
+                   "--output", str(output), cwd=tmp_path, timeout=180)
+    assert done.returncode == 0, done.stderr
+    import json
+    rows = json.loads(output.read_text())["rows"]
+    assert [(r["database"], r["strategy"], r["layout"]) for r in rows] == [
+        ("sqlite", "atomic", "hot"), ("sqlite", "atomic", "ten")]
+    assert all(r["orders"] > 0 and r["orders_per_s"] > 0 and r["correct"] for r in rows)
+    assert "orders/s" in done.stdout
+
+
+def test_bench_refuses_an_unknown_strategy(tmp_path):
+    done = run_cli("bench", "database", "--strategies", "atomc", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "unknown strategy 'atomc'" in done.stderr
