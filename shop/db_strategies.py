@@ -39,9 +39,11 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from locks import LockNotAcquired
+from locks import metrics as lock_metrics
 
 from .db import SQLITE_BEGIN, SQLITE_BUSY_MS
 from .errors import SeatTaken, ServiceUnavailable, SoldOut
+from .metrics import counters
 from .models import Order, Product, ProductKind, Seat
 from .orders import (OrderContext, OrderRequest, free_seats, business_delay, check_fits,
                      check_request, insert_order, lock_name, read_stock, write_stock)
@@ -61,32 +63,36 @@ class TooMuchContention(ServiceUnavailable):
 def place_for_update(sessions: sessionmaker[Session], request: OrderRequest,
                      context: OrderContext, sleep: Sleep = time.sleep) -> Order:
     kind = check_request(sessions, request)
-    with _lock_waits_bounded(request, context):
+    with TransactionLock(request, context) as lock:
         with sessions.begin() as session:
             _begin_write_transaction(session, context)
             stock, free = read_stock(session, request.product_id, kind, for_update=True)
+            lock.acquired()
             seat = check_fits(request, kind, stock, free)
             business_delay(context, sleep)  # the row stays locked meanwhile
             write_stock(session, request.product_id, stock - request.quantity)
-            return insert_order(session, request, seat, context)
+            order = insert_order(session, request, seat, context)
         # the commit released the row lock
+    return order
 
 
 def place_pg_advisory(sessions: sessionmaker[Session], request: OrderRequest,
                       context: OrderContext, sleep: Sleep = time.sleep) -> Order:
     kind = check_request(sessions, request)
-    with _lock_waits_bounded(request, context):
+    with TransactionLock(request, context) as lock:
         with sessions.begin() as session:
             _begin_write_transaction(session, context)
             session.execute(select(func.pg_advisory_xact_lock(ADVISORY_CLASS, request.product_id)))
+            lock.acquired()
             # Under READ COMMITTED each statement sees what was committed
             # before it began, so this read comes after the last holder's write.
             stock, free = read_stock(session, request.product_id, kind)
             seat = check_fits(request, kind, stock, free)
             business_delay(context, sleep)
             write_stock(session, request.product_id, stock - request.quantity)
-            return insert_order(session, request, seat, context)
+            order = insert_order(session, request, seat, context)
         # the commit released the advisory lock
+    return order
 
 
 def place_optimistic(sessions: sessionmaker[Session], request: OrderRequest,
@@ -114,6 +120,7 @@ def place_optimistic(sessions: sessionmaker[Session], request: OrderRequest,
             if written.rowcount == 1:
                 return insert_order(session, request, seat, context, attempts=attempt)
         # Lost the race: back off a little (jittered, growing) and read again.
+        counters.add("retries", strategy=context.strategy)
         sleep(random.uniform(0, 0.002 * 2 ** min(attempt, 6)))
     raise TooMuchContention(f"product {request.product_id}: {OPTIMISTIC_MAX_ATTEMPTS} "
                             "attempts all conflicted; try again", attempts=OPTIMISTIC_MAX_ATTEMPTS)
@@ -168,18 +175,30 @@ def _begin_write_transaction(session: Session, context: OrderContext) -> None:
         session.execute(text(f"SET SESSION innodb_lock_wait_timeout = {seconds}"))
 
 
-class _lock_waits_bounded:
-    """Turn the database's "lock wait timed out" into ``LockNotAcquired`` (a 503)."""
+class TransactionLock:
+    """A lock the database holds for a transaction: times its wait and hold for
+    the metrics, and turns "lock wait timed out" into ``LockNotAcquired`` (503)."""
 
     def __init__(self, request: OrderRequest, context: OrderContext) -> None:
         self.name = lock_name(request.product_id)
+        self.strategy = context.strategy
         self.timeout = context.lock_timeout_ms / 1000
+        self.started = time.monotonic()
+        self.acquired_at: float | None = None
 
-    def __enter__(self) -> None:
-        return None
+    def acquired(self) -> None:
+        self.acquired_at = time.monotonic()
+        lock_metrics.record(self.strategy, "acquired", self.acquired_at - self.started)
+
+    def __enter__(self) -> "TransactionLock":
+        return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        if isinstance(exc, OperationalError) and _is_lock_timeout(exc):
+        # Whatever happened, the commit or the rollback has released the lock.
+        if self.acquired_at is not None:
+            lock_metrics.record(self.strategy, "released", time.monotonic() - self.acquired_at)
+        elif isinstance(exc, OperationalError) and _is_lock_timeout(exc):
+            lock_metrics.record(self.strategy, "timeout", time.monotonic() - self.started)
             raise LockNotAcquired(self.name, self.timeout) from exc
 
 

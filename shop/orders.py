@@ -32,6 +32,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from locks import DistributedLock, LockError, LockFactory, LockNotAcquired
 
+from .metrics import counters
 from .errors import (NotFound, OrderNotPending, SeatTaken, SoldOut, StaleWriteRejected,
                      Unprocessable)
 from .models import (LIVE_STATUSES, Order, OrderStatus, Product, ProductKind, Seat, StaleWrite,
@@ -147,6 +148,7 @@ def write_stock(session: Session, product_id: int, new_stock: int,
 def record_stale_write(sessions: sessionmaker[Session], product_id: int, token: int | None,
                        context: OrderContext) -> None:
     """Keep a refused write for the audit (its own transaction: the order's was rolled back)."""
+    counters.add("stale_writes", strategy=context.strategy)
     with sessions.begin() as session:
         session.add(StaleWrite(product_id=product_id, token=token or 0,
                                instance=context.instance, strategy=context.strategy))

@@ -8,7 +8,11 @@ from flask import current_app
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from locks import LockError
+
 from .config import Config
+from .errors import ShopError
+from .metrics import counters
 from .models import Order
 from .orders import OrderContext, OrderRequest
 from .settings import ClusterSettings, read_settings
@@ -37,7 +41,17 @@ class ShopState:
         context = OrderContext(instance=self.config.instance, strategy=settings.strategy,
                                business_delay_ms=settings.business_delay_ms,
                                lock_timeout_ms=self.config.lock_timeout_ms)
-        return self.strategies.runner(settings.strategy)(self.sessions, request, context)
+        runner = self.strategies.runner(settings.strategy)
+        try:
+            order = runner(self.sessions, request, context)
+        except ShopError as error:
+            counters.add("orders", strategy=settings.strategy, outcome=error.code)
+            raise
+        except LockError as error:
+            counters.add("orders", strategy=settings.strategy, outcome=type(error).__name__)
+            raise
+        counters.add("orders", strategy=settings.strategy, outcome="placed")
+        return order
 
 
 def shop() -> ShopState:

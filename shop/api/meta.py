@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, jsonify
+from flask import Blueprint, Response, jsonify
+
+import locks
 
 from ..state import shop
+from ..metrics import counters, render_prometheus
 from .openapi import openapi_document
 
 meta = Blueprint("meta", __name__, url_prefix="/api")
+prometheus = Blueprint("prometheus", __name__)
+
+
+@prometheus.get("/metrics")
+def metrics():
+    """This instance's lock and order metrics, in Prometheus text format."""
+    return Response(render_prometheus(locks.metrics, counters),
+                    content_type="text/plain; version=0.0.4; charset=utf-8")
 
 
 @meta.get("/health")
