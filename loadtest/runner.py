@@ -7,6 +7,7 @@ gevent, which must never happen inside the process that calls us.
 from __future__ import annotations
 
 import csv
+import socket
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -29,31 +30,74 @@ class LocustResult:
 
 def run_locust(targets: list[str], *, locustfile: str = "flash_sale", users: int = 20,
                run_time_s: int = 10, csv_prefix: Path, admin_token: str = "",
-               extra_args: tuple[str, ...] = (), timeout_s: float | None = None) -> LocustResult:
-    """Run Locust headless against ``targets`` and return its aggregated figures."""
+               workers: int = 0, extra_args: tuple[str, ...] = (),
+               timeout_s: float | None = None) -> LocustResult:
+    """Run Locust headless against ``targets`` and return its aggregated figures.
+
+    With ``workers``, Locust runs distributed: this master and that many
+    worker processes on this machine; the master alone reads the audit.
+    """
+    locust = [sys.executable, "-m", "locust", "-f", str(locustfile_path(locustfile)),
+              "--loglevel", "WARNING"]
     command = [
-        sys.executable, "-m", "locust", "-f", str(locustfile_path(locustfile)),
-        "--headless", "--users", str(users), "--spawn-rate", str(users),
+        *locust, "--headless", "--users", str(users), "--spawn-rate", str(users),
         "--run-time", f"{run_time_s}s", "--stop-timeout", "5",
         "--host", targets[0], "--targets", ",".join(targets),
-        "--csv", str(csv_prefix), "--only-summary", "--loglevel", "WARNING",
-        *extra_args,
+        "--csv", str(csv_prefix), "--only-summary", *extra_args,
     ]
     if admin_token:
         command += ["--admin-token", admin_token]
-    done = subprocess.run(command, capture_output=True, text=True,
-                          timeout=timeout_s or run_time_s + 60)
+    timeout = timeout_s or run_time_s + 60
+    if not workers:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+        output, code = done.stdout + done.stderr, done.returncode
+    else:
+        output, code = _run_distributed(command, locust, workers, targets, timeout)
     stats = _aggregated_row(Path(f"{csv_prefix}_stats.csv"))
     return LocustResult(
-        exit_code=done.returncode,
+        exit_code=code,
         requests=int(stats.get("Request Count", 0)),
         failures=int(stats.get("Failure Count", 0)),
         requests_per_second=float(stats.get("Requests/s", 0.0)),
         p50_ms=float(stats.get("50%", 0.0) or 0.0),
         p95_ms=float(stats.get("95%", 0.0) or 0.0),
         csv_prefix=csv_prefix,
-        output=done.stdout + done.stderr,
+        output=output,
     )
+
+
+def _run_distributed(master_command: list[str], locust: list[str], workers: int,
+                     targets: list[str], timeout: float) -> tuple[str, int]:
+    port = _free_port()
+    master = subprocess.Popen(
+        [*master_command, "--master", "--master-bind-host", "127.0.0.1",
+         "--master-bind-port", str(port), "--expect-workers", str(workers),
+         "--expect-workers-max-wait", "30"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    worker_processes = [
+        subprocess.Popen([*locust, "--worker", "--master-host", "127.0.0.1",
+                          "--master-port", str(port), "--targets", ",".join(targets)],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(workers)]
+    try:
+        output, _ = master.communicate(timeout=timeout)
+        return output, master.returncode
+    finally:
+        for worker in worker_processes:
+            try:
+                worker.wait(timeout=15)  # workers quit when the master tells them to
+            except subprocess.TimeoutExpired:
+                worker.kill()
+                worker.wait()
+        if master.poll() is None:
+            master.kill()
+            master.wait()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def _aggregated_row(path: Path) -> dict:

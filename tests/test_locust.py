@@ -51,3 +51,21 @@ def test_a_correct_run_passes(cluster, tmp_path):
     assert result.requests > 50
     assert audit_failures(result.csv_prefix) == []
     assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize("strategy,instances,correct", [("none", 3, False), ("local", 1, True)])
+def test_a_distributed_run_reads_the_audit_once_on_the_master(cluster, tmp_path, strategy,
+                                                               instances, correct):
+    admin = ShopClient(cluster.urls[0], "s3cret")
+    admin.reset(SMALL_CATALOGUE)
+    admin.set_settings(strategy=strategy, business_delay_ms=30)
+    result = run_locust(cluster.urls[:instances], users=12, run_time_s=4, admin_token="s3cret",
+                        csv_prefix=tmp_path / strategy, workers=2)
+    assert admin.audit()["correct"] is correct
+    assert result.requests > 50  # the workers did the shopping
+    failures = audit_failures(result.csv_prefix)
+    if correct:
+        assert failures == [] and result.exit_code == 0, result.output
+    else:
+        assert len(failures) == 1 and result.exit_code == 1, result.output
+        assert failures[0]["Occurrences"] == "1"  # read once, on the master
