@@ -78,13 +78,20 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--business-delay-ms", type=_delay, default=20)
     demo.add_argument("--strategies", help="comma-separated names (default: every available one)")
     demo.add_argument("--keep", action="store_true", help="keep the runtime folder (logs, CSV)")
-    demo.add_argument("--database", choices=["sqlite", "postgresql", "mysql"], default="sqlite",
-                      help="run on a scratch database of this machine's PostgreSQL or MariaDB "
-                           "server (default: a fresh SQLite file)")
-    demo.add_argument("--server-url", help="the admin URL of that server "
-                      "(default: postgresql://postgres@127.0.0.1:5432/postgres, "
-                      "mysql://root@127.0.0.1:3306/)")
+    _add_database_options(demo)
     demo.set_defaults(run=cmd_demo)
+
+    report = commands.add_parser("report", help="run every strategy through the scenarios; "
+                                 "write report.md, report.html, charts, Locust files, JSON")
+    report.add_argument("--output", type=Path, default=Path("report"))
+    report.add_argument("--instances", type=_positive, default=3)
+    report.add_argument("--users", type=_positive, default=24)
+    report.add_argument("--run-time", type=_positive, default=8, help="seconds per run")
+    report.add_argument("--business-delay-ms", type=_delay, default=20)
+    report.add_argument("--strategies", help="comma-separated names (default: every usable one)")
+    report.add_argument("--scenarios", help="comma-separated: flash_sale, seat_sale (default: both)")
+    _add_database_options(report)
+    report.set_defaults(run=cmd_report)
 
     bench = commands.add_parser("bench", help="measure strategies; print and write the figures")
     bench.add_argument("family", choices=["database"], help="which family to measure")
@@ -149,11 +156,24 @@ def cmd_up(args: argparse.Namespace, config: Config) -> int:
 def cmd_demo(args: argparse.Namespace, config: Config) -> int:
     from .demo import run_demo
 
-    server = None if args.database == "sqlite" else args.server_url or DEFAULT_SERVERS[args.database]
     return run_demo(config, instances=args.instances, users=args.users,
                     run_time_s=args.run_time, business_delay_ms=args.business_delay_ms,
                     strategies=_names(args.strategies), keep=args.keep,
-                    server_admin_url=server)
+                    server_admin_url=_server_admin_url(args))
+
+
+def cmd_report(args: argparse.Namespace, config: Config) -> int:
+    from .report import SCENARIOS, run_report
+
+    scenarios = _names(args.scenarios)
+    unknown = sorted(set(scenarios or []) - set(SCENARIOS))
+    if unknown:
+        raise CliError(f"unknown scenario(s) {', '.join(unknown)}; "
+                       f"choose from {', '.join(SCENARIOS)}")
+    return run_report(config, output=args.output, instances=args.instances, users=args.users,
+                      run_time_s=args.run_time, business_delay_ms=args.business_delay_ms,
+                      strategies=_names(args.strategies), scenarios=scenarios,
+                      server_admin_url=_server_admin_url(args))
 
 
 def cmd_bench(args: argparse.Namespace, config: Config) -> int:
@@ -238,6 +258,20 @@ def _sessions(config: Config, create: bool = False):
     engine = make_engine(absolute_sqlite_url(url))
     create_schema(engine)
     return make_sessions(engine)
+
+
+def _add_database_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--database", choices=["sqlite", "postgresql", "mysql"],
+                         default="sqlite", help="run on a scratch database of this machine's "
+                         "PostgreSQL or MariaDB server (default: a fresh SQLite file)")
+    command.add_argument("--server-url", help="the admin URL of that server (default: "
+                         "postgresql://postgres@127.0.0.1:5432/postgres, mysql://root@127.0.0.1:3306/)")
+
+
+def _server_admin_url(args: argparse.Namespace) -> str | None:
+    if args.database == "sqlite":
+        return None
+    return args.server_url or DEFAULT_SERVERS[args.database]
 
 
 def _check_strategy(config: Config, name: str) -> None:
