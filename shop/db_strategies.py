@@ -190,7 +190,7 @@ class TransactionLock:
         self.acquired_at = time.monotonic()
         lock_metrics.record(self.strategy, "acquired", self.acquired_at - self.started)
 
-    def __enter__(self) -> "TransactionLock":
+    def __enter__(self) -> TransactionLock:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:

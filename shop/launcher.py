@@ -99,16 +99,20 @@ class Cluster:
 
     def _spawn(self, name: str, port: int) -> Instance:
         env = {**os.environ, **replace(self.config, instance=name).to_env()}
-        command = [sys.executable, "-m", "gunicorn", "shop.wsgi:app",
-                   "--bind", f"{self.host}:{port}", "--workers", "1",
-                   "--worker-class", "gthread", "--threads", str(self.threads),
-                   "--graceful-timeout", "5", "--name", f"lockshop-{name}",
-                   # Its default socket path is one per user: instances would share it.
-                   "--no-control-socket",
-                   "--error-logfile", "-"]
+        command = [sys.executable, "-m", "gunicorn",
+                   *gunicorn_arguments(f"{self.host}:{port}", self.threads),
+                   "--name", f"lockshop-{name}", "--error-logfile", "-"]
         log_path = self.runtime_dir / f"{name}.log"
         process = spawn(command, env=env, log_path=log_path)
         return Instance(name, f"http://{self.host}:{port}", process, log_path)
+
+
+def gunicorn_arguments(bind: str, threads: int = 16) -> list[str]:
+    """How an instance is served, here and in docker-compose.yml (a test keeps them equal)."""
+    return ["shop.wsgi:app", "--bind", bind, "--workers", "1", "--worker-class", "gthread",
+            "--threads", str(threads), "--graceful-timeout", "5",
+            # Its default socket path is one per user: instances would share it.
+            "--no-control-socket"]
 
 
 def absolute_sqlite_url(url: str) -> str:

@@ -18,7 +18,6 @@ import os
 import platform
 import sys
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, select_autoescape
