@@ -11,6 +11,7 @@ import hmac
 from flask import Blueprint, redirect, render_template, request, url_for
 from sqlalchemy import select
 
+import locks
 from locks import LockError
 
 from .api.products import seat_map
@@ -89,4 +90,18 @@ def _dashboard_data() -> dict:
         names = dict(session.execute(select(Product.id, Product.name)).all())
     return {"audit": take_audit(state.sessions), "names": names, "settings": state.settings(),
             "strategies": state.strategies.describe(), "instance": state.config.instance,
-            "token_required": bool(state.config.admin_token)}
+            "token_required": bool(state.config.admin_token), "locks": lock_rows()}
+
+
+def lock_rows() -> list[dict]:
+    """This instance's lock metrics per strategy, in milliseconds, for the panel."""
+    rows = []
+    for strategy, m in locks.metrics.snapshot().items():
+        wait, hold = m["wait_seconds"], m["hold_seconds"]
+        rows.append({"strategy": strategy, "acquisitions": m["acquisitions"],
+                     "timeouts": m["timeouts"], "lost": m["losses"], "renewals": m["renewals"],
+                     "wakeups": m["wakeups"],
+                     "wait_mean_ms": 1000 * wait["sum"] / wait["count"] if wait["count"] else 0,
+                     "wait_max_ms": 1000 * wait["max"],
+                     "hold_mean_ms": 1000 * hold["sum"] / hold["count"] if hold["count"] else 0})
+    return rows

@@ -69,3 +69,13 @@ def test_a_distributed_run_reads_the_audit_once_on_the_master(cluster, tmp_path,
     else:
         assert len(failures) == 1 and result.exit_code == 1, result.output
         assert failures[0]["Occurrences"] == "1"  # read once, on the master
+
+
+def test_locusts_processes_shortcut_reads_the_audit_once(cluster, tmp_path):
+    admin = ShopClient(cluster.urls[0], "s3cret")
+    admin.reset(SMALL_CATALOGUE)
+    admin.set_settings(strategy="none", business_delay_ms=30)
+    result = run_locust(cluster.urls, users=8, run_time_s=3, admin_token="s3cret",
+                        csv_prefix=tmp_path / "processes", extra_args=("--processes", "2"))
+    failures = audit_failures(result.csv_prefix)
+    assert result.exit_code == 1 and len(failures) == 1 and failures[0]["Occurrences"] == "1"

@@ -55,3 +55,12 @@ def test_page_errors_keep_the_status_and_change_nothing(app, client):
     assert client.post("/products/1", data={"quantity": "0"}).status_code in (400, 422)
     assert client.get("/products/99").status_code == 404
     assert snapshot(app) == before
+
+
+def test_the_panel_shows_this_instances_lock_metrics(make_app, sqlite_url):
+    client = make_app(sqlite_url, strategy="table").test_client()
+    client.post("/api/orders", json={"product_id": 1})
+    panel = client.get("/panel").get_data(as_text=True)
+    assert "Locks taken by test since it started" in panel
+    assert "<tr><td>table</td><td>" in panel
+    assert 'href="/metrics"' in panel
