@@ -39,3 +39,52 @@ TABLE = register(Strategy(
     failure_mode="A holder paused past its lease overlaps the next holder; fencing tokens "
                  "turn its late write into a rejected stale write.",
 ))
+
+# --- Redis, broken on purpose: each fails in its own, reproducible way ----------
+
+REDIS_SETNX = register(Strategy(
+    name="redis_setnx", family="redis-broken",
+    summary="SETNX key token; DEL to release. No expiry.",
+    correct_across_instances=False, factory="locks.redis_broken:SetnxNoExpiryFactory",
+    requires=("redis",),
+    failure_mode="A holder that dies in its critical section never releases: every later "
+                 "order for the product waits and gets 503 until an admin deletes the key.",
+))
+
+REDIS_SETNX_EXPIRE = register(Strategy(
+    name="redis_setnx_expire", family="redis-broken",
+    summary="SETNX, then EXPIRE as a second command.",
+    correct_across_instances=False, factory="locks.redis_broken:SetnxThenExpireFactory",
+    requires=("redis",),
+    failure_mode="A crash between SETNX and EXPIRE leaves a lock that never expires "
+                 "(fault hook crash_after_setnx).",
+))
+
+REDIS_PLAIN_DEL = register(Strategy(
+    name="redis_plain_del", family="redis-broken",
+    summary="SET NX PX, but released by a plain DEL without checking the owner.",
+    correct_across_instances=False, factory="locks.redis_broken:PlainDelFactory",
+    requires=("redis",),
+    failure_mode="A holder slower than the lease deletes the next holder's lock: two "
+                 "holders at once, and an oversell.",
+))
+
+REDIS_GET_DEL = register(Strategy(
+    name="redis_get_del", family="redis-broken",
+    summary="SET NX PX; release by GET, compare, then DEL: two commands.",
+    correct_across_instances=False, factory="locks.redis_broken:GetThenDelFactory",
+    requires=("redis",),
+    failure_mode="If the lease expires between GET and DEL, the DEL removes someone "
+                 "else's lock (fault hook pause_before_del holds the window open).",
+))
+
+# --- Redis, correct while the lease outlives the work ------------------------------
+
+REDIS = register(Strategy(
+    name="redis", family="redis",
+    summary="SET key token NX PX lease; Lua compare-and-delete; INCR fencing token.",
+    correct_across_instances=True, factory="locks.redis_lock:RedisLockFactory",
+    requires=("redis",),
+    failure_mode="A holder paused past its lease overlaps the next holder; fencing "
+                 "rejects its late write.",
+))

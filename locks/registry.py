@@ -30,6 +30,8 @@ class Backends:
     database_url: str | None = None
     #: How long a lease lasts, for the backends whose locks expire.
     lease_ms: int = 10_000
+    #: Fault hooks that make a broken lock fail on demand (see locks.redis_broken).
+    faults: tuple[str, ...] = ()
 
 
 class LockFactory:

@@ -129,15 +129,24 @@ def build_parser() -> argparse.ArgumentParser:
 # --- commands -------------------------------------------------------------------
 
 def cmd_up(args: argparse.Namespace, config: Config) -> int:
+    from .runs import own_servers
+
+    _raise_on_sigterm()
+    with own_servers(config, args.runtime_dir) as config:
+        return _serve(config, args)
+
+
+def _serve(config: Config, args: argparse.Namespace) -> int:
     from .launcher import Cluster
 
     cluster = Cluster(config, instances=args.instances, port=args.port, host=args.host,
                       threads=args.threads, runtime_dir=args.runtime_dir)
     sessions = make_sessions(make_engine(cluster.config.database_url))
-    _raise_on_sigterm()
     with cluster:
         _apply_start_options(sessions, cluster.config, args)
         print(f"lockshop: {args.instances} instance(s) on {_describe_db(cluster.config.database_url)}")
+        if config.redis_url:
+            print(f"  redis: {config.redis_url}")
         for instance in cluster.instances:
             print(f"  {instance.name}  {instance.url}   (log: {instance.log_path})")
         print(f"dashboard: {cluster.urls[0]}/    API: {cluster.urls[0]}/api/openapi.json")

@@ -39,6 +39,8 @@ class Config:
     redis_url: str | None = None
     redis_urls: tuple[str, ...] = ()
     zk_hosts: str | None = None
+    #: Fault hooks for the broken-on-purpose locks, e.g. "crash_after_setnx".
+    faults: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides) -> Config:
@@ -89,4 +91,4 @@ def locks_backends(config: Config):
     from locks import Backends
     return Backends(redis_url=config.redis_url, redis_urls=config.redis_urls,
                     zk_hosts=config.zk_hosts, database_url=config.database_url,
-                    lease_ms=config.lock_lease_ms)
+                    lease_ms=config.lock_lease_ms, faults=config.faults)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from datetime import UTC, datetime
 
-from sqlalchemy import ForeignKey, Index, Integer, String, UniqueConstraint
+from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -52,7 +52,8 @@ class Product(Base):
     #: Bumped by every stock write of the optimistic strategy (compare-and-set).
     version: Mapped[int] = mapped_column(Integer, default=0)
     #: The newest fencing token a stock write carried: an older one is refused.
-    fence: Mapped[int] = mapped_column(Integer, default=0)
+    #: 64-bit: Redis tokens carry an epoch (see locks.redis_lock).
+    fence: Mapped[int] = mapped_column(BigInteger, default=0)
 
     def as_dict(self) -> dict:
         return {"id": self.id, "sku": self.sku, "name": self.name, "kind": self.kind,
@@ -108,7 +109,7 @@ class StaleWrite(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     product_id: Mapped[int] = mapped_column(ForeignKey("products.id", ondelete="CASCADE"))
-    token: Mapped[int] = mapped_column(Integer)
+    token: Mapped[int] = mapped_column(BigInteger)
     instance: Mapped[str] = mapped_column(String(100))
     strategy: Mapped[str] = mapped_column(String(64))
     at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -100,6 +100,10 @@ class Strategies:
         factory = self._factory(name)
         return lambda sessions, request, context: place_order(sessions, factory, request, context)
 
+    def available(self, name: str) -> bool:
+        """Whether ``name`` can run here now: its database, library and server are there."""
+        return self._available(self.get(name))
+
     def describe(self) -> list[dict]:
         """Every strategy, as ``GET /api/strategies`` lists it."""
         return [{"name": s.name, "family": s.family, "summary": s.summary,

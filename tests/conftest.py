@@ -21,6 +21,7 @@ from shop.catalogue import reset_catalogue
 from shop.config import Config
 from shop.launcher import Cluster
 from shop.scratch import scratch_database, server_error
+from shop.servers import RedisServer, redis_server_binary
 
 POSTGRES_ADMIN_URL = os.environ.get("LOCKSHOP_TEST_POSTGRES_ADMIN_URL",
                                     "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
@@ -50,6 +51,28 @@ def mysql_admin_url() -> str:
     error = server_error(MYSQL_ADMIN_URL)
     require(error is None, f"MariaDB/MySQL at {MYSQL_ADMIN_URL} is not usable ({error})")
     return MYSQL_ADMIN_URL
+
+
+@pytest.fixture
+def start_redis(tmp_path: Path):
+    """Start real redis-server processes on free ports; all stopped after the test."""
+    require(redis_server_binary() is not None,
+            "redis-server is not installed (./run installs it: apt-get install redis-server)")
+    servers: list[RedisServer] = []
+
+    def start() -> RedisServer:
+        server = RedisServer(tmp_path / "redis", name=f"redis-{len(servers)}").start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture
+def redis_server(start_redis) -> RedisServer:
+    return start_redis()
 
 
 @pytest.fixture

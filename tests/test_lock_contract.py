@@ -19,18 +19,21 @@ import locks
 from locks import (Backends, DistributedLock, LockLost, LockNotAcquired, LockNotOwned,
                    MetricsRegistry, Strategy, UnknownStrategy)
 
-LOCK_STRATEGIES = ["none", "local", "table"]
+LOCK_STRATEGIES = ["none", "local", "table", "redis"]
 #: Strategies that exclude other threads of the same process.
-EXCLUSIVE_IN_PROCESS = ["local", "table"]
+EXCLUSIVE_IN_PROCESS = ["local", "table", "redis"]
 
 
 @pytest.fixture
-def open_lock_factory(tmp_path):
-    """Open a strategy's factory with the backends it needs (a SQLite file for 'table')."""
+def open_lock_factory(request, tmp_path):
+    """Open a strategy's factory with the backends it needs (a SQLite file, a Redis server)."""
     opened = []
 
     def open_(name: str):
-        factory = locks.open_factory(name, Backends(database_url=f"sqlite:///{tmp_path / 'l.db'}"))
+        redis_url = (request.getfixturevalue("redis_server").url
+                     if locks.get(name).requires == ("redis",) else None)
+        factory = locks.open_factory(name, Backends(
+            database_url=f"sqlite:///{tmp_path / 'l.db'}", redis_url=redis_url))
         opened.append(factory)
         return factory
 

@@ -1,0 +1,261 @@
+"""Redis locks against real redis-server processes: the broken ones break, each in its
+own way and every time; the correct one holds, is fenced, and fails safe when Redis dies."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+import redis
+import requests
+
+import locks
+from locks import Backends, LockLost
+from shop.audit import take_audit
+from shop.catalogue import ProductSpec, reset_catalogue
+from shop.client import ShopClient
+from shop.models import ProductKind
+from shop.orders import OrderContext, OrderRequest, insert_order, read_stock, write_stock
+
+from test_cluster import flash_sale
+
+LEASE_MS = 200
+
+
+def factory(server, name: str, **backends):
+    return locks.open_factory(name, Backends(redis_url=server.url, lease_ms=LEASE_MS, **backends))
+
+
+def test_keys_are_readable_in_redis_cli(redis_server):
+    client = redis.Redis.from_url(redis_server.url)
+    with factory(redis_server, "redis").lock("product:7") as lock:
+        assert client.get("lockshop:lock:product:7").decode() == lock.token
+        assert 0 < client.pttl("lockshop:lock:product:7") <= LEASE_MS
+        epoch = int(client.get("lockshop:fence-epoch"))
+        counter = int(client.get("lockshop:fence:product:7"))
+        assert lock.fencing_token == epoch * 1_000_000 + counter
+    assert client.get("lockshop:lock:product:7") is None
+
+
+def test_fencing_tokens_grow(redis_server):
+    tokens = []
+    for _ in range(3):
+        with factory(redis_server, "redis").lock("t") as lock:
+            tokens.append(lock.fencing_token)
+    assert tokens == sorted(set(tokens))
+
+
+def two_holders_after_a_slow_release(redis_server, name: str, **backends):
+    """A's lease expires; B takes the lock; A releases; can C get in while B holds?"""
+    made = factory(redis_server, name, **backends)
+    a, b, c = (made.lock("slow") for _ in range(3))
+    assert a.acquire(blocking=False)
+    time.sleep(LEASE_MS * 1.5 / 1000)  # A is slow: its lease runs out
+    assert b.acquire(blocking=False)
+    return a, b, c
+
+
+def test_plain_del_lets_a_slow_holder_delete_the_next_holders_lock(redis_server):
+    a, b, c = two_holders_after_a_slow_release(redis_server, "redis_plain_del")
+    a.release()  # DEL without looking: it deletes B's key
+    assert c.acquire(blocking=False)
+    assert b.held and c.held  # two holders at once
+
+
+def test_the_correct_lock_refuses_the_slow_holders_release(redis_server):
+    a, b, c = two_holders_after_a_slow_release(redis_server, "redis")
+    with pytest.raises(LockLost):
+        a.release()  # compare-and-delete: not ours any more
+    assert not c.acquire(blocking=False)
+    b.ensure_held()
+
+
+def test_get_then_del_deletes_a_lock_taken_in_its_window(redis_server):
+    made = factory(redis_server, "redis_get_del", faults=("pause_before_del",))
+    a, b, c = (made.lock("window") for _ in range(3))
+    assert a.acquire(blocking=False)
+    releasing = threading.Thread(target=a.release)  # GET matches, then pauses past the lease
+    releasing.start()
+    time.sleep(LEASE_MS * 1.2 / 1000)
+    assert b.acquire(blocking=False)  # the key expired inside A's window
+    releasing.join()  # ...and A's DEL removes B's key
+    assert c.acquire(blocking=False)
+    assert b.held and c.held
+
+
+def test_two_holders_at_once_oversell(sessions, redis_server):
+    """The oversell that follows: B and C both hold the lock and both read stock 1."""
+    reset_catalogue(sessions, (ProductSpec("x", "x", ProductKind.ITEM, stock=1),))
+    a, b, c = two_holders_after_a_slow_release(redis_server, "redis_plain_del")
+    a.release()  # deletes B's key
+    assert c.acquire(blocking=False)
+    context = OrderContext("test", "redis_plain_del", 0, 1000)
+    seen = {}
+    for holder in (b, c):  # both read before either writes
+        with sessions.begin() as session:
+            seen[holder] = read_stock(session, 1, ProductKind.ITEM)[0]
+    for holder in (b, c):
+        holder.ensure_held()  # naive: each believes it holds the lock
+        with sessions.begin() as session:
+            write_stock(session, 1, seen[holder] - 1)
+            insert_order(session, OrderRequest(1), None, context)
+    product = take_audit(sessions).products[0]
+    assert list(seen.values()) == [1, 1]
+    assert (product.sold, product.oversold) == (2, 1)
+
+
+# --- several instances ------------------------------------------------------------------
+
+def hold_and_stop(cluster, instance: int, product: int = 1) -> threading.Thread:
+    """Send an order to ``instance`` that will sit in its critical section (business delay)."""
+    def order():
+        try:
+            requests.post(f"{cluster.urls[instance]}/api/orders",
+                          json={"product_id": product}, timeout=60)
+        except requests.RequestException:
+            pass  # its instance may be killed meanwhile
+    thread = threading.Thread(target=order)
+    thread.start()
+    time.sleep(0.5)  # inside the critical section now, holding the lock
+    return thread
+
+
+def order(cluster, instance: int, product: int = 1) -> requests.Response:
+    return requests.post(f"{cluster.urls[instance]}/api/orders", json={"product_id": product},
+                         timeout=60)
+
+
+@pytest.mark.cluster
+def test_setnx_without_expiry_blocks_everyone_after_a_kill(start_cluster, redis_server):
+    cluster = start_cluster(2, redis_url=redis_server.url, lock_timeout_ms=300)
+    admin = ShopClient(cluster.urls[1])
+    admin.reset([{"sku": "x", "stock": 5}])
+    admin.set_settings(strategy="redis_setnx", business_delay_ms=5000)
+    holder = hold_and_stop(cluster, 0)
+    os.killpg(cluster.instances[0].process.pid, signal.SIGKILL)
+    holder.join()
+    admin.set_settings(business_delay_ms=0)
+    client = redis.Redis.from_url(redis_server.url)
+    assert client.ttl("lockshop:lock:product:1") == -1  # no expiry: stuck for good
+    for _ in range(3):
+        stuck = order(cluster, 1)
+        assert stuck.status_code == 503 and stuck.json()["error"] == "lock_timeout"
+    client.delete("lockshop:lock:product:1")  # what an admin does with redis-cli
+    assert order(cluster, 1).status_code == 201
+    assert admin.audit()["correct"]
+
+
+@pytest.mark.cluster
+def test_a_crash_between_setnx_and_expire_leaves_a_lock_that_never_expires(start_cluster,
+                                                                            redis_server):
+    cluster = start_cluster(1, redis_url=redis_server.url, lock_timeout_ms=300,
+                            faults=("crash_after_setnx",))
+    admin = ShopClient(cluster.urls[0])
+    admin.reset([{"sku": "x", "stock": 5}])
+    admin.set_settings(strategy="redis_setnx_expire")
+    with pytest.raises(requests.ConnectionError):
+        order(cluster, 0)  # the worker dies between SETNX and EXPIRE
+    client = redis.Redis.from_url(redis_server.url)
+    assert client.ttl("lockshop:lock:product:1") == -1
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:  # gunicorn starts a new worker
+        try:
+            stuck = order(cluster, 0)
+            break
+        except requests.ConnectionError:
+            time.sleep(0.2)
+    assert stuck.status_code == 503 and stuck.json()["error"] == "lock_timeout"
+    assert admin.audit()["totals"]["sold"] == 0
+
+
+@pytest.mark.cluster
+def test_the_correct_redis_lock_is_correct_across_instances(start_cluster, redis_server):
+    cluster = start_cluster(3, redis_url=redis_server.url)
+    audit, served_by = flash_sale(cluster, "redis", instances=3)
+    assert len(served_by) == 3
+    assert audit["correct"] and audit["totals"]["sold"] == 10
+
+
+@pytest.mark.cluster
+def test_a_paused_holder_is_fenced(start_cluster, redis_server):
+    cluster = start_cluster(2, redis_url=redis_server.url, lock_lease_ms=500)
+    admin = ShopClient(cluster.urls[1])
+    admin.reset([{"sku": "x", "stock": 5}])
+    admin.set_settings(strategy="redis", business_delay_ms=1000)
+    paused = {}
+
+    def first_order():
+        paused["answer"] = order(cluster, 0)
+
+    thread = threading.Thread(target=first_order)
+    thread.start()
+    time.sleep(0.3)  # instance 1 holds the lock, in its business delay
+    os.killpg(cluster.instances[0].process.pid, signal.SIGSTOP)
+    try:
+        time.sleep(0.7)  # past the 500 ms lease
+        # The paused order read its delay already; the next buyer's work must
+        # fit in its own lease, or it would lose its lock too.
+        admin.set_settings(business_delay_ms=0)
+        second = order(cluster, 1)  # takes the lock over, writes with a newer token
+        assert second.status_code == 201, second.text
+    finally:
+        os.killpg(cluster.instances[0].process.pid, signal.SIGCONT)
+    thread.join()
+    assert paused["answer"].status_code == 503
+    assert paused["answer"].json()["error"] == "stale_write"
+    audit = admin.audit()
+    assert audit["correct"]
+    assert (audit["totals"]["sold"], audit["totals"]["stale_writes_rejected"]) == (1, 1)
+
+
+@pytest.mark.cluster
+def test_redis_killed_mid_sale_gives_503s_no_oversell_and_recovers(start_cluster, redis_server):
+    cluster = start_cluster(2, redis_url=redis_server.url)
+    admin = ShopClient(cluster.urls[0])
+    admin.reset([{"sku": "x", "stock": 40}])
+    admin.set_settings(strategy="redis", business_delay_ms=20)
+    statuses: list[int] = []
+    errors: list[str] = []
+    stop = threading.Event()
+
+    def buyer(n: int):
+        with requests.Session() as http:
+            while not stop.is_set():
+                answer = http.post(f"{cluster.urls[n % 2]}/api/orders", json={"product_id": 1},
+                                   timeout=30)
+                statuses.append(answer.status_code)
+                if answer.status_code == 503:
+                    errors.append(answer.json()["error"])
+
+    buyers = [threading.Thread(target=buyer, args=(n,)) for n in range(6)]
+    for b in buyers:
+        b.start()
+    time.sleep(0.5)
+    redis_server.kill()
+    time.sleep(1.0)
+    stop.set()
+    for b in buyers:
+        b.join()
+    assert set(statuses) <= {201, 409, 503}
+    assert "backend_unavailable" in errors
+    assert admin.audit()["correct"]  # nothing taken without the lock
+    time.sleep(1.1)  # a new second: the restarted server's epoch is larger
+    redis_server.start()  # same port, empty: the shop reconnects by itself
+    recovered = order(cluster, 0)
+    assert recovered.status_code in (201, 409), recovered.text
+    assert admin.audit()["correct"]
+
+
+def test_tokens_keep_growing_across_a_redis_restart(redis_server):
+    before = factory(redis_server, "redis")
+    with before.lock("epoch") as lock:
+        old = lock.fencing_token
+    before.close()
+    redis_server.kill()
+    time.sleep(1.1)
+    redis_server.start()  # empty: the counter is gone
+    with factory(redis_server, "redis").lock("epoch") as lock:
+        assert lock.fencing_token > old
