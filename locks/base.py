@@ -55,6 +55,8 @@ class DistributedLock(ABC):
     #: First pause between attempts when waiting by polling; doubles up to the max.
     poll_interval: float = 0.002
     max_poll_interval: float = 0.05
+    #: A reentrant lock may be acquired again by its holder; each acquire needs a release.
+    reentrant: bool = False
 
     def __init__(
         self,
@@ -81,6 +83,7 @@ class DistributedLock(ABC):
         self._acquired_at: float | None = None
         self._next_poll = self.poll_interval
         self._fencing_token: int | None = None
+        self._depth = 0
 
     # --- the primitive steps a backend provides -------------------------
 
@@ -103,6 +106,9 @@ class DistributedLock(ABC):
         """Whether the backend still says the lock is ours."""
         return True
 
+    def _gave_up(self) -> None:
+        """Called when a wait times out: leave any queue the wait joined."""
+
     # --- the public face --------------------------------------------------
 
     @property
@@ -118,7 +124,13 @@ class DistributedLock(ABC):
     def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
         """Take the lock; wait up to ``timeout`` seconds when blocking. True if taken."""
         if self.held:
-            raise RuntimeError(f"lock {self.name!r} is already held by this object")
+            if not self.reentrant:
+                raise RuntimeError(f"lock {self.name!r} is already held by this object")
+            # Re-entry: the backend counts it too (and the lease is renewed).
+            if not self._try_acquire():
+                raise LockLost(self.name, "re-entry refused: the lock is no longer ours")
+            self._depth += 1
+            return True
         timeout = self.default_timeout if timeout is None else timeout
         started = self._clock()
         deadline = started + (timeout if blocking else 0.0)
@@ -126,12 +138,14 @@ class DistributedLock(ABC):
         while True:
             if self._try_acquire():
                 self._acquired_at = self._clock()
+                self._depth = 1
                 waited = self._acquired_at - started
                 self._metrics.record(self.strategy, "acquired", waited)
                 log.debug("acquired %s (%s) after %.4fs", self.name, self.strategy, waited)
                 return True
             remaining = deadline - self._clock()
             if remaining <= 0:
+                self._gave_up()
                 self._metrics.record(self.strategy, "timeout", self._clock() - started)
                 log.debug("gave up on %s (%s) after %.3fs", self.name, self.strategy, timeout)
                 return False
@@ -141,8 +155,13 @@ class DistributedLock(ABC):
         """Give the lock back; raise ``LockNotOwned`` if this object does not hold it."""
         if self._acquired_at is None:
             raise LockNotOwned(self.name, self.owner)
+        if self._depth > 1:  # an inner release of a reentrant lock
+            self._release()
+            self._depth -= 1
+            return
         held_for = self._clock() - self._acquired_at
         self._acquired_at = None
+        self._depth = 0
         try:
             self._release()
         except LockLost:

@@ -88,3 +88,40 @@ REDIS = register(Strategy(
     failure_mode="A holder paused past its lease overlaps the next holder; fencing "
                  "rejects its late write.",
 ))
+
+REDIS_REENTRANT = register(Strategy(
+    name="redis_reentrant", family="redis",
+    summary="A hash of owner (thread) to count, in Lua: acquire again, release down to zero.",
+    correct_across_instances=True, factory="locks.redis_reentrant:ReentrantRedisFactory",
+    requires=("redis",),
+    failure_mode="As redis: a holder paused past its lease; fencing rejects its write.",
+))
+
+REDIS_WATCHDOG = register(Strategy(
+    name="redis_watchdog", family="redis",
+    summary="SET NX PX with a watchdog renewing the lease every third of it while held.",
+    correct_across_instances=True, factory="locks.redis_watchdog:WatchdogRedisFactory",
+    requires=("redis",),
+    failure_mode="A failed renewal loses the lock: the holder gets LockLost before it "
+                 "commits. A paused process pauses its watchdog too; fencing covers that.",
+))
+
+REDIS_FAIR = register(Strategy(
+    name="redis_fair", family="redis",
+    summary="Waiters queue in arrival order and sleep on BLPOP until the release wakes "
+            "the head waiter (fallback poll 0.2 s).",
+    correct_across_instances=True, factory="locks.redis_fair:FairRedisFactory",
+    requires=("redis",),
+    failure_mode="As redis: a holder paused past its lease; fencing rejects its write.",
+))
+
+REDLOCK = register(Strategy(
+    name="redlock", family="redis",
+    summary="Redlock over N independent Redis servers: a majority, within the validity "
+            "time less clock drift.",
+    correct_across_instances=True, factory="locks.redlock:RedlockFactory",
+    requires=("redis",),
+    failure_mode="No fencing token; a pause longer than the validity time leaves two "
+                 "holders (the shop checks validity before commit). Fewer than a majority "
+                 "of servers up: 503.",
+))

@@ -94,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.set_defaults(run=cmd_report)
 
     bench = commands.add_parser("bench", help="measure strategies; print and write the figures")
-    bench.add_argument("family", choices=["database"], help="which family to measure")
+    bench.add_argument("family", choices=["database", "redis"], help="which family to measure")
     bench.add_argument("--databases", default="sqlite,postgresql,mysql",
                        help="comma-separated: sqlite, postgresql, mysql (default: all three)")
     bench.add_argument("--postgres-url", default=DEFAULT_SERVERS["postgresql"],
@@ -103,9 +103,11 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--strategies", help="comma-separated names (default: the family's)")
     bench.add_argument("--instances", type=_positive, default=3)
     bench.add_argument("--users", type=_positive, default=24)
-    bench.add_argument("--run-time", type=_positive, default=6, help="seconds per run")
+    bench.add_argument("--run-time", type=_positive, default=None,
+                       help="seconds per run (default: 6 for database, 3 for redis)")
     bench.add_argument("--business-delay-ms", type=_delay, default=0)
-    bench.add_argument("--output", type=Path, default=Path("bench-results/database.json"))
+    bench.add_argument("--output", type=Path,
+                       help="JSON file (default: bench-results/<family>.json)")
     bench.set_defaults(run=cmd_bench)
 
     audit = commands.add_parser("audit", help="print the audit; exit 1 if it is not correct")
@@ -147,6 +149,8 @@ def _serve(config: Config, args: argparse.Namespace) -> int:
         print(f"lockshop: {args.instances} instance(s) on {_describe_db(cluster.config.database_url)}")
         if config.redis_url:
             print(f"  redis: {config.redis_url}")
+        if config.redis_urls:
+            print(f"  redlock servers: {', '.join(config.redis_urls)}")
         for instance in cluster.instances:
             print(f"  {instance.name}  {instance.url}   (log: {instance.log_path})")
         print(f"dashboard: {cluster.urls[0]}/    API: {cluster.urls[0]}/api/openapi.json")
@@ -186,6 +190,14 @@ def cmd_report(args: argparse.Namespace, config: Config) -> int:
 
 
 def cmd_bench(args: argparse.Namespace, config: Config) -> int:
+    output = args.output or Path("bench-results") / f"{args.family}.json"
+    if args.family == "redis":
+        from .bench_redis import bench_redis
+        from .servers import redis_server_binary
+        if redis_server_binary() is None:
+            raise CliError("redis-server is not installed (./run installs it)")
+        bench_redis(seconds=args.run_time or 3, output=output)
+        return 0
     from .bench import bench_database
 
     databases = _names(args.databases) or []
@@ -200,8 +212,9 @@ def cmd_bench(args: argparse.Namespace, config: Config) -> int:
             raise UnknownStrategy(name, catalogue_names)
     bench_database(config, databases=databases, strategies=names,
                    servers={"postgresql": args.postgres_url, "mysql": args.mysql_url},
-                   instances=args.instances, users=args.users, run_time_s=args.run_time,
-                   business_delay_ms=args.business_delay_ms, output=args.output)
+                   instances=args.instances, users=args.users,
+                   run_time_s=args.run_time or 6, business_delay_ms=args.business_delay_ms,
+                   output=output)
     return 0
 
 

@@ -12,7 +12,7 @@ import secrets
 import sys
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -126,14 +126,26 @@ def stage(config: Config, runtime: Path, server_admin_url: str | None = None,
             yield cluster, strategies, config
 
 
+#: Independent servers started for Redlock when none are configured.
+REDLOCK_SERVERS = 5
+
+
 @contextmanager
 def own_servers(config: Config, runtime: Path) -> Iterator[Config]:
-    """Start a Redis server of our own unless a Redis URL is configured (or none is installed)."""
-    if config.redis_url or redis_server_binary() is None:
+    """Start Redis servers of our own where no URLs are configured (and redis-server exists):
+    one for the single-server locks, five independent ones for Redlock."""
+    if redis_server_binary() is None:
         yield config
         return
-    with RedisServer(runtime / "servers") as server:
-        yield replace(config, redis_url=server.url)
+    with ExitStack() as stack:
+        if not config.redis_url:
+            server = stack.enter_context(RedisServer(runtime / "servers", "redis"))
+            config = replace(config, redis_url=server.url)
+        if not config.redis_urls:
+            servers = [stack.enter_context(RedisServer(runtime / "servers", f"redlock-{n}"))
+                       for n in range(1, REDLOCK_SERVERS + 1)]
+            config = replace(config, redis_urls=tuple(s.url for s in servers))
+        yield config
 
 
 def run_sale(cluster: Cluster, config: Config, scenario: Scenario, run: PlannedRun, *,

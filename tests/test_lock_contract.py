@@ -19,9 +19,10 @@ import locks
 from locks import (Backends, DistributedLock, LockLost, LockNotAcquired, LockNotOwned,
                    MetricsRegistry, Strategy, UnknownStrategy)
 
-LOCK_STRATEGIES = ["none", "local", "table", "redis"]
+REDIS_LOCKS = ["redis", "redis_reentrant", "redis_watchdog", "redis_fair", "redlock"]
+LOCK_STRATEGIES = ["none", "local", "table", *REDIS_LOCKS]
 #: Strategies that exclude other threads of the same process.
-EXCLUSIVE_IN_PROCESS = ["local", "table", "redis"]
+EXCLUSIVE_IN_PROCESS = ["local", "table", *REDIS_LOCKS]
 
 
 @pytest.fixture
@@ -30,10 +31,15 @@ def open_lock_factory(request, tmp_path):
     opened = []
 
     def open_(name: str):
-        redis_url = (request.getfixturevalue("redis_server").url
-                     if locks.get(name).requires == ("redis",) else None)
+        redis_url, redis_urls = None, ()
+        if locks.get(name).requires == ("redis",):
+            start = request.getfixturevalue("start_redis")
+            redis_url = start().url
+            if name == "redlock":
+                redis_urls = tuple(start().url for _ in range(5))
         factory = locks.open_factory(name, Backends(
-            database_url=f"sqlite:///{tmp_path / 'l.db'}", redis_url=redis_url))
+            database_url=f"sqlite:///{tmp_path / 'l.db'}", redis_url=redis_url,
+            redis_urls=redis_urls))
         opened.append(factory)
         return factory
 
@@ -80,12 +86,19 @@ def test_with_releases_even_when_the_body_fails(factory):
     assert factory.lock(lock.name).acquire(blocking=False)
 
 
-def test_a_lock_object_is_not_acquired_twice(factory):
+def test_a_lock_object_is_acquired_twice_only_if_reentrant(factory):
     lock = factory.lock(unique_name())
     lock.acquire()
-    with pytest.raises(RuntimeError):
-        lock.acquire()
+    if not lock.reentrant:
+        with pytest.raises(RuntimeError):
+            lock.acquire()
+        lock.release()
+        return
+    assert lock.acquire()  # re-entry: counted, so it takes two releases
     lock.release()
+    assert lock.held
+    lock.release()
+    assert not lock.held
 
 
 def test_ensure_held_raises_lock_lost_after_release(factory):
@@ -146,21 +159,43 @@ def test_no_lock_loses_updates(open_lock_factory):
     assert racy_increments(open_lock_factory("none")) < 8 * 5
 
 
+def in_another_thread(function):
+    """Run ``function`` in another thread (another owner, for reentrant locks) and return."""
+    result = {}
+
+    def run():
+        try:
+            result["value"] = function()
+        except Exception as error:  # noqa: BLE001 - handed back to the test
+            result["error"] = error
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    if "error" in result:
+        raise result["error"]
+    return result["value"]
+
+
 @pytest.mark.parametrize("name", EXCLUSIVE_IN_PROCESS)
 def test_a_held_lock_refuses_others_until_released(open_lock_factory, name):
     factory = open_lock_factory(name)
-    holder, other = factory.lock(unique_name()), None
+    holder = factory.lock(unique_name())
     holder.acquire()
     other = factory.lock(holder.name)
-    assert other.acquire(blocking=False) is False
-    assert other.acquire(timeout=0.05) is False
-    with pytest.raises(LockNotAcquired) as raised:
+    assert in_another_thread(lambda: other.acquire(blocking=False)) is False
+    assert in_another_thread(lambda: other.acquire(timeout=0.05)) is False
+
+    def with_block():
         with factory.lock(holder.name, timeout=0.01):
             pass
+
+    with pytest.raises(LockNotAcquired) as raised:
+        in_another_thread(with_block)
     assert raised.value.timeout == 0.01
     holder.release()
-    assert other.acquire(blocking=False) is True
-    other.release()
+    assert in_another_thread(lambda: other.acquire(blocking=False)) is True
+    in_another_thread(other.release)
 
 
 @pytest.mark.parametrize("name", EXCLUSIVE_IN_PROCESS)

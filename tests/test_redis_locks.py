@@ -25,8 +25,8 @@ from test_cluster import flash_sale
 LEASE_MS = 200
 
 
-def factory(server, name: str, **backends):
-    return locks.open_factory(name, Backends(redis_url=server.url, lease_ms=LEASE_MS, **backends))
+def factory(server, name: str, lease_ms: int = LEASE_MS, **backends):
+    return locks.open_factory(name, Backends(redis_url=server.url, lease_ms=lease_ms, **backends))
 
 
 def test_keys_are_readable_in_redis_cli(redis_server):
@@ -259,3 +259,129 @@ def test_tokens_keep_growing_across_a_redis_restart(redis_server):
     redis_server.start()  # empty: the counter is gone
     with factory(redis_server, "redis").lock("epoch") as lock:
         assert lock.fencing_token > old
+
+
+# --- the correct family: reentrant, watchdog, fair, Redlock ---------------------------------
+
+def test_reentrant_counts_in_redis_and_excludes_other_threads(redis_server):
+    made = factory(redis_server, "redis_reentrant")
+    lock = made.lock("re")
+    client = redis.Redis.from_url(redis_server.url)
+    lock.acquire()
+    lock.acquire()
+    assert list(map(int, client.hgetall("lockshop:lock:re").values())) == [2]
+    outsider = threading.Thread(target=lambda: results.append(
+        made.lock("re").acquire(blocking=False)))
+    results: list[bool] = []
+    outsider.start()
+    outsider.join()
+    assert results == [False]
+    lock.release()
+    assert list(map(int, client.hgetall("lockshop:lock:re").values())) == [1]
+    lock.release()
+    assert client.exists("lockshop:lock:re") == 0
+
+
+def test_watchdog_holds_through_a_section_longer_than_the_lease_and_stops_after(redis_server):
+    made = factory(redis_server, "redis_watchdog")
+    client = redis.Redis.from_url(redis_server.url)
+    before = locks.metrics.snapshot().get("redis_watchdog", {}).get("renewals", 0)
+    lock = made.lock("long")
+    lock.acquire()
+    time.sleep(LEASE_MS * 3 / 1000)  # three leases long
+    lock.ensure_held()
+    assert client.get("lockshop:lock:long").decode() == lock.token
+    lock.release()
+    renewals = locks.metrics.snapshot()["redis_watchdog"]["renewals"] - before
+    assert renewals >= 5  # every third of a lease
+    time.sleep(LEASE_MS / 1000)
+    assert locks.metrics.snapshot()["redis_watchdog"]["renewals"] - before == renewals
+    assert client.exists("lockshop:lock:long") == 0
+
+
+def test_watchdog_holder_learns_of_a_lost_lock_before_commit(sessions, redis_server):
+    reset_catalogue(sessions, (ProductSpec("x", "x", ProductKind.ITEM, stock=5),))
+    made = factory(redis_server, "redis_watchdog")
+    client = redis.Redis.from_url(redis_server.url)
+    stolen = threading.Timer(0.1, lambda: client.set("lockshop:lock:product:1", "thief"))
+    stolen.start()  # someone takes the key over while the order is in its business delay
+    from shop.orders import place_order
+    with pytest.raises(LockLost):
+        place_order(sessions, made, OrderRequest(1),
+                    OrderContext("test", "redis_watchdog", 400, 1000))
+    stolen.join()
+    assert take_audit(sessions).products[0].sold == 0  # nothing was written
+
+
+def test_fair_lock_serves_waiters_in_arrival_order_with_one_wakeup_each(redis_server):
+    made = factory(redis_server, "redis_fair", lease_ms=5000)  # outlives the holder's wait
+    holder = made.lock("fair")
+    holder.acquire()
+    order: list[int] = []
+    before = locks.metrics.snapshot().get("redis_fair", {}).get("wakeups", 0)
+
+    def waiter(n: int):
+        with made.lock("fair", timeout=10):
+            order.append(n)
+            time.sleep(0.02)
+
+    threads = []
+    for n in range(6):
+        threads.append(threading.Thread(target=waiter, args=(n,)))
+        threads[-1].start()
+        time.sleep(0.05)  # arrive one after another
+    holder.release()
+    for t in threads:
+        t.join()
+    assert order == list(range(6))  # first come, first served
+    wakeups = locks.metrics.snapshot()["redis_fair"]["wakeups"] - before
+    assert wakeups == 6  # one per release, not a herd
+
+
+def test_fair_lock_skips_a_waiter_that_gave_up(redis_server):
+    made = factory(redis_server, "redis_fair")
+    holder = made.lock("quit")
+    holder.acquire()
+    assert not made.lock("quit", timeout=0.1).acquire()  # queued, then gave up
+    client = redis.Redis.from_url(redis_server.url)
+    assert client.llen("lockshop:queue:quit") == 0
+    holder.release()
+    assert made.lock("quit").acquire(blocking=False)
+
+
+def redlock_factory(start_redis, servers: int = 5):
+    running = [start_redis() for _ in range(servers)]
+    made = locks.open_factory("redlock", Backends(redis_urls=tuple(s.url for s in running),
+                                                  lease_ms=2000))
+    return made, running
+
+
+def test_redlock_works_with_two_of_five_servers_down(start_redis):
+    made, servers = redlock_factory(start_redis)
+    servers[0].kill()
+    servers[3].kill()
+    lock = made.lock("majority")
+    assert lock.acquire(blocking=False)
+    assert not made.lock("majority").acquire(blocking=False)  # still exclusive
+    lock.ensure_held()
+    lock.release()
+
+
+def test_redlock_refuses_with_three_of_five_servers_down(start_redis):
+    made, servers = redlock_factory(start_redis)
+    for server in servers[:3]:
+        server.kill()
+    with pytest.raises(locks.BackendUnavailable, match="2 of 5 servers reachable, 3 needed"):
+        made.lock("minority").acquire()
+    for server in servers[3:]:  # nothing left behind on the two that answered
+        assert redis.Redis.from_url(server.url).exists("lockshop:lock:minority") == 0
+
+
+@pytest.mark.cluster
+@pytest.mark.parametrize("name", ["redis_reentrant", "redis_watchdog", "redis_fair", "redlock"])
+def test_each_correct_redis_lock_is_correct_across_instances(start_cluster, start_redis, name):
+    urls = tuple(start_redis().url for _ in range(5)) if name == "redlock" else ()
+    cluster = start_cluster(3, redis_url=start_redis().url, redis_urls=urls)
+    audit, served_by = flash_sale(cluster, name, instances=3)
+    assert len(served_by) == 3
+    assert audit["correct"] and audit["totals"]["sold"] == 10, audit

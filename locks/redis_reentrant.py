@@ -1,0 +1,81 @@
+"""A reentrant Redis lock: a hash of owner -> count, changed only by Lua.
+
+The owner is a thread (process id + thread id), not the process: another
+thread of the same instance is a different owner and must wait, as it would
+with ``threading.RLock``. Key: ``lockshop:lock:<name>`` is a hash here.
+
+acquire
+    if the hash does not exist, or already has our owner: ``HINCRBY`` our
+    count and renew the lease (``PEXPIRE``); otherwise refuse.
+release
+    ``HINCRBY -1``; at zero, ``DEL``. If our owner is not in the hash, the
+    lease expired: ``LockLost``.
+
+It fails as ``RedisLock`` fails (a holder paused past the lease), and is
+fenced the same way.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import uuid
+
+from .errors import LockLost
+from .redis_lock import RedisLockBase, RedisLockFactory
+
+_PROCESS = uuid.uuid4().hex[:8]  # pids are reused; this is not
+
+
+class ReentrantRedisLock(RedisLockBase):
+    reentrant = True
+    fenced = True
+
+    # KEYS[1]: the lock hash; ARGV[1]: owner; ARGV[2]: lease in ms. Returns the new count or 0.
+    ACQUIRE = """
+    if redis.call("EXISTS", KEYS[1]) == 0 or redis.call("HEXISTS", KEYS[1], ARGV[1]) == 1 then
+        local count = redis.call("HINCRBY", KEYS[1], ARGV[1], 1)
+        redis.call("PEXPIRE", KEYS[1], ARGV[2])
+        return count
+    end
+    return 0
+    """
+
+    # KEYS[1]: the lock hash; ARGV[1]: owner; ARGV[2]: lease in ms.
+    # Returns the count left, or -1 when the owner is not there (the lease expired).
+    RELEASE = """
+    if redis.call("HEXISTS", KEYS[1], ARGV[1]) == 0 then
+        return -1
+    end
+    local count = redis.call("HINCRBY", KEYS[1], ARGV[1], -1)
+    if count > 0 then
+        redis.call("PEXPIRE", KEYS[1], ARGV[2])
+        return count
+    end
+    redis.call("DEL", KEYS[1])
+    return 0
+    """
+
+    def __init__(self, name: str, **options) -> None:
+        super().__init__(name, **options)
+        self.holder = ""
+
+    def _try_acquire(self) -> bool:
+        if not self.held:
+            # The owner is the thread that acquires (not the one that made the object).
+            self.holder = f"{_PROCESS}:{os.getpid()}:{threading.get_ident()}"
+        count = self.client.eval(self.ACQUIRE, 1, self.key, self.holder, self.lease_ms)
+        if count == 1:
+            self._take_fencing_token()  # a new hold, not a re-entry
+        return count > 0
+
+    def _release(self) -> None:
+        if self.client.eval(self.RELEASE, 1, self.key, self.holder, self.lease_ms) < 0:
+            raise LockLost(self.name, f"the {self.lease_ms} ms lease expired before release")
+
+    def _still_held(self) -> bool:
+        return bool(self.client.hexists(self.key, self.holder))
+
+
+class ReentrantRedisFactory(RedisLockFactory):
+    lock_class = ReentrantRedisLock

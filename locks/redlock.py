@@ -1,0 +1,126 @@
+"""Redlock: one lock over N independent Redis servers (N = 5 by default).
+
+The algorithm, as the Redis documentation gives it:
+
+1. note the time; ask every server, in parallel, for ``SET key token NX PX
+   lease``, each with a short timeout so that a dead server costs little;
+2. the lock is ours if a majority (N/2 + 1) said yes and the time that took
+   is shorter than the lease: the **validity time** is the lease, less the
+   time spent, less an allowance for clock drift between the servers
+   (1% of the lease + 2 ms);
+3. otherwise release it everywhere (a server may have said yes) and retry;
+4. release: compare-and-delete on every server.
+
+The holder may trust the lock only until the validity time runs out;
+``ensure_held()`` checks that, so the shop does not commit after it.
+
+How it fails (Kleppmann's critique): the validity time is measured on the
+holder's clock, and a pause longer than it leaves two holders, as with one
+server; and the servers hand out no common, increasing number, so Redlock
+gives no fencing token. Fewer than a majority of servers reachable means no
+lock at all: ``BackendUnavailable``, a 503.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import redis
+
+from .base import DistributedLock
+from .errors import BackendUnavailable, LockLost
+from .redis_lock import KEY_PREFIX, RedisLock
+from .registry import Backends, LockFactory, Strategy
+
+CLOCK_DRIFT_FACTOR = 0.01
+CLOCK_DRIFT_MS = 2
+
+
+class Redlock(DistributedLock):
+    def __init__(self, name: str, *, clients: list[redis.Redis], pool: ThreadPoolExecutor,
+                 lease_ms: int, **options) -> None:
+        super().__init__(name, **options)
+        self.clients = clients
+        self.pool = pool
+        self.lease_ms = lease_ms
+        self.quorum = len(clients) // 2 + 1
+        self.key = KEY_PREFIX + name
+        self.token = f"{id(self):x}:{time.time_ns()}:{self.owner}"
+        self._valid_until = 0.0
+
+    def _try_acquire(self) -> bool:
+        started = time.monotonic()
+        answers = list(self.pool.map(self._set_on, self.clients))
+        elapsed_ms = (time.monotonic() - started) * 1000
+        drift_ms = self.lease_ms * CLOCK_DRIFT_FACTOR + CLOCK_DRIFT_MS
+        validity_ms = self.lease_ms - elapsed_ms - drift_ms
+        if answers.count(True) >= self.quorum and validity_ms > 0:
+            self._valid_until = started + validity_ms / 1000
+            return True
+        self._delete_everywhere()  # some may have said yes: undo them
+        reachable = len(answers) - answers.count(None)
+        if reachable < self.quorum:
+            raise BackendUnavailable(self.name, f"redis ({reachable} of {len(self.clients)} "
+                                                f"servers reachable, {self.quorum} needed)")
+        return False
+
+    def _release(self) -> None:
+        deleted = self._delete_everywhere()
+        if deleted < self.quorum:
+            raise LockLost(self.name, f"only {deleted} of {len(self.clients)} servers still "
+                                      "held it at release")
+
+    def _still_held(self) -> bool:
+        return time.monotonic() < self._valid_until
+
+    def _set_on(self, client: redis.Redis) -> bool | None:
+        """True: set; False: someone else holds it there; None: server unreachable."""
+        try:
+            return bool(client.set(self.key, self.token, nx=True, px=self.lease_ms))
+        except redis.RedisError:
+            return None
+
+    def _delete_on(self, client: redis.Redis) -> int:
+        try:
+            return int(client.eval(RedisLock.COMPARE_AND_DELETE, 1, self.key, self.token))
+        except redis.RedisError:
+            return 0
+
+    def _delete_everywhere(self) -> int:
+        return sum(self.pool.map(self._delete_on, self.clients))
+
+
+class RedlockFactory(LockFactory):
+    lock_class = Redlock
+
+    def __init__(self, strategy: Strategy, backends: Backends, **options) -> None:
+        if len(backends.redis_urls) < 3:
+            raise ValueError("Redlock needs at least 3 independent Redis servers "
+                             "(LOCKSHOP_REDIS_URLS)")
+        super().__init__(strategy, backends, **options)
+        # A dead server must cost milliseconds, not the whole validity time.
+        self.clients = [redis.Redis.from_url(url, socket_timeout=0.1,
+                                             socket_connect_timeout=0.05)
+                        for url in backends.redis_urls]
+        self.pool = ThreadPoolExecutor(max_workers=len(self.clients) * 4,
+                                       thread_name_prefix="redlock")
+
+    def lock(self, name: str, *, timeout: float = 5.0) -> Redlock:
+        return Redlock(name, clients=self.clients, pool=self.pool,
+                       lease_ms=self.backends.lease_ms, strategy=self.strategy.name,
+                       timeout=timeout)
+
+    def available(self) -> bool:
+        up = 0
+        for client in self.clients:
+            try:
+                up += bool(client.ping())
+            except redis.RedisError:
+                pass
+        return up >= len(self.clients) // 2 + 1
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False)
+        for client in self.clients:
+            client.close()
