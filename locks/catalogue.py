@@ -108,8 +108,8 @@ REDIS_WATCHDOG = register(Strategy(
 
 REDIS_FAIR = register(Strategy(
     name="redis_fair", family="redis",
-    summary="Waiters queue in arrival order and sleep on BLPOP until the release wakes "
-            "the head waiter (fallback poll 0.2 s).",
+    summary="Waiters queue and sleep on BLPOP until a release wakes the head one; a head "
+            "that waited over 20 ms is handed the lock (Go's mutex starvation mode).",
     correct_across_instances=True, factory="locks.redis_fair:FairRedisFactory",
     requires=("redis",),
     failure_mode="As redis: a holder paused past its lease; fencing rejects its write.",

@@ -1,117 +1,201 @@
-"""A fair Redis lock whose waiters sleep until they are told, instead of spinning.
+"""A Redis lock whose waiters queue, sleep until told, and never starve.
 
 Keys, for a lock named ``<name>``:
 
 * ``lockshop:lock:<name>``      the holder's token, with a lease (as ``RedisLock``);
 * ``lockshop:queue:<name>``     a list: the waiters' tokens, in arrival order;
 * ``lockshop:waiting:<name>``   a hash: waiter token -> "alive until" (ms);
+* ``lockshop:since:<name>``     a hash: waiter token -> when it joined the queue (ms);
 * ``lockshop:wake:<token>``     one list per waiter, to block on with ``BLPOP``.
+
+Two modes, as Go's ``sync.Mutex`` has them. Normally a free lock goes to
+whoever asks first, even past the queue ("barging"): the process that just
+released it is often the fastest to ask again, which keeps throughput high.
+But once the waiter at the head of the queue has waited longer than
+``starving_after_ms``, the lock is *handed* to it on the next release and
+nobody may barge past it: no wait grows much longer than that bound.
 
 acquire (one Lua script)
     1. drop waiters at the head of the queue whose "alive until" has passed
        (they gave up or crashed; otherwise they would block everyone);
-    2. if the lock is free and the queue is empty or starts with us: take it;
+    2. if the lock is free, take it (with a fencing token) unless a starving
+       waiter heads the queue and it is not us;
     3. otherwise join the queue (once) and renew our "alive until".
 wait
-    ``BLPOP`` on our own wake list, at most ``fallback_poll`` seconds: a
-    release pushes to the head waiter's list, so it wakes at once; the
-    timeout is the fallback for a signal that never comes (a holder that
-    crashed and let its lease expire).
+    ``BLPOP`` on our own wake list, at most ``fallback_poll`` seconds. A
+    message there means the lock is already ours: the releaser handed it to
+    us. The timeout is the fallback for a signal that never comes (a holder
+    that crashed and let its lease expire): we try to acquire again, which
+    also tells the queue we are still alive.
 release (one Lua script)
-    compare-and-delete as ``RedisLock``, then push a wake-up to the waiter
-    at the head of the queue: exactly one waiter wakes per release.
+    compare-and-check as ``RedisLock``; then, if the waiter heading the queue
+    is starving, *hand the lock over*: set the key to its token, take its
+    fencing token, and push that to its wake list ("you hold it"). Otherwise
+    delete the key and push a plain wake-up to the head ("try now").
 
-First come, first served: no waiter starves, however busy the lock. The
-scripts build the wake key from a prefix, so this lock is for a single
-Redis server, not Redis Cluster.
+Exactly one waiter wakes per release (no herd), and none waits much longer
+than ``starving_after_ms`` plus a few critical sections. The scripts build
+the wake key from a prefix, so this lock is for a single Redis server, not
+Redis Cluster.
 """
 
 from __future__ import annotations
 
 from .errors import LockLost
-from .redis_lock import RedisLock, RedisLockFactory
+from .redis_lock import FENCE_EPOCH, FENCE_PREFIX, RedisLock, RedisLockFactory, script
 
 QUEUE_PREFIX = "lockshop:queue:"
 WAITING_PREFIX = "lockshop:waiting:"
+SINCE_PREFIX = "lockshop:since:"
 WAKE_PREFIX = "lockshop:wake:"
+#: What a wake-up says when it only means "the lock is free, try now".
+TRY_NOW = 0
+
+# Shared by the scripts: the clock, the dead-head purge, and the next fencing token.
+_PRELUDE = """
+local t = redis.call("TIME")
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local function purge_dead_heads(queue, waiting, since)
+    while true do
+        local head = redis.call("LINDEX", queue, 0)
+        if not head then return nil end
+        if tonumber(redis.call("HGET", waiting, head) or "0") >= now then return head end
+        redis.call("LPOP", queue)
+        redis.call("HDEL", waiting, head)
+        redis.call("HDEL", since, head)
+    end
+end
+local function starving(since, head, starving_after_ms)
+    return head and now - tonumber(redis.call("HGET", since, head) or now) > starving_after_ms
+end
+local function leave(queue, waiting, since, token)
+    redis.call("LREM", queue, 0, token)
+    redis.call("HDEL", waiting, token)
+    redis.call("HDEL", since, token)
+end
+local function next_token(fence, epoch_key)
+    local epoch = redis.call("GET", epoch_key)
+    if not epoch then
+        redis.call("SET", epoch_key, t[1], "NX")
+        epoch = redis.call("GET", epoch_key)
+    end
+    return tonumber(epoch) * 1000000 + redis.call("INCR", fence)
+end
+"""
 
 
 class FairRedisLock(RedisLock):
     #: Longest sleep without a signal; also how often a waiter says it is alive.
     fallback_poll = 0.2
 
-    # KEYS[1]: lock key; KEYS[2]: queue list; KEYS[3]: waiting hash.
-    # ARGV[1]: our token; ARGV[2]: lease in ms; ARGV[3]: how long we stay "alive" in ms.
-    ACQUIRE = """
-    local t = redis.call("TIME")
-    local now = t[1] * 1000 + math.floor(t[2] / 1000)
-    while true do
-        local head = redis.call("LINDEX", KEYS[2], 0)
-        if not head then break end
-        if tonumber(redis.call("HGET", KEYS[3], head) or "0") >= now then break end
-        redis.call("LPOP", KEYS[2])
-        redis.call("HDEL", KEYS[3], head)
+    #: A head waiter that has waited this long is handed the lock (no more barging).
+    starving_after_ms = 20
+
+    # KEYS: lock, queue, waiting, since, fence, epoch, our wake list.
+    # ARGV: token, lease ms, alive ms, starving-after ms.
+    # Returns our fencing token if we got the lock, else 0 (and we are queued).
+    ACQUIRE = _PRELUDE + """
+    if redis.call("GET", KEYS[1]) == ARGV[1] then
+        -- Handed to us just as our BLPOP timed out: collect it, do not queue again
+        -- (a stale queue entry would later be handed a lock nobody takes).
+        local handed = redis.call("LPOP", KEYS[7])
+        leave(KEYS[2], KEYS[3], KEYS[4], ARGV[1])
+        if handed and tonumber(handed) ~= 0 then return tonumber(handed) end
+        return next_token(KEYS[5], KEYS[6])
     end
-    local head = redis.call("LINDEX", KEYS[2], 0)
-    if redis.call("EXISTS", KEYS[1]) == 0 and (not head or head == ARGV[1]) then
+    local head = purge_dead_heads(KEYS[2], KEYS[3], KEYS[4])
+    local blocked = head and head ~= ARGV[1] and starving(KEYS[4], head, tonumber(ARGV[4]))
+    if redis.call("EXISTS", KEYS[1]) == 0 and not blocked then
+        leave(KEYS[2], KEYS[3], KEYS[4], ARGV[1])
         redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
-        if head == ARGV[1] then redis.call("LPOP", KEYS[2]) end
-        redis.call("HDEL", KEYS[3], ARGV[1])
-        return 1
+        return next_token(KEYS[5], KEYS[6])
     end
     if redis.call("HEXISTS", KEYS[3], ARGV[1]) == 0 then
         redis.call("RPUSH", KEYS[2], ARGV[1])
+        redis.call("HSET", KEYS[4], ARGV[1], now)
     end
     redis.call("HSET", KEYS[3], ARGV[1], now + tonumber(ARGV[3]))
     return 0
     """
 
-    # KEYS[1]: lock key; KEYS[2]: queue list. ARGV[1]: our token; ARGV[2]: wake prefix.
-    RELEASE = """
+    # KEYS: lock, queue, waiting, since, fence, epoch.
+    # ARGV: token, lease ms, wake prefix, starving-after ms.
+    # Returns 1 if released (and maybe handed over), 0 if the lock was not ours.
+    RELEASE = _PRELUDE + """
     if redis.call("GET", KEYS[1]) ~= ARGV[1] then
         return 0
     end
-    redis.call("DEL", KEYS[1])
-    local head = redis.call("LINDEX", KEYS[2], 0)
-    if head then
-        redis.call("RPUSH", ARGV[2] .. head, 1)
-        redis.call("PEXPIRE", ARGV[2] .. head, 10000)
+    local head = purge_dead_heads(KEYS[2], KEYS[3], KEYS[4])
+    if not head then
+        redis.call("DEL", KEYS[1])
+        return 1
     end
+    local wake = ARGV[3] .. head
+    if starving(KEYS[4], head, tonumber(ARGV[4])) then
+        leave(KEYS[2], KEYS[3], KEYS[4], head)
+        redis.call("SET", KEYS[1], head, "PX", ARGV[2])
+        redis.call("RPUSH", wake, next_token(KEYS[5], KEYS[6]))  -- "you hold it"
+    else
+        redis.call("DEL", KEYS[1])
+        redis.call("RPUSH", wake, 0)  -- "try now"
+    end
+    redis.call("PEXPIRE", wake, ARGV[2])
     return 1
     """
 
-    # KEYS[1]: queue list; KEYS[2]: waiting hash; KEYS[3]: our wake list. ARGV[1]: our token.
+    # KEYS: lock, queue, waiting, since, our wake list. ARGV: token.
+    # Returns 1 if the lock was handed to us meanwhile (the caller passes it on).
     LEAVE_QUEUE = """
-    redis.call("LREM", KEYS[1], 0, ARGV[1])
-    redis.call("HDEL", KEYS[2], ARGV[1])
-    redis.call("DEL", KEYS[3])
-    return 1
+    redis.call("LREM", KEYS[2], 0, ARGV[1])
+    redis.call("HDEL", KEYS[3], ARGV[1])
+    redis.call("HDEL", KEYS[4], ARGV[1])
+    redis.call("DEL", KEYS[5])
+    if redis.call("GET", KEYS[1]) == ARGV[1] then return 1 end
+    return 0
     """
 
     def __init__(self, name: str, **options) -> None:
         super().__init__(name, **options)
         self.queue = QUEUE_PREFIX + name
         self.waiting = WAITING_PREFIX + name
+        self.since = SINCE_PREFIX + name
         self.wake = WAKE_PREFIX + self.token
+        self._fair_keys = [self.key, self.queue, self.waiting, self.since,
+                           FENCE_PREFIX + name, FENCE_EPOCH]
+        self._handed_token: int | None = None
+        self._acquire_script = script(self.client, self.ACQUIRE)
+        self._release_script = script(self.client, self.RELEASE)
+        self._leave_script = script(self.client, self.LEAVE_QUEUE)
 
     def _try_acquire(self) -> bool:
+        if self._handed_token is not None:  # handed over while we waited
+            self._fencing_token, self._handed_token = self._handed_token, None
+            return True
         alive_ms = int(self.fallback_poll * 1000 * 3)
-        if not self.client.eval(self.ACQUIRE, 3, self.key, self.queue, self.waiting,
-                                self.token, self.lease_ms, alive_ms):
+        token = self._acquire_script(keys=[*self._fair_keys, self.wake], args=[
+            self.token, self.lease_ms, alive_ms, self.starving_after_ms])
+        if not token:
             return False
-        self.client.delete(self.wake)  # a signal that came after we had given up
-        self._take_fencing_token()
+        self._fencing_token = int(token)
         return True
 
     def _wait_for_release(self, seconds: float) -> None:
-        if self.client.blpop([self.wake], timeout=min(seconds, self.fallback_poll)):
+        message = self.client.blpop([self.wake], timeout=min(seconds, self.fallback_poll))
+        if message:
+            token = int(message[1])
+            if token != TRY_NOW:  # handed over: we hold it already
+                self._handed_token = token
             self._metrics.record(self.strategy, "wakeup")
 
     def _gave_up(self) -> None:
-        self.client.eval(self.LEAVE_QUEUE, 3, self.queue, self.waiting, self.wake, self.token)
+        handed = self._leave_script(
+            keys=[self.key, self.queue, self.waiting, self.since, self.wake], args=[self.token])
+        if handed:  # it arrived as we gave up: pass it on rather than sit on it
+            self._release()
 
     def _release(self) -> None:
-        if not self.client.eval(self.RELEASE, 2, self.key, self.queue, self.token, WAKE_PREFIX):
+        if not self._release_script(keys=self._fair_keys, args=[
+                self.token, self.lease_ms, WAKE_PREFIX, self.starving_after_ms]):
             raise LockLost(self.name, f"the {self.lease_ms} ms lease expired before release")
 
 

@@ -92,11 +92,20 @@ class RedisLockBase(DistributedLock):
 
     def _take_fencing_token(self) -> None:
         if self.fenced:
-            self._fencing_token = int(self.client.eval(
-                NEXT_FENCING_TOKEN, 2, FENCE_PREFIX + self.name, FENCE_EPOCH))
+            self._fencing_token = int(script(self.client, NEXT_FENCING_TOKEN)(
+                keys=[FENCE_PREFIX + self.name, FENCE_EPOCH]))
 
     def _redis_errors(self):
         return _RedisErrors(self.name)
+
+
+def script(client: redis.Redis, source: str):
+    """``source`` registered on ``client``, once: EVALSHA then sends a hash, not the body."""
+    # Kept on the client: one registration per connection pool, not per lock object.
+    cache = client.__dict__.setdefault("_lockshop_scripts", {})
+    if source not in cache:
+        cache[source] = client.register_script(source)
+    return cache[source]
 
 
 class _RedisErrors:
@@ -126,15 +135,31 @@ class RedisLock(RedisLockBase):
     return 0
     """
 
+    # KEYS[1]: the lock key; KEYS[2]: its fence counter; KEYS[3]: the epoch key.
+    # ARGV[1]: our token; ARGV[2]: lease in ms. SET NX PX and, if it worked, the
+    # next fencing token: one round trip. Returns the token, or 0 if not acquired.
+    ACQUIRE_WITH_TOKEN = """
+    if not redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
+        return 0
+    end
+    local epoch = redis.call("GET", KEYS[3])
+    if not epoch then
+        redis.call("SET", KEYS[3], redis.call("TIME")[1], "NX")
+        epoch = redis.call("GET", KEYS[3])
+    end
+    return tonumber(epoch) * 1000000 + redis.call("INCR", KEYS[2])
+    """
+
     def _try_acquire(self) -> bool:
-        if not self.client.set(self.key, self.token, nx=True, px=self.lease_ms):
+        token = script(self.client, self.ACQUIRE_WITH_TOKEN)(
+            keys=[self.key, FENCE_PREFIX + self.name, FENCE_EPOCH], args=[self.token, self.lease_ms])
+        if not token:
             return False
-        self._take_fencing_token()
+        self._fencing_token = int(token)
         return True
 
     def _release(self) -> None:
-        deleted = self.client.eval(self.COMPARE_AND_DELETE, 1, self.key, self.token)
-        if not deleted:
+        if not script(self.client, self.COMPARE_AND_DELETE)(keys=[self.key], args=[self.token]):
             raise LockLost(self.name, f"the {self.lease_ms} ms lease expired before release")
 
 

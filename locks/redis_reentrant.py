@@ -22,7 +22,7 @@ import threading
 import uuid
 
 from .errors import LockLost
-from .redis_lock import RedisLockBase, RedisLockFactory
+from .redis_lock import RedisLockBase, RedisLockFactory, script
 
 _PROCESS = uuid.uuid4().hex[:8]  # pids are reused; this is not
 
@@ -64,13 +64,13 @@ class ReentrantRedisLock(RedisLockBase):
         if not self.held:
             # The owner is the thread that acquires (not the one that made the object).
             self.holder = f"{_PROCESS}:{os.getpid()}:{threading.get_ident()}"
-        count = self.client.eval(self.ACQUIRE, 1, self.key, self.holder, self.lease_ms)
+        count = script(self.client, self.ACQUIRE)(keys=[self.key], args=[self.holder, self.lease_ms])
         if count == 1:
             self._take_fencing_token()  # a new hold, not a re-entry
         return count > 0
 
     def _release(self) -> None:
-        if self.client.eval(self.RELEASE, 1, self.key, self.holder, self.lease_ms) < 0:
+        if script(self.client, self.RELEASE)(keys=[self.key], args=[self.holder, self.lease_ms]) < 0:
             raise LockLost(self.name, f"the {self.lease_ms} ms lease expired before release")
 
     def _still_held(self) -> bool:

@@ -22,7 +22,7 @@ import threading
 
 import redis
 
-from .redis_lock import RedisLock, RedisLockFactory
+from .redis_lock import RedisLock, RedisLockFactory, script
 
 
 class WatchdogRedisLock(RedisLock):
@@ -54,8 +54,8 @@ class WatchdogRedisLock(RedisLock):
         interval = self.lease_ms / 3 / 1000
         while not self._stop.wait(interval):
             try:
-                renewed = self.client.eval(self.RENEW_IF_OURS, 1, self.key, self.token,
-                                           self.lease_ms)
+                renewed = script(self.client, self.RENEW_IF_OURS)(
+                    keys=[self.key], args=[self.token, self.lease_ms])
             except redis.RedisError as error:
                 renewed, reason = 0, f"renewal failed: {error}"
             else:

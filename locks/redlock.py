@@ -3,7 +3,10 @@
 The algorithm, as the Redis documentation gives it:
 
 1. note the time; ask every server, in parallel, for ``SET key token NX PX
-   lease``, each with a short timeout so that a dead server costs little;
+   lease``, each with a short timeout so that a dead server costs little.
+   "In parallel" without threads: the command is written to all five
+   connections first, then the five replies are read, so the whole round
+   costs one network round trip, not five;
 2. the lock is ours if a majority (N/2 + 1) said yes and the time that took
    is shorter than the lease: the **validity time** is the lease, less the
    time spent, less an allowance for clock drift between the servers
@@ -24,7 +27,6 @@ lock at all: ``BackendUnavailable``, a 503.
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import redis
 
@@ -38,11 +40,10 @@ CLOCK_DRIFT_MS = 2
 
 
 class Redlock(DistributedLock):
-    def __init__(self, name: str, *, clients: list[redis.Redis], pool: ThreadPoolExecutor,
-                 lease_ms: int, **options) -> None:
+    def __init__(self, name: str, *, clients: list[redis.Redis], lease_ms: int,
+                 **options) -> None:
         super().__init__(name, **options)
         self.clients = clients
-        self.pool = pool
         self.lease_ms = lease_ms
         self.quorum = len(clients) // 2 + 1
         self.key = KEY_PREFIX + name
@@ -51,15 +52,17 @@ class Redlock(DistributedLock):
 
     def _try_acquire(self) -> bool:
         started = time.monotonic()
-        answers = list(self.pool.map(self._set_on, self.clients))
+        answers = fan_out(self.clients, "SET", self.key, self.token, "NX", "PX", self.lease_ms)
         elapsed_ms = (time.monotonic() - started) * 1000
         drift_ms = self.lease_ms * CLOCK_DRIFT_FACTOR + CLOCK_DRIFT_MS
         validity_ms = self.lease_ms - elapsed_ms - drift_ms
-        if answers.count(True) >= self.quorum and validity_ms > 0:
+        granted = sum(answer is not None and answer is not False and answer is not _UNREACHABLE
+                      for answer in answers)
+        if granted >= self.quorum and validity_ms > 0:
             self._valid_until = started + validity_ms / 1000
             return True
         self._delete_everywhere()  # some may have said yes: undo them
-        reachable = len(answers) - answers.count(None)
+        reachable = sum(answer is not _UNREACHABLE for answer in answers)
         if reachable < self.quorum:
             raise BackendUnavailable(self.name, f"redis ({reachable} of {len(self.clients)} "
                                                 f"servers reachable, {self.quorum} needed)")
@@ -74,21 +77,45 @@ class Redlock(DistributedLock):
     def _still_held(self) -> bool:
         return time.monotonic() < self._valid_until
 
-    def _set_on(self, client: redis.Redis) -> bool | None:
-        """True: set; False: someone else holds it there; None: server unreachable."""
-        try:
-            return bool(client.set(self.key, self.token, nx=True, px=self.lease_ms))
-        except redis.RedisError:
-            return None
-
-    def _delete_on(self, client: redis.Redis) -> int:
-        try:
-            return int(client.eval(RedisLock.COMPARE_AND_DELETE, 1, self.key, self.token))
-        except redis.RedisError:
-            return 0
-
     def _delete_everywhere(self) -> int:
-        return sum(self.pool.map(self._delete_on, self.clients))
+        answers = fan_out(self.clients, "EVAL", RedisLock.COMPARE_AND_DELETE, 1, self.key,
+                          self.token)
+        return sum(answer == 1 for answer in answers)
+
+
+_UNREACHABLE = object()
+
+
+def fan_out(clients: list[redis.Redis], *command) -> list:
+    """Send ``command`` to every server, then read every reply: one round trip in all.
+
+    A server that cannot be reached (or answers with an error) gives ``_UNREACHABLE``.
+    """
+    sent = []
+    for client in clients:
+        pool = client.connection_pool
+        connection = None
+        try:
+            connection = pool.get_connection()
+            connection.send_command(*command)
+            sent.append((pool, connection))
+        except redis.RedisError:
+            sent.append((pool, None))
+            if connection is not None:
+                connection.disconnect()
+                pool.release(connection)
+    answers = []
+    for pool, connection in sent:
+        if connection is None:
+            answers.append(_UNREACHABLE)
+            continue
+        try:
+            answers.append(connection.read_response())
+        except redis.RedisError:
+            answers.append(_UNREACHABLE)  # read_response has dropped the connection
+        finally:
+            pool.release(connection)
+    return answers
 
 
 class RedlockFactory(LockFactory):
@@ -103,12 +130,9 @@ class RedlockFactory(LockFactory):
         self.clients = [redis.Redis.from_url(url, socket_timeout=0.1,
                                              socket_connect_timeout=0.05)
                         for url in backends.redis_urls]
-        self.pool = ThreadPoolExecutor(max_workers=len(self.clients) * 4,
-                                       thread_name_prefix="redlock")
 
     def lock(self, name: str, *, timeout: float = 5.0) -> Redlock:
-        return Redlock(name, clients=self.clients, pool=self.pool,
-                       lease_ms=self.backends.lease_ms, strategy=self.strategy.name,
+        return Redlock(name, clients=self.clients, lease_ms=self.backends.lease_ms, strategy=self.strategy.name,
                        timeout=timeout)
 
     def available(self) -> bool:
@@ -121,6 +145,5 @@ class RedlockFactory(LockFactory):
         return up >= len(self.clients) // 2 + 1
 
     def close(self) -> None:
-        self.pool.shutdown(wait=False)
         for client in self.clients:
             client.close()

@@ -82,7 +82,8 @@ def make_lock_maker(kind: str, url: str, urls: tuple[str, ...]):
 
         def python_redis_lock(name):
             lock = redis_lock.Lock(client, name, expire=LEASE_MS // 1000)
-            return (lambda: lock.acquire(timeout=30)), lock.release
+            # It refuses to wait longer than its lease.
+            return (lambda: lock.acquire(timeout=LEASE_MS // 1000)), lock.release
         return python_redis_lock
     if kind == "pottery Redlock":
         from pottery import Redlock

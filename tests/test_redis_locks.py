@@ -338,6 +338,17 @@ def test_fair_lock_serves_waiters_in_arrival_order_with_one_wakeup_each(redis_se
     assert wakeups == 6  # one per release, not a herd
 
 
+def test_fair_lock_queued_waiter_takes_over_from_a_crashed_holder(redis_server):
+    made = factory(redis_server, "redis_fair", lease_ms=300)
+    crashed = made.lock("crash")
+    crashed.acquire()  # and never releases: its process "died"
+    waiter = made.lock("crash", timeout=5)
+    started = time.monotonic()
+    assert waiter.acquire()  # queued, no hand-over comes; the fallback poll finds it free
+    assert time.monotonic() - started >= 0.25  # only once the lease had run out
+    waiter.release()
+
+
 def test_fair_lock_skips_a_waiter_that_gave_up(redis_server):
     made = factory(redis_server, "redis_fair")
     holder = made.lock("quit")
