@@ -42,7 +42,8 @@ Redis Cluster.
 from __future__ import annotations
 
 from .errors import LockLost
-from .redis_lock import FENCE_EPOCH, FENCE_PREFIX, RedisLock, RedisLockFactory, script
+from .redis_lock import (FENCE_EPOCH, FENCE_PREFIX, NEXT_TOKEN_FUNCTION, RedisLock,
+                         RedisLockFactory, script)
 
 QUEUE_PREFIX = "lockshop:queue:"
 WAITING_PREFIX = "lockshop:waiting:"
@@ -73,15 +74,7 @@ local function leave(queue, waiting, since, token)
     redis.call("HDEL", waiting, token)
     redis.call("HDEL", since, token)
 end
-local function next_token(fence, epoch_key)
-    local epoch = redis.call("GET", epoch_key)
-    if not epoch then
-        redis.call("SET", epoch_key, t[1], "NX")
-        epoch = redis.call("GET", epoch_key)
-    end
-    return tonumber(epoch) * 1000000 + redis.call("INCR", fence)
-end
-"""
+""" + NEXT_TOKEN_FUNCTION
 
 
 class FairRedisLock(RedisLock):

@@ -48,14 +48,21 @@ KEY_PREFIX = "lockshop:lock:"
 FENCE_PREFIX = "lockshop:fence:"
 FENCE_EPOCH = "lockshop:fence-epoch"
 
-# KEYS[1]: the name's fence counter; KEYS[2]: the epoch key. Returns the token.
-NEXT_FENCING_TOKEN = """
-local epoch = redis.call("GET", KEYS[2])
-if not epoch then
-    redis.call("SET", KEYS[2], redis.call("TIME")[1], "NX")
-    epoch = redis.call("GET", KEYS[2])
+# A Lua function every script that hands out fencing tokens starts with.
+NEXT_TOKEN_FUNCTION = """
+local function next_token(fence, epoch_key)
+    local epoch = redis.call("GET", epoch_key)
+    if not epoch then
+        redis.call("SET", epoch_key, redis.call("TIME")[1], "NX")
+        epoch = redis.call("GET", epoch_key)
+    end
+    return tonumber(epoch) * 1000000 + redis.call("INCR", fence)
 end
-return tonumber(epoch) * 1000000 + redis.call("INCR", KEYS[1])
+"""
+
+# KEYS[1]: the name's fence counter; KEYS[2]: the epoch key. Returns the token.
+NEXT_FENCING_TOKEN = NEXT_TOKEN_FUNCTION + """
+return next_token(KEYS[1], KEYS[2])
 """
 
 
@@ -138,16 +145,11 @@ class RedisLock(RedisLockBase):
     # KEYS[1]: the lock key; KEYS[2]: its fence counter; KEYS[3]: the epoch key.
     # ARGV[1]: our token; ARGV[2]: lease in ms. SET NX PX and, if it worked, the
     # next fencing token: one round trip. Returns the token, or 0 if not acquired.
-    ACQUIRE_WITH_TOKEN = """
+    ACQUIRE_WITH_TOKEN = NEXT_TOKEN_FUNCTION + """
     if not redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
         return 0
     end
-    local epoch = redis.call("GET", KEYS[3])
-    if not epoch then
-        redis.call("SET", KEYS[3], redis.call("TIME")[1], "NX")
-        epoch = redis.call("GET", KEYS[3])
-    end
-    return tonumber(epoch) * 1000000 + redis.call("INCR", KEYS[2])
+    return next_token(KEYS[2], KEYS[3])
     """
 
     def _try_acquire(self) -> bool:
