@@ -27,15 +27,8 @@ class FlashSaleBuyer(ShopUser):
 
     def on_start(self) -> None:
         super().on_start()
-        with self.client.get(self.url("/api/products"), name="/api/products",
-                             catch_response=True) as response:
-            if response.status_code != 200:
-                response.failure(f"cannot list products: {response.status_code}")
-                self.items, self.tickets = [], []
-                return
-            products = response.json()["products"]
-        self.items = [p["id"] for p in products if p["kind"] == "item"]
-        self.tickets = [p["id"] for p in products if p["kind"] == "ticket"]
+        self.items = self.product_ids("item")
+        self.tickets = self.product_ids("ticket")
 
     @task(3)
     def buy_item(self) -> None:

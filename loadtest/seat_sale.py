@@ -20,13 +20,7 @@ class SeatBuyer(ShopUser):
 
     def on_start(self) -> None:
         super().on_start()
-        with self.client.get(self.url("/api/products"), name="/api/products",
-                             catch_response=True) as response:
-            if response.status_code != 200:
-                response.failure(f"cannot list products: {response.status_code}")
-                self.tickets = []
-                return
-            self.tickets = [p["id"] for p in response.json()["products"] if p["kind"] == "ticket"]
+        self.tickets = self.product_ids("ticket")
 
     @task
     def buy_a_seat(self) -> None:

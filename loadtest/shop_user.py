@@ -90,3 +90,12 @@ class ShopUser(HttpUser):
 
     def url(self, path: str) -> str:
         return random.choice(self.targets) + path
+
+    def product_ids(self, kind: str) -> list[int]:
+        """The ids of the products of ``kind`` ("item" or "ticket"); [] if the list fails."""
+        with self.client.get(self.url("/api/products"), name="/api/products",
+                             catch_response=True) as response:
+            if response.status_code != 200:
+                response.failure(f"cannot list products: {response.status_code}")
+                return []
+            return [p["id"] for p in response.json()["products"] if p["kind"] == kind]

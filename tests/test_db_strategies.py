@@ -7,16 +7,16 @@ this load, and each strategy here must not.
 
 from __future__ import annotations
 
-import threading
 
 import pytest
 from sqlalchemy import select, text
 
 from locks import LockNotAcquired
 from shop.audit import take_audit
+from helpers import concurrent_sale, runner_for
 from shop.catalogue import ProductSpec, reset_catalogue
 from shop.db import backend_name
-from shop.errors import SeatTaken, SoldOut, Unprocessable
+from shop.errors import Unprocessable
 from shop.models import ProductKind, Seat
 from shop.orders import OrderContext, OrderRequest
 from shop.strategies import Strategies
@@ -35,36 +35,14 @@ def cases(names: list[str]) -> list:
             if name != "pg_advisory" or db == "postgres"]
 
 
-def runner_for(database_url: str, name: str):
-    return Strategies(Backends(), backend_name(database_url)).runner(name)
-
-
-def sale(sessions, runner, name: str, requests: list[OrderRequest], delay_ms: int = 50) -> dict:
-    context = OrderContext("test", name, business_delay_ms=delay_ms, lock_timeout_ms=30_000)
-    start = threading.Barrier(len(requests))
-    outcomes: list[str] = []
-
-    def buyer(request: OrderRequest) -> None:
-        start.wait()
-        try:
-            runner(sessions, request, context)
-            outcomes.append("ok")
-        except (SoldOut, SeatTaken):
-            outcomes.append("refused")
-
-    threads = [threading.Thread(target=buyer, args=(r,)) for r in requests]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return {"ok": outcomes.count("ok"), "refused": outcomes.count("refused")}
+def sale(sessions, name: str, requests: list[OrderRequest], delay_ms: int = 50) -> dict:
+    return concurrent_sale(sessions, name, requests, delay_ms)
 
 
 @pytest.mark.parametrize("database_url,name", cases(STRATEGIES), indirect=["database_url"])
 def test_items_are_never_oversold(sessions, database_url, name):
-    runner = runner_for(database_url, name)
     reset_catalogue(sessions, (ProductSpec("x", "x", ProductKind.ITEM, stock=STOCK),))
-    outcome = sale(sessions, runner, name, [OrderRequest(1)] * BUYERS)
+    outcome = sale(sessions, name, [OrderRequest(1)] * BUYERS)
     audit = take_audit(sessions)
     assert outcome == {"ok": STOCK, "refused": BUYERS - STOCK}
     assert audit.correct, audit
@@ -73,11 +51,10 @@ def test_items_are_never_oversold(sessions, database_url, name):
 
 @pytest.mark.parametrize("database_url,name", cases(STRATEGIES), indirect=["database_url"])
 def test_seats_are_never_double_booked(sessions, database_url, name):
-    runner = runner_for(database_url, name)
     reset_catalogue(sessions, (ProductSpec("t", "t", ProductKind.TICKET,
                                            seats=("A1", "A2", "A3")),))
     requests = [OrderRequest(1)] * 6 + [OrderRequest(1, seat="A2")] * 3
-    outcome = sale(sessions, runner, name, requests)
+    outcome = sale(sessions, name, requests)
     audit = take_audit(sessions)
     assert outcome["ok"] == 3
     assert audit.correct, audit
@@ -87,9 +64,8 @@ def test_seats_are_never_double_booked(sessions, database_url, name):
 
 
 def test_optimistic_retries_are_counted(sessions, database_url):
-    runner = runner_for(database_url, "optimistic")
     reset_catalogue(sessions, (ProductSpec("x", "x", ProductKind.ITEM, stock=100),))
-    sale(sessions, runner, "optimistic", [OrderRequest(1)] * 8, delay_ms=20)
+    sale(sessions, "optimistic", [OrderRequest(1)] * 8, delay_ms=20)
     product = take_audit(sessions).products[0]
     assert product.sold == 8 and product.correct
     # Eight buyers read version 0 together; only one write can match it.
@@ -116,7 +92,7 @@ def test_advisory_lock_cannot_be_switched_on_over_sqlite(client):
 @pytest.mark.parametrize("database_url,name", cases(["for_update", "pg_advisory"]),
                          indirect=["database_url"])
 def test_a_held_row_or_advisory_lock_gives_503_and_changes_nothing(sessions, database_url, name):
-    runner = runner_for(database_url, name)
+    runner = runner_for(sessions, name)
     reset_catalogue(sessions, (ProductSpec("x", "x", ProductKind.ITEM, stock=STOCK),))
     context = OrderContext("test", name, business_delay_ms=0, lock_timeout_ms=300)
     dialect = backend_name(database_url)

@@ -7,14 +7,13 @@ read the same stock before anyone writes.
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 
 import locks
 from shop.audit import take_audit
+from helpers import concurrent_sale
 from shop.catalogue import ProductSpec, reset_catalogue
-from shop.errors import SoldOut, SeatTaken
+from shop.errors import SoldOut
 from shop.models import ProductKind
 from shop.orders import OrderContext, OrderRequest, pay_order, place_order
 
@@ -23,27 +22,7 @@ STOCK = 5
 
 
 def sale(sessions, strategy: str, requests: list[OrderRequest], delay_ms: int = 150) -> dict:
-    """Everyone orders at once through ``strategy``; return outcome counts."""
-    factory = locks.open_factory(strategy)
-    context = OrderContext(instance="test", strategy=strategy, business_delay_ms=delay_ms,
-                           lock_timeout_ms=30_000)
-    start = threading.Barrier(len(requests))
-    outcomes: list[str] = []
-
-    def buyer(request: OrderRequest) -> None:
-        start.wait()
-        try:
-            place_order(sessions, factory, request, context)
-            outcomes.append("ok")
-        except (SoldOut, SeatTaken):
-            outcomes.append("refused")
-
-    threads = [threading.Thread(target=buyer, args=(r,)) for r in requests]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return {"ok": outcomes.count("ok"), "refused": outcomes.count("refused")}
+    return concurrent_sale(sessions, strategy, requests, delay_ms)
 
 
 def test_no_lock_oversells_items(sessions):
