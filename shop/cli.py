@@ -33,6 +33,7 @@ from .strategies import Strategies, catalogue
 from .table import format_table
 
 DEFAULT_RUNTIME_DIR = Path(".lockshop")
+LAB_NAMES = ["redis_setnx", "redis_setnx_expire", "redis_plain_del", "redis_get_del"]
 
 
 class CliError(Exception):
@@ -80,6 +81,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--keep", action="store_true", help="keep the runtime folder (logs, CSV)")
     _add_database_options(demo)
     demo.set_defaults(run=cmd_demo)
+
+    lab = commands.add_parser("lab", help="make one broken-on-purpose lock fail, step by step")
+    lab.add_argument("name", choices=[*LAB_NAMES, "all"])
+    lab.set_defaults(run=cmd_lab)
 
     report = commands.add_parser("report", help="run every strategy through the scenarios; "
                                  "write report.md, report.html, charts, Locust files, JSON")
@@ -173,6 +178,17 @@ def cmd_demo(args: argparse.Namespace, config: Config) -> int:
                     run_time_s=args.run_time, business_delay_ms=args.business_delay_ms,
                     strategies=_names(args.strategies), keep=args.keep,
                     server_admin_url=_server_admin_url(args))
+
+
+def cmd_lab(args: argparse.Namespace, config: Config) -> int:
+    from .labs import run_lab
+    from .servers import redis_server_binary
+
+    if redis_server_binary() is None:
+        raise CliError("redis-server is not installed (./run installs it)")
+    names = LAB_NAMES if args.name == "all" else [args.name]
+    results = [run_lab(name) for name in names]
+    return 0 if all(results) else 1
 
 
 def cmd_report(args: argparse.Namespace, config: Config) -> int:
