@@ -30,8 +30,8 @@ from loadtest.runner import run_locust
 
 from .client import ShopClient
 from .config import Config, locks_backends
-from .errors import Unprocessable
 from .launcher import Cluster
+from .runs import usable
 from .scratch import scratch_database, server_error
 from .strategies import Strategies
 from .table import format_table
@@ -106,7 +106,10 @@ def _bench_one_database(config: Config, database: str, chosen: list[str] | None,
     strategies = Strategies(locks_backends(config), database)
     names = chosen or ["none"] + [n for n in strategies.names()
                                   if strategies.get(n).family in DATABASE_FAMILIES]
-    names = [n for n in names if _usable(strategies, n)]
+    skipped = [n for n in names if not usable(strategies, n)]
+    for name in skipped:
+        _say(f"{database}: {name} skipped, it needs another database")
+    names = [n for n in names if n not in skipped]
     rows = []
     with Cluster(config, instances=instances, runtime_dir=runtime) as cluster:
         admin = ShopClient(cluster.urls[0], config.admin_token)
@@ -126,15 +129,6 @@ def _bench_one_database(config: Config, database: str, chosen: list[str] | None,
                                      result.p50_ms, result.p95_ms, result.failures,
                                      audit["correct"]))
     return rows
-
-
-def _usable(strategies: Strategies, name: str) -> bool:
-    try:
-        strategies.refuse_unusable(name)  # UnknownStrategy for a typo propagates
-        return True
-    except Unprocessable:  # a strategy for another database
-        _say(f"{strategies.database}: {name} skipped, it needs another database")
-        return False
 
 
 def _write(output: Path, rows: list[BenchRow], **settings) -> None:

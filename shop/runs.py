@@ -12,7 +12,7 @@ import secrets
 import sys
 import urllib.request
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -116,7 +116,7 @@ def stage(config: Config, runtime: Path, server_admin_url: str | None = None,
             raise StartError(f"cannot use the database server: {problem}")
         database = scratch_database(server_admin_url, "lockshop_run")
     else:
-        database = _nullcontext(config.database_url if config.database_url != DEFAULT_DATABASE_URL
+        database = nullcontext(config.database_url if config.database_url != DEFAULT_DATABASE_URL
                                 else f"sqlite:///{runtime / 'shop.db'}")
     with database as url, own_servers(config, runtime) as config:
         config = replace(config, database_url=url,
@@ -213,11 +213,6 @@ def _p95_bound(after, before, metric: str, strategy: str, count: float) -> float
         if seen >= 0.95 * count:
             return round(bound * 1000, 2)
     return None  # above the last bucket
-
-
-@contextmanager
-def _nullcontext(value):
-    yield value
 
 
 def say(text: str) -> None:
