@@ -125,3 +125,33 @@ REDLOCK = register(Strategy(
                  "holders (the shop checks validity before commit). Fewer than a majority "
                  "of servers up: 503.",
 ))
+
+# --- ZooKeeper: ephemeral nodes that go with the session that made them -------------
+
+ZK_SIMPLE = register(Strategy(
+    name="zk_simple", family="zookeeper",
+    summary="One ephemeral node; waiters watch it and race again when it goes (herd effect).",
+    correct_across_instances=True, factory="locks.zk_simple:ZkSimpleFactory",
+    requires=("zookeeper",),
+    failure_mode="Correct, but every release wakes every waiter (see herd wake-ups). "
+                 "A lost session loses the lock: LockLost before commit, and fencing.",
+))
+
+ZK_FAIR = register(Strategy(
+    name="zk_fair", family="zookeeper",
+    summary="Ephemeral sequential nodes: the lowest holds, each waiter watches its "
+            "predecessor only; first come, first served; re-entrant.",
+    correct_across_instances=True, factory="locks.zk_fair:ZkFairFactory",
+    requires=("zookeeper",),
+    failure_mode="A lost session loses the lock: LockLost before commit, and fencing "
+                 "by the node's creation zxid.",
+))
+
+ZK_RW = register(Strategy(
+    name="zk_rw", family="zookeeper",
+    summary="Read/write lock of sequential nodes: sales take the write lock, stocktakes "
+            "the read lock, so stocktakes share it and never see half a sale.",
+    correct_across_instances=True, factory="locks.zk_rw:ZkReadWriteFactory",
+    requires=("zookeeper",),
+    failure_mode="As zk_fair.",
+))

@@ -49,6 +49,11 @@ class LockFactory:
         return self.lock_class(name, strategy=self.strategy.name, timeout=timeout,
                                **self.lock_options)
 
+    def read_lock(self, name: str, *, timeout: float = 5.0) -> DistributedLock:
+        """A lock for readers of ``name``. Only a read/write lock lets readers share it;
+        for every other strategy it is the exclusive lock (correct, if slower)."""
+        return self.lock(name, timeout=timeout)
+
     def available(self) -> bool:
         """Whether the backend answers right now."""
         return True

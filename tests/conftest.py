@@ -22,6 +22,7 @@ from shop.config import Config
 from shop.launcher import Cluster
 from shop.scratch import scratch_database, server_error
 from shop.servers import RedisServer, redis_server_binary
+from shop.zk_servers import ZooKeeperEnsemble, ZooKeeperServer, zookeeper_installed
 
 POSTGRES_ADMIN_URL = os.environ.get("LOCKSHOP_TEST_POSTGRES_ADMIN_URL",
                                     "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
@@ -73,6 +74,27 @@ def start_redis(tmp_path: Path):
 @pytest.fixture
 def redis_server(start_redis) -> RedisServer:
     return start_redis()
+
+
+def require_zookeeper() -> None:
+    require(zookeeper_installed(),
+            "ZooKeeper is not installed (./run installs it: apt-get install zookeeper)")
+
+
+@pytest.fixture
+def zookeeper(tmp_path: Path):
+    """A real standalone ZooKeeper on a free port, data in the test's folder."""
+    require_zookeeper()
+    with ZooKeeperServer(tmp_path / "zookeeper") as server:
+        yield server
+
+
+@pytest.fixture
+def zk_ensemble(tmp_path: Path):
+    """Three real ZooKeeper servers that elect a leader."""
+    require_zookeeper()
+    with ZooKeeperEnsemble(tmp_path / "ensemble") as ensemble:
+        yield ensemble
 
 
 @pytest.fixture

@@ -20,9 +20,10 @@ from locks import (Backends, DistributedLock, LockLost, LockNotAcquired, LockNot
                    MetricsRegistry, Strategy, UnknownStrategy)
 
 REDIS_LOCKS = ["redis", "redis_reentrant", "redis_watchdog", "redis_fair", "redlock"]
-LOCK_STRATEGIES = ["none", "local", "table", *REDIS_LOCKS]
+ZOOKEEPER_LOCKS = ["zk_simple", "zk_fair", "zk_rw"]
+LOCK_STRATEGIES = ["none", "local", "table", *REDIS_LOCKS, *ZOOKEEPER_LOCKS]
 #: Strategies that exclude other threads of the same process.
-EXCLUSIVE_IN_PROCESS = ["local", "table", *REDIS_LOCKS]
+EXCLUSIVE_IN_PROCESS = ["local", "table", *REDIS_LOCKS, *ZOOKEEPER_LOCKS]
 
 
 @pytest.fixture
@@ -31,7 +32,9 @@ def open_lock_factory(request, tmp_path):
     opened = []
 
     def open_(name: str):
-        redis_url, redis_urls = None, ()
+        redis_url, redis_urls, zk_hosts = None, (), None
+        if locks.get(name).requires == ("zookeeper",):
+            zk_hosts = request.getfixturevalue("zookeeper").address
         if locks.get(name).requires == ("redis",):
             start = request.getfixturevalue("start_redis")
             redis_url = start().url
@@ -39,13 +42,21 @@ def open_lock_factory(request, tmp_path):
                 redis_urls = tuple(start().url for _ in range(5))
         factory = locks.open_factory(name, Backends(
             database_url=f"sqlite:///{tmp_path / 'l.db'}", redis_url=redis_url,
-            redis_urls=redis_urls))
+            redis_urls=redis_urls, zk_hosts=zk_hosts))
+        wait_until_available(factory)
         opened.append(factory)
         return factory
 
     yield open_
     for factory in opened:
         factory.close()
+
+
+def wait_until_available(factory, seconds: float = 10.0) -> None:
+    """A ZooKeeper factory connects in the background: give it its moment."""
+    deadline = time.monotonic() + seconds
+    while not factory.available() and time.monotonic() < deadline:
+        time.sleep(0.02)
 
 
 @pytest.fixture(params=LOCK_STRATEGIES)

@@ -1,0 +1,240 @@
+"""ZooKeeper locks: what they share (one session per factory, its states, the errors).
+
+A ZooKeeper lock is held by a *session*, not by a process: the lock is an
+ephemeral node, which the server deletes when the session that created it
+ends. The session timeout plays the part of a Redis lock's lease (here it is
+``Backends.lease_ms``): a holder that crashes or is cut off loses its nodes
+that long after its last heartbeat, and the next waiter proceeds.
+
+Paths, readable in ``zkCli.sh``:
+
+* ``/lockshop/simple/<name>``                      the simple lock's one node;
+* ``/lockshop/fair/<name>/lock-<guid>-0000000007``  the fair lock's queue;
+* ``/lockshop/rw/<name>/read-<guid>-0000000008``    the read/write lock's queue
+  (``write-…`` for writers).
+
+The session's states, as kazoo reports them:
+
+CONNECTED
+    all is well.
+SUSPENDED
+    the connection dropped. The session may still live on the server, or
+    may have expired already: we cannot know, so a holder must not commit.
+LOST
+    the session expired: our ephemeral nodes are gone and someone else may
+    hold the lock. kazoo then opens a new session, which holds nothing.
+
+``ensure_held()`` (the shop calls it just before committing) asks the server
+whether our node is still there and still owned by our session: that round
+trip is what catches a session the server expired while we were paused.
+
+Fencing tokens are the creation zxid of our node (``czxid``): every write to
+a ZooKeeper ensemble gets a zxid, and zxids only grow, so the next holder's
+node always has a larger one.
+
+Every request that changes something is sent only while CONNECTED, and waits
+at most ``operation_timeout`` for its answer. When ZooKeeper cannot be reached
+every step raises ``BackendUnavailable`` (the shop answers 503); kazoo keeps
+reconnecting in the background, so the shop recovers on its own.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from kazoo.client import KazooClient, KazooState
+from kazoo.exceptions import (ConnectionClosedError, ConnectionLoss, NoNodeError,
+                              OperationTimeoutError, SessionExpiredError)
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol.states import ZnodeStat
+
+from .base import DistributedLock
+from .errors import BackendUnavailable
+from .registry import Backends, LockFactory, Strategy
+
+log = logging.getLogger("locks.zookeeper")
+
+ROOT = "/lockshop"
+#: How long one request may take before the lock step gives up with a 503.
+OPERATION_TIMEOUT = 2.0
+#: A waiter re-checks at least this often, even if no watch fires.
+FALLBACK_WAIT = 1.0
+#: The errors that mean "ZooKeeper cannot be reached (now)".
+UNREACHABLE = (ConnectionLoss, SessionExpiredError, ConnectionClosedError,
+               OperationTimeoutError, KazooTimeoutError)
+
+
+class ZooKeeperLockBase(DistributedLock):
+    """A lock whose state is ephemeral nodes of the factory's session."""
+
+    def __init__(self, name: str, *, factory: ZooKeeperFactory, **options) -> None:
+        super().__init__(name, **options)
+        self.factory = factory
+        self.client = factory.client
+        #: Our node, while we are queued or hold the lock.
+        self.node: str | None = None
+        #: The session our node belongs to.
+        self.session_id: int | None = None
+        #: The node a release is deleting (for the clean-up if its answer is lost).
+        self._released_node: str | None = None
+
+    # The public steps, with ZooKeeper's errors turned into ours.
+
+    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
+        try:
+            return super().acquire(blocking, timeout)
+        except UNREACHABLE as error:
+            self._gave_up()  # do not leave a queued node behind
+            raise BackendUnavailable(self.name, "zookeeper", error) from error
+
+    def release(self) -> None:
+        try:
+            super().release()
+        except UNREACHABLE as error:
+            # Our node may still be there, holding the lock for as long as our
+            # session lives: remember it, and delete it once we are back.
+            if self._released_node is not None:
+                parent, _, child = self._released_node.rpartition("/")
+                self.factory.forget_later(parent, child, self.session_id)
+            raise BackendUnavailable(self.name, "zookeeper", error) from error
+
+    def ensure_held(self) -> None:
+        try:
+            super().ensure_held()
+        except UNREACHABLE as error:
+            raise BackendUnavailable(self.name, "zookeeper", error) from error
+
+    def _still_held(self) -> bool:
+        if self.client.state != KazooState.CONNECTED:
+            return False  # SUSPENDED: maybe ours, maybe not; LOST: not ours
+        if self.factory.session_id() != self.session_id:
+            return False  # a new session: the old one's nodes are gone
+        stat = self.factory.call(self.client.exists_async, self.node)
+        return stat is not None and stat.ephemeralOwner == self.session_id
+
+    # Helpers for the backends.
+
+    def _created(self, path: str, stat: ZnodeStat) -> None:
+        """Our node exists now: remember it, its session, and its fencing token."""
+        self.node = path
+        self.session_id = stat.ephemeralOwner
+        self._fencing_token = stat.czxid
+
+    def _watch_until_gone(self, path: str, seconds: float) -> None:
+        """Sleep until ``path`` is deleted (a watch fires), at most ``seconds``."""
+        deleted = threading.Event()
+        if self.factory.call(self.client.exists_async, path,
+                             watch=lambda _event: deleted.set()) is None:
+            return  # it went before we could watch it: look again at once
+        if deleted.wait(min(seconds, FALLBACK_WAIT)):
+            self._metrics.record(self.strategy, "wakeup")
+
+    def _delete_own_node(self) -> None:
+        """Delete our node; raise ``NoNodeError`` if it is gone (with our session)."""
+        node, self.node = self.node, None
+        if self.factory.session_id() != self.session_id:
+            raise NoNodeError(node)  # it went with the session that made it
+        self._released_node = node
+        self.factory.call(self.client.delete_async, node)
+        self._released_node = None
+
+
+class ZooKeeperFactory(LockFactory):
+    """One kazoo client, hence one session, shared by every lock of the strategy."""
+
+    def __init__(self, strategy: Strategy, backends: Backends, **options) -> None:
+        if not backends.zk_hosts:
+            raise ValueError("ZooKeeper locks need ZooKeeper hosts (host:port,...)")
+        super().__init__(strategy, backends, **options)
+        self.client = KazooClient(
+            hosts=backends.zk_hosts, timeout=backends.lease_ms / 1000,
+            # Reconnect quickly and forever: a shop must recover without a restart.
+            connection_retry={"max_tries": -1, "delay": 0.1, "backoff": 2, "max_delay": 1.0})
+        self._orphans: set[tuple[str, int]] = set()
+        self._orphans_guard = threading.Lock()
+        self._ensured: set[str] = set()
+        self.client.add_listener(self._on_state_change)
+        # Not waiting here: a ZooKeeper that is down must not stop the shop from
+        # starting. Until the session is up every lock step answers "unavailable".
+        self.client.start_async()
+
+    def lock(self, name: str, *, timeout: float = 5.0) -> ZooKeeperLockBase:
+        return self.lock_class(name, factory=self, strategy=self.strategy.name,
+                               timeout=timeout, **self.lock_options)
+
+    def available(self) -> bool:
+        return self.client.state == KazooState.CONNECTED
+
+    def close(self) -> None:
+        self.client.stop()
+        self.client.close()
+
+    # --- requests ----------------------------------------------------------------
+
+    def session_id(self) -> int | None:
+        client_id = self.client.client_id
+        return client_id[0] if client_id else None
+
+    def call(self, request: Callable, *args, **kwargs):
+        """Send one request while CONNECTED; its answer within ``OPERATION_TIMEOUT``."""
+        self.check_connected()
+        return request(*args, **kwargs).get(timeout=OPERATION_TIMEOUT)
+
+    def check_connected(self) -> None:
+        if self.client.state != KazooState.CONNECTED:
+            # A request sent now would wait in kazoo's queue and run whenever the
+            # connection comes back, long after we gave up on it.
+            raise ConnectionLoss(f"not connected to ZooKeeper ({self.client.state})")
+
+    def ensure_path(self, path: str) -> None:
+        """Create ``path`` and its parents once per factory (they are never deleted)."""
+        if path not in self._ensured:
+            self.call(self.client.ensure_path_async, path)
+            self._ensured.add(path)
+
+    # --- nodes left behind by a connection that dropped -------------------------
+
+    def forget_later(self, parent: str, match: str, session_id: int | None) -> None:
+        """Delete our node under ``parent`` named ``match`` (or holding ``-<match>-``)
+        once we are connected again, if our session still owns it.
+
+        A create or a delete whose answer was lost may or may not have
+        happened. If the node is there, it stays for as long as our session
+        lives, and holds or blocks the lock for everyone.
+        """
+        if session_id is None:
+            return  # never had a session: nothing can have been created
+        with self._orphans_guard:
+            self._orphans.add((parent, match, session_id))
+        if self.available():
+            self.client.handler.spawn(self.delete_orphans)
+
+    def delete_orphans(self) -> None:
+        with self._orphans_guard:
+            orphans, self._orphans = self._orphans, set()
+        for parent, match, session_id in orphans:
+            if self.session_id() != session_id:
+                continue  # that session ended, and its ephemeral nodes with it
+            try:
+                for child in self.call(self.client.get_children_async, parent):
+                    if child == match or f"-{match}-" in child:
+                        self._delete_if_owned(f"{parent}/{child}", session_id)
+            except NoNodeError:
+                pass
+            except UNREACHABLE:
+                with self._orphans_guard:
+                    self._orphans.add((parent, match, session_id))  # next time
+
+    def _delete_if_owned(self, node: str, session_id: int) -> None:
+        stat = self.call(self.client.exists_async, node)
+        if stat is not None and stat.ephemeralOwner == session_id:
+            self.call(self.client.delete_async, node)
+            log.info("deleted %s, left behind by a lost answer", node)
+
+    def _on_state_change(self, state: str) -> None:
+        # Runs on kazoo's own thread: log, and hand any work to another thread.
+        log.info("zookeeper session %s for %s", state, self.strategy.name)
+        if state == KazooState.CONNECTED and self._orphans:
+            self.client.handler.spawn(self.delete_orphans)

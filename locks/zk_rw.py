@@ -1,0 +1,49 @@
+"""The ZooKeeper read/write lock: readers share, a writer excludes.
+
+The same queue as the fair lock (``locks.zk_fair``), under
+``/lockshop/rw/<name>``, with two kinds of node:
+
+* a **writer** (``write-<guid>-<seq>``) holds the lock when its node is the
+  lowest of all; it watches the node just before its own, of either kind;
+* a **reader** (``read-<guid>-<seq>``) holds the lock when no *writer* node is
+  lower than its own; it watches the last writer before it.
+
+So readers that queue together hold the lock together, a writer waits for
+every reader before it, and readers that arrive after a waiting writer wait
+behind it: a stream of readers cannot starve a writer.
+
+The shop takes the write lock to sell and the read lock for a stocktake
+(``GET /api/products/<id>/stocktake``), which must not see half a sale but
+need not stop other stocktakes.
+"""
+
+from __future__ import annotations
+
+from .zk_base import ROOT
+from .zk_fair import ZkQueueFactory, ZkQueueLock
+
+RW_ROOT = f"{ROOT}/rw"
+
+
+class ZkWriteLock(ZkQueueLock):
+    root = RW_ROOT
+    kind = "write"
+
+
+class ZkReadLock(ZkQueueLock):
+    root = RW_ROOT
+    kind = "read"
+
+    def blocker(self, queue: list[str], mine: str) -> str | None:
+        """The last writer ahead of us, if any."""
+        ahead = queue[:queue.index(mine)]
+        writers = [child for child in ahead if child.startswith("write-")]
+        return writers[-1] if writers else None
+
+
+class ZkReadWriteFactory(ZkQueueFactory):
+    lock_class = ZkWriteLock
+
+    def read_lock(self, name: str, *, timeout: float = 5.0) -> ZkReadLock:
+        return ZkReadLock(name, factory=self, strategy=self.strategy.name, timeout=timeout,
+                          **self.lock_options)
