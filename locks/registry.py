@@ -38,6 +38,8 @@ class LockFactory:
     """Makes locks of one strategy. Backends subclass it to hold their connections."""
 
     lock_class: type[DistributedLock]
+    #: Whether ``read_lock`` gives a lock that readers share (a read/write lock).
+    shared_reads: bool = False
 
     def __init__(self, strategy: Strategy, backends: Backends, **lock_options: Any) -> None:
         self.strategy = strategy

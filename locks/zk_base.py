@@ -59,6 +59,9 @@ log = logging.getLogger("locks.zookeeper")
 ROOT = "/lockshop"
 #: How long one request may take before the lock step gives up with a 503.
 OPERATION_TIMEOUT = 2.0
+#: How long a request waits for a dropped connection to come back before giving up:
+#: long enough for kazoo to move to another server of the ensemble.
+RECONNECT_GRACE = 1.0
 #: A waiter re-checks at least this often, even if no watch fires.
 FALLBACK_WAIT = 1.0
 #: The errors that mean "ZooKeeper cannot be reached (now)".
@@ -137,7 +140,10 @@ class ZooKeeperLockBase(DistributedLock):
         if self.factory.session_id() != self.session_id:
             raise NoNodeError(node)  # it went with the session that made it
         self._released_node = node
-        self.factory.call(self.client.delete_async, node)
+        try:
+            self.factory.call(self.client.delete_async, node, session=self.session_id)
+        except SessionExpiredError:
+            raise NoNodeError(node) from None  # it ended while we waited to send
         self._released_node = None
 
 
@@ -155,6 +161,8 @@ class ZooKeeperFactory(LockFactory):
         self._orphans: set[tuple[str, int]] = set()
         self._orphans_guard = threading.Lock()
         self._ensured: set[str] = set()
+        self._connected = threading.Event()
+        self._session: int | None = None
         self.client.add_listener(self._on_state_change)
         # Not waiting here: a ZooKeeper that is down must not stop the shop from
         # starting. Until the session is up every lock step answers "unavailable".
@@ -174,16 +182,24 @@ class ZooKeeperFactory(LockFactory):
     # --- requests ----------------------------------------------------------------
 
     def session_id(self) -> int | None:
-        client_id = self.client.client_id
-        return client_id[0] if client_id else None
+        """Our session, while it lives, even while the connection is down (SUSPENDED);
+        kazoo's own ``client_id`` says None then, as if the session had ended."""
+        return self._session
 
-    def call(self, request: Callable, *args, **kwargs):
-        """Send one request while CONNECTED; its answer within ``OPERATION_TIMEOUT``."""
+    def call(self, request: Callable, *args, session: int | None = None, **kwargs):
+        """Send one request while CONNECTED; its answer within ``OPERATION_TIMEOUT``.
+
+        With ``session``, only while that session lives: a delete meant for a
+        node of an expired session must not be sent on its successor, where
+        the same path may now be someone else's node.
+        """
         self.check_connected()
+        if session is not None and session != self._session:
+            raise SessionExpiredError(f"session {session:#x} ended")
         return request(*args, **kwargs).get(timeout=OPERATION_TIMEOUT)
 
     def check_connected(self) -> None:
-        if self.client.state != KazooState.CONNECTED:
+        if not self._connected.wait(RECONNECT_GRACE) or self.client.state != KazooState.CONNECTED:
             # A request sent now would wait in kazoo's queue and run whenever the
             # connection comes back, long after we gave up on it.
             raise ConnectionLoss(f"not connected to ZooKeeper ({self.client.state})")
@@ -206,6 +222,8 @@ class ZooKeeperFactory(LockFactory):
         """
         if session_id is None:
             return  # never had a session: nothing can have been created
+        log.warning("%s/%s may be left behind by a lost answer; deleting it once "
+                    "reconnected", parent, match)
         with self._orphans_guard:
             self._orphans.add((parent, match, session_id))
         if self.available():
@@ -230,11 +248,18 @@ class ZooKeeperFactory(LockFactory):
     def _delete_if_owned(self, node: str, session_id: int) -> None:
         stat = self.call(self.client.exists_async, node)
         if stat is not None and stat.ephemeralOwner == session_id:
-            self.call(self.client.delete_async, node)
+            self.call(self.client.delete_async, node, session=session_id)
             log.info("deleted %s, left behind by a lost answer", node)
 
     def _on_state_change(self, state: str) -> None:
         # Runs on kazoo's own thread: log, and hand any work to another thread.
         log.info("zookeeper session %s for %s", state, self.strategy.name)
-        if state == KazooState.CONNECTED and self._orphans:
+        if state != KazooState.CONNECTED:
+            self._connected.clear()
+            if state == KazooState.LOST:
+                self._session = None  # expired: its nodes are gone
+            return
+        self._session = self.client.client_id[0]
+        self._connected.set()
+        if self._orphans:
             self.client.handler.spawn(self.delete_orphans)

@@ -43,6 +43,7 @@ class ZkReadLock(ZkQueueLock):
 
 class ZkReadWriteFactory(ZkQueueFactory):
     lock_class = ZkWriteLock
+    shared_reads = True
 
     def read_lock(self, name: str, *, timeout: float = 5.0) -> ZkReadLock:
         return ZkReadLock(name, factory=self, strategy=self.strategy.name, timeout=timeout,

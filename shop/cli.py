@@ -156,6 +156,8 @@ def _serve(config: Config, args: argparse.Namespace) -> int:
             print(f"  redis: {config.redis_url}")
         if config.redis_urls:
             print(f"  redlock servers: {', '.join(config.redis_urls)}")
+        if config.zk_hosts:
+            print(f"  zookeeper: {config.zk_hosts}")
         for instance in cluster.instances:
             print(f"  {instance.name}  {instance.url}   (log: {instance.log_path})")
         print(f"dashboard: {cluster.urls[0]}/    API: {cluster.urls[0]}/api/openapi.json")

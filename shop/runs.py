@@ -26,6 +26,7 @@ from .launcher import Cluster
 from .processes import StartError
 from .scratch import scratch_database, server_error
 from .servers import RedisServer, redis_server_binary
+from .zk_servers import ZooKeeperServer, zookeeper_installed
 from .strategies import ShopStrategy, Strategies
 
 
@@ -132,19 +133,21 @@ REDLOCK_SERVERS = 5
 
 @contextmanager
 def own_servers(config: Config, runtime: Path) -> Iterator[Config]:
-    """Start Redis servers of our own where no URLs are configured (and redis-server exists):
-    one for the single-server locks, five independent ones for Redlock."""
-    if redis_server_binary() is None:
-        yield config
-        return
+    """Start servers of our own where no address is configured and the server is
+    installed: one Redis for the single-server locks, five independent ones for
+    Redlock, and a standalone ZooKeeper."""
     with ExitStack() as stack:
-        if not config.redis_url:
-            server = stack.enter_context(RedisServer(runtime / "servers", "redis"))
-            config = replace(config, redis_url=server.url)
-        if not config.redis_urls:
-            servers = [stack.enter_context(RedisServer(runtime / "servers", f"redlock-{n}"))
-                       for n in range(1, REDLOCK_SERVERS + 1)]
-            config = replace(config, redis_urls=tuple(s.url for s in servers))
+        if redis_server_binary() is not None:
+            if not config.redis_url:
+                server = stack.enter_context(RedisServer(runtime / "servers", "redis"))
+                config = replace(config, redis_url=server.url)
+            if not config.redis_urls:
+                servers = [stack.enter_context(RedisServer(runtime / "servers", f"redlock-{n}"))
+                           for n in range(1, REDLOCK_SERVERS + 1)]
+                config = replace(config, redis_urls=tuple(s.url for s in servers))
+        if zookeeper_installed() and not config.zk_hosts:
+            zookeeper = stack.enter_context(ZooKeeperServer(runtime / "servers", "zookeeper"))
+            config = replace(config, zk_hosts=zookeeper.address)
         yield config
 
 

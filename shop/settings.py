@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from .models import Setting
+from .models import Product, Setting
 
 MAX_BUSINESS_DELAY_MS = 10_000
 
@@ -40,10 +40,23 @@ def write_settings(session: Session, **values: object) -> None:
         if value is None:
             continue
         row = session.get(Setting, key)
+        if key == "strategy" and (row is None or row.value != str(value)):
+            start_fencing_afresh(session)
         if row is None:
             session.add(Setting(key=key, value=str(value)))
         else:
             row.value = str(value)
+
+
+def start_fencing_afresh(session: Session) -> None:
+    """Forget the last fencing token written for each product.
+
+    Each lock service counts its own tokens (a Redis counter, a ZooKeeper
+    zxid, a database sequence): a token from one means nothing to another,
+    and a new strategy's first token may well be smaller than the old one's
+    last, which would refuse every write as stale.
+    """
+    session.execute(update(Product).values(fence=0))
 
 
 def seed_settings(sessions: sessionmaker[Session], defaults: ClusterSettings) -> None:

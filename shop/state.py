@@ -16,6 +16,7 @@ from .metrics import counters
 from .models import Order
 from .orders import OrderContext, OrderRequest
 from .settings import ClusterSettings, read_settings
+from .stocktake import Stocktake, take_stocktake
 from .strategies import Strategies
 
 
@@ -35,22 +36,32 @@ class ShopState:
         with self.sessions.begin() as session:
             return read_settings(session, self.default_settings)
 
+    def context(self) -> OrderContext:
+        """Who works, and how: this instance under the cluster's current settings."""
+        settings = self.settings()
+        return OrderContext(instance=self.config.instance, strategy=settings.strategy,
+                            business_delay_ms=settings.business_delay_ms,
+                            lock_timeout_ms=self.config.lock_timeout_ms)
+
+    def stocktake(self, product_id: int) -> Stocktake:
+        """Count one product under the current strategy's read lock."""
+        context = self.context()
+        return take_stocktake(self.sessions, self.strategies.lock_factory(context.strategy),
+                              product_id, context)
+
     def place_order(self, request: OrderRequest) -> Order:
         """Place an order under the cluster's current strategy and business delay."""
-        settings = self.settings()
-        context = OrderContext(instance=self.config.instance, strategy=settings.strategy,
-                               business_delay_ms=settings.business_delay_ms,
-                               lock_timeout_ms=self.config.lock_timeout_ms)
-        runner = self.strategies.runner(settings.strategy)
+        context = self.context()
+        runner = self.strategies.runner(context.strategy)
         try:
             order = runner(self.sessions, request, context)
         except ShopError as error:
-            counters.add("orders", strategy=settings.strategy, outcome=error.code)
+            counters.add("orders", strategy=context.strategy, outcome=error.code)
             raise
         except LockError as error:
-            counters.add("orders", strategy=settings.strategy, outcome=type(error).__name__)
+            counters.add("orders", strategy=context.strategy, outcome=type(error).__name__)
             raise
-        counters.add("orders", strategy=settings.strategy, outcome="placed")
+        counters.add("orders", strategy=context.strategy, outcome="placed")
         return order
 
 

@@ -100,6 +100,12 @@ class Strategies:
         factory = self._factory(name)
         return lambda sessions, request, context: place_order(sessions, factory, request, context)
 
+    def lock_factory(self, name: str) -> LockFactory | None:
+        """The lock factory of a lock strategy; None for a transaction strategy."""
+        if self.get(name).runner is not None:
+            return None
+        return self._factory(name)
+
     def available(self, name: str) -> bool:
         """Whether ``name`` can run here now: its database, library and server are there."""
         return self._available(self.get(name))

@@ -58,6 +58,14 @@ _SCHEMAS = {
         "seats": {"type": "array", "items": {"type": "object", "properties": {
             "label": {"type": "string"}, "taken": {"type": "boolean"},
             "orders": {"type": "array", "items": {"type": "integer"}}}}}}},
+    "Stocktake": {"type": "object", "properties": {
+        "product_id": {"type": "integer"}, "initial": {"type": "integer"},
+        "stock": {"type": "integer"}, "sold": {"type": "integer"},
+        "strategy": {"type": "string"},
+        "guard": {"enum": ["shared", "exclusive", "snapshot"],
+                  "description": "a read lock readers share, an exclusive lock, "
+                                 "or one transaction"},
+        "consistent": {"type": "boolean", "description": "stock + sold == initial"}}},
     "ProductList": {"type": "object", "properties": {
         "products": {"type": "array", "items": _ref("Product")}}},
     "NewOrder": {"type": "object", "additionalProperties": False, "required": ["product_id"],
@@ -127,6 +135,11 @@ def openapi_document() -> dict:
                 "summary": "Show a product (with its seats, for a ticket)",
                 "operationId": "showProduct", "parameters": [_id_param("product_id")],
                 "responses": {**_ok("the product", "Product"), **_errors(404)}}},
+            "/api/products/{product_id}/stocktake": {"get": {
+                "summary": "Count a product in two reads under the strategy's read lock",
+                "operationId": "stocktake", "parameters": [_id_param("product_id")],
+                "responses": {**_ok("the count, and whether it adds up", "Stocktake"),
+                              **_errors(404, 503)}}},
             "/api/orders": {"post": {
                 "summary": "Place an order through the current strategy",
                 "operationId": "createOrder", "requestBody": _body("NewOrder"),

@@ -35,6 +35,13 @@ def show_product(product_id: int):
         return jsonify(body)
 
 
+@products.get("/<int:product_id>/stocktake")
+def stocktake(product_id: int):
+    """Count the product in two reads under the strategy's read lock; say if they add up."""
+    path_id(product_id, "product")
+    return jsonify(shop().stocktake(product_id).as_dict())
+
+
 def seat_map(session, product_id: int) -> list[dict]:
     """Every seat in order, with the ids of the live orders holding it (two is a double booking)."""
     holders: dict[str, list[int]] = {}

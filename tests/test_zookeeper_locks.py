@@ -1,0 +1,325 @@
+"""ZooKeeper locks against real ZooKeeper servers: the herd counted, the queue fair,
+readers sharing, re-entry, and a lost session that never commits."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from kazoo.client import KazooClient
+
+import locks
+from locks import Backends, BackendUnavailable, LockError, LockLost, MetricsRegistry
+
+from test_lock_contract import wait_until_available
+
+SESSION_MS = 2000
+
+
+@pytest.fixture
+def open_zk(zookeeper):
+    """Open a strategy's factory on the test's ZooKeeper: one session per factory."""
+    opened = []
+
+    def open_(name: str, session_ms: int = SESSION_MS, hosts: str | None = None):
+        factory = locks.open_factory(name, Backends(zk_hosts=hosts or zookeeper.address,
+                                                    lease_ms=session_ms))
+        wait_until_available(factory)
+        opened.append(factory)
+        return factory
+
+    yield open_
+    for factory in opened:
+        factory.close()
+
+
+@pytest.fixture
+def inspector(zookeeper):
+    client = KazooClient(zookeeper.address)
+    client.start(timeout=10)
+    yield client
+    client.stop()
+    client.close()
+
+
+def expire_session(factory, address: str) -> None:
+    """End a factory's session on the server, as a long pause or partition would.
+
+    A second client joins the same session and closes it: the server expires
+    the session at once, and its ephemeral nodes with it.
+    """
+    other = KazooClient(address, client_id=factory.client.client_id)
+    other.start(timeout=10)
+    other.stop()
+    other.close()
+
+
+def wait_for(condition, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.01)
+
+
+# --- nodes, readable in zkCli.sh ----------------------------------------------------
+
+def test_the_simple_lock_is_one_ephemeral_node_holding_its_owner(open_zk, inspector):
+    with open_zk("zk_simple").lock("product:7") as lock:
+        data, stat = inspector.get("/lockshop/simple/product:7")
+        assert data.decode() == lock.owner
+        assert stat.ephemeralOwner == lock.session_id
+        assert lock.fencing_token == stat.czxid  # the node's creation zxid
+    assert inspector.exists("/lockshop/simple/product:7") is None
+
+
+def test_the_fair_lock_queues_sequential_nodes_named_with_a_guid(open_zk, inspector):
+    factory = open_zk("zk_fair")
+    with factory.lock("product:7") as lock:
+        children = inspector.get_children("/lockshop/fair/product:7")
+        assert children == [lock.node.rpartition("/")[2]]
+        assert children[0].startswith(f"lock-{lock.guid}-") and children[0][-10:].isdigit()
+    assert inspector.get_children("/lockshop/fair/product:7") == []
+
+
+@pytest.mark.parametrize("name", ["zk_simple", "zk_fair", "zk_rw"])
+def test_fencing_tokens_grow_across_sessions(open_zk, name):
+    tokens = []
+    for _ in range(3):
+        with open_zk(name).lock("t") as lock:
+            tokens.append(lock.fencing_token)
+    assert tokens == sorted(set(tokens))
+
+
+# --- the herd effect, counted ------------------------------------------------------
+
+def wakeups_while_waiters_take_turns(open_zk, name: str, waiters: int) -> int:
+    """Each of ``waiters`` sessions waits for the lock, holds it briefly, releases.
+
+    Returns how many times a waiter was woken by a watch.
+    """
+    holder_factory = open_zk(name)
+    factories = [open_zk(name) for _ in range(waiters)]
+    metrics = MetricsRegistry()
+    holder = holder_factory.lock("herd")
+    holder.acquire()
+    queued = threading.Barrier(waiters + 1)
+    done = []
+
+    def waiter(factory):
+        lock = factory.lock("herd", timeout=30)
+        lock._metrics = metrics  # count this test's wake-ups alone
+        queued.wait()
+        with lock:
+            time.sleep(0.05)  # long enough for the others to watch again
+            done.append(lock)
+
+    threads = [threading.Thread(target=waiter, args=(f,)) for f in factories]
+    for thread in threads:
+        thread.start()
+    queued.wait()
+    time.sleep(0.3)  # every waiter has tried once and is watching
+    holder.release()
+    for thread in threads:
+        thread.join(30)
+    assert len(done) == waiters
+    return metrics.snapshot()[name]["wakeups"]
+
+
+def test_the_simple_lock_wakes_every_waiter_on_each_release(open_zk):
+    # Releases wake 5, then the 4 left, then 3...: 15 in all, give or take a
+    # waiter that was busy racing when a release came.
+    assert wakeups_while_waiters_take_turns(open_zk, "zk_simple", 5) >= 12
+
+
+def test_the_fair_lock_wakes_one_waiter_per_release(open_zk):
+    assert wakeups_while_waiters_take_turns(open_zk, "zk_fair", 5) == 5
+
+
+# --- the fair lock's queue ------------------------------------------------------------
+
+def test_the_fair_lock_serves_waiters_in_arrival_order(open_zk):
+    holder = open_zk("zk_fair").lock("fifo")
+    holder.acquire()
+    order: list[int] = []
+    threads = []
+    for n in range(4):
+        factory = open_zk("zk_fair")
+
+        def waiter(n=n, factory=factory):
+            with factory.lock("fifo", timeout=30):
+                order.append(n)
+
+        threads.append(threading.Thread(target=waiter))
+        threads[-1].start()
+        time.sleep(0.2)  # queued before the next one arrives
+    holder.release()
+    for thread in threads:
+        thread.join(30)
+    assert order == [0, 1, 2, 3]
+
+
+def test_a_waiter_that_gives_up_leaves_the_queue(open_zk, inspector):
+    factory = open_zk("zk_fair")
+    holder = factory.lock("quit")
+    holder.acquire()
+    impatient = open_zk("zk_fair").lock("quit", timeout=0.3)
+    patient_factory = open_zk("zk_fair")
+    got = threading.Event()
+
+    def patient():
+        with patient_factory.lock("quit", timeout=30):
+            got.set()
+
+    threading.Thread(target=impatient.acquire).start()
+    time.sleep(0.1)
+    thread = threading.Thread(target=patient)
+    thread.start()
+    time.sleep(0.6)  # the impatient one gave up; the patient one now watches the holder
+    assert len(inspector.get_children("/lockshop/fair/quit")) == 2
+    holder.release()
+    thread.join(10)
+    assert got.is_set()
+
+
+# --- re-entry ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["zk_fair", "zk_rw"])
+def test_a_thread_reenters_with_another_lock_object_and_others_wait(open_zk, inspector, name):
+    factory = open_zk(name)
+    outer = factory.lock("again")
+    outer.acquire()
+    inner = factory.lock("again", timeout=0.2)
+    assert inner.acquire()  # same thread: re-entry, no new node
+    assert inner.fencing_token == outer.fencing_token
+    parent = outer.parent
+    assert len(inspector.get_children(parent)) == 1
+    other = []
+    thread = threading.Thread(target=lambda: other.append(factory.lock("again",
+                                                                        timeout=0.2).acquire()))
+    thread.start()
+    thread.join()
+    assert other == [False]  # another thread of the same session is another owner
+    inner.release()
+    assert len(inspector.get_children(parent)) == 1  # still held once
+    outer.release()
+    assert inspector.get_children(parent) == []
+
+
+# --- the read/write lock -------------------------------------------------------------
+
+def test_readers_share_and_a_writer_excludes_them(open_zk):
+    factory = open_zk("zk_rw")
+    first, second = factory.read_lock("rw"), open_zk("zk_rw").read_lock("rw")
+    assert first.acquire(timeout=1)
+    assert second.acquire(timeout=1)  # two readers at once
+    writer = open_zk("zk_rw").lock("rw", timeout=0.3)
+    assert writer.acquire() is False  # not while readers hold it
+    first.release()
+    second.release()
+    assert writer.acquire()
+    late_reader = open_zk("zk_rw").read_lock("rw", timeout=0.3)
+    assert late_reader.acquire() is False  # not while a writer holds it
+    writer.release()
+
+
+def test_a_waiting_writer_is_not_starved_by_readers_that_come_after_it(open_zk):
+    reader = open_zk("zk_rw").read_lock("queue")
+    reader.acquire()
+    writer_factory = open_zk("zk_rw")
+    order = []
+
+    def writer():
+        with writer_factory.lock("queue", timeout=30):
+            order.append("writer")
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    time.sleep(0.3)  # the writer is queued behind the reader
+    late = open_zk("zk_rw").read_lock("queue", timeout=0.3)
+    assert late.acquire() is False  # a reader after a waiting writer waits behind it
+    reader.release()
+    thread.join(10)
+    assert order == ["writer"]
+
+
+def test_only_the_read_write_strategy_lets_readers_share():
+    # Every other strategy's read lock is its exclusive lock.
+    factory = locks.open_factory("local", Backends())
+    reader = factory.read_lock("r")
+    reader.acquire()
+    other = factory.read_lock("r", timeout=0.05)
+    result = []
+    thread = threading.Thread(target=lambda: result.append(other.acquire()))
+    thread.start()
+    thread.join()
+    assert result == [False]
+    reader.release()
+
+
+# --- session loss ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["zk_simple", "zk_fair", "zk_rw"])
+def test_a_holder_whose_session_expires_learns_it_before_commit(open_zk, zookeeper, name):
+    factory = open_zk(name)
+    lock = factory.lock("expiring")
+    lock.acquire()
+    lock.ensure_held()
+    expire_session(factory, zookeeper.address)
+    # The next holder gets in at once: the expired session's node is gone.
+    assert open_zk(name).lock("expiring", timeout=5).acquire()
+    with pytest.raises(LockLost):
+        lock.ensure_held()
+    with pytest.raises(LockError):  # and its release says so, deleting nothing
+        lock.release()
+
+
+def test_a_holder_cut_off_from_zookeeper_may_not_commit(open_zk, zookeeper):
+    lock = open_zk("zk_fair").lock("cut-off")
+    lock.acquire()
+    zookeeper.pause()  # SIGSTOP: the connection hangs, then drops (SUSPENDED)
+    try:
+        with pytest.raises((LockLost, BackendUnavailable)):
+            lock.ensure_held()
+    finally:
+        zookeeper.resume()
+
+
+def test_a_killed_holders_lock_passes_to_the_next_waiter_after_the_session_timeout(
+        open_zk, zookeeper):
+    holder = subprocess.Popen([sys.executable, "-c", f"""
+import sys, time, locks
+from locks import Backends
+factory = locks.open_factory("zk_fair", Backends(zk_hosts={zookeeper.address!r}, lease_ms=1500))
+while not factory.available(): time.sleep(0.01)
+factory.lock("crash").acquire()
+print("held", flush=True)
+time.sleep(60)
+"""], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        waiter = open_zk("zk_fair").lock("crash", timeout=0.5)
+        assert waiter.acquire() is False
+        holder.kill()  # kill -9: no release, the session simply stops
+        holder.wait()
+        started = time.monotonic()
+        assert waiter.acquire(timeout=10)
+        assert time.monotonic() - started < 5  # the 1.5 s session, not the 10 s timeout
+    finally:
+        holder.kill()
+        holder.wait()
+        holder.stdout.close()
+
+
+def test_zookeeper_down_gives_backend_unavailable_and_the_factory_recovers(open_zk, zookeeper):
+    factory = open_zk("zk_fair")
+    zookeeper.stop()
+    wait_for(lambda: not factory.available())
+    with pytest.raises(BackendUnavailable):
+        factory.lock("down").acquire()
+    zookeeper.start()  # same port, same data
+    wait_for(factory.available, 30)
+    with factory.lock("down", timeout=5) as lock:
+        lock.ensure_held()

@@ -1,0 +1,170 @@
+"""The ZooKeeper strategies in the shop, with real instances and real ZooKeeper servers:
+correct across instances, a killed holder's lock passed on after its session, an
+ensemble that loses its leader mid-sale, a paused holder that never commits, and a
+stocktake that never sees half a sale."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections import Counter
+
+import pytest
+import requests
+
+from shop.client import ShopClient
+
+from test_cluster import flash_sale
+from test_redis_locks import hold_and_stop
+
+pytestmark = pytest.mark.cluster
+
+
+def order(cluster, instance: int, product: int = 1) -> requests.Response:
+    return requests.post(f"{cluster.urls[instance]}/api/orders", json={"product_id": product},
+                         timeout=60)
+
+
+@pytest.mark.parametrize("name", ["zk_simple", "zk_fair", "zk_rw"])
+def test_each_zookeeper_lock_is_correct_across_instances(start_cluster, zookeeper, name):
+    cluster = start_cluster(3, zk_hosts=zookeeper.address)
+    audit, served_by = flash_sale(cluster, name, instances=3)
+    assert len(served_by) == 3
+    assert audit["correct"] and audit["totals"]["sold"] == 10, audit
+
+
+def test_a_killed_holders_lock_passes_on_after_its_session_times_out(start_cluster, zookeeper):
+    cluster = start_cluster(2, zk_hosts=zookeeper.address, lock_lease_ms=1500,
+                            lock_timeout_ms=10_000)
+    admin = ShopClient(cluster.urls[1])
+    admin.reset([{"sku": "x", "stock": 5}])
+    admin.set_settings(strategy="zk_fair", business_delay_ms=3000)
+    holder = hold_and_stop(cluster, 0)  # instance 0 holds the lock, in its business delay
+    os.killpg(cluster.instances[0].process.pid, signal.SIGKILL)  # kill -9: no release
+    admin.set_settings(business_delay_ms=0)
+    started = time.monotonic()
+    answer = order(cluster, 1)
+    assert answer.status_code == 201, answer.text
+    waited = time.monotonic() - started
+    assert 0.5 < waited < 8, waited  # it waited for the 1.5 s session, not in vain
+    holder.join()
+    audit = admin.audit()
+    assert audit["correct"] and audit["totals"]["sold"] == 1
+
+
+def test_an_instance_whose_session_expires_while_it_holds_the_lock_does_not_commit(
+        start_cluster, zookeeper):
+    cluster = start_cluster(2, zk_hosts=zookeeper.address, lock_lease_ms=1000)
+    admin = ShopClient(cluster.urls[1])
+    admin.reset([{"sku": "x", "stock": 5}])
+    admin.set_settings(strategy="zk_fair", business_delay_ms=1000)
+    paused = {}
+
+    def first_order():
+        paused["answer"] = order(cluster, 0)
+
+    thread = threading.Thread(target=first_order)
+    thread.start()
+    time.sleep(0.3)  # instance 0 holds the lock, in its business delay
+    os.killpg(cluster.instances[0].process.pid, signal.SIGSTOP)
+    try:
+        time.sleep(2.5)  # well past the 1 s session: ZooKeeper expires it
+        admin.set_settings(business_delay_ms=0)
+        second = order(cluster, 1)  # the lock is free again
+        assert second.status_code == 201, second.text
+    finally:
+        os.killpg(cluster.instances[0].process.pid, signal.SIGCONT)
+    thread.join()
+    assert paused["answer"].status_code == 503, paused["answer"].text
+    assert paused["answer"].json()["error"] in ("stale_write", "lock_lost",
+                                                "backend_unavailable")
+    audit = admin.audit()
+    assert audit["correct"] and audit["totals"]["sold"] == 1, audit
+
+
+def test_an_ensemble_that_loses_its_leader_mid_sale_keeps_selling_without_overselling(
+        start_cluster, zk_ensemble):
+    cluster = start_cluster(2, zk_hosts=zk_ensemble.hosts, lock_lease_ms=6000)
+    admin = ShopClient(cluster.urls[0])
+    admin.reset([{"sku": "x", "stock": 300}])
+    admin.set_settings(strategy="zk_fair", business_delay_ms=10)
+    statuses: Counter = Counter()
+    sold_after_kill = Counter()
+    killed = threading.Event()
+    stop = threading.Event()
+
+    def buyer(n: int):
+        with requests.Session() as http:
+            while not stop.is_set():
+                answer = http.post(f"{cluster.urls[n % 2]}/api/orders", json={"product_id": 1},
+                                   timeout=30)
+                statuses[answer.status_code] += 1
+                if killed.is_set() and answer.status_code == 201:
+                    sold_after_kill[n % 2] += 1
+
+    buyers = [threading.Thread(target=buyer, args=(n,)) for n in range(6)]
+    for b in buyers:
+        b.start()
+    time.sleep(1.0)
+    leader = zk_ensemble.leader()
+    leader.kill()
+    killed.set()
+    time.sleep(4.0)  # the followers elect a new leader; the sessions move over
+    stop.set()
+    for b in buyers:
+        b.join()
+    assert set(statuses) <= {201, 409, 503}, statuses
+    assert set(sold_after_kill) == {0, 1}, statuses  # both instances kept selling
+    audit = admin.audit()
+    assert audit["correct"], audit
+
+
+def stocktakes_during_a_sale(cluster, strategy: str) -> list[dict]:
+    """Buyers buy while stocktakes count; return every stocktake."""
+    admin = ShopClient(cluster.urls[0])
+    admin.reset([{"sku": "x", "stock": 200}])
+    admin.set_settings(strategy=strategy, business_delay_ms=20)
+    counts: list[dict] = []
+    stop = threading.Event()
+
+    def buyer(n: int):
+        with requests.Session() as http:
+            while not stop.is_set():
+                http.post(f"{cluster.urls[n % 2]}/api/orders", json={"product_id": 1},
+                          timeout=30)
+
+    def counter(n: int):
+        with requests.Session() as http:
+            while not stop.is_set():
+                answer = http.get(f"{cluster.urls[n % 2]}/api/products/1/stocktake", timeout=30)
+                assert answer.status_code == 200, answer.text
+                counts.append(answer.json())
+
+    threads = ([threading.Thread(target=buyer, args=(n,)) for n in range(4)]
+               + [threading.Thread(target=counter, args=(n,)) for n in range(2)])
+    for t in threads:
+        t.start()
+    time.sleep(2.0)
+    stop.set()
+    for t in threads:
+        t.join()
+    return counts
+
+
+def test_a_stocktake_under_the_read_lock_never_sees_half_a_sale(start_cluster, zookeeper):
+    cluster = start_cluster(2, zk_hosts=zookeeper.address)
+    counts = stocktakes_during_a_sale(cluster, "zk_rw")
+    assert len(counts) > 5
+    assert {c["guard"] for c in counts} == {"shared"}
+    assert all(c["consistent"] for c in counts), [c for c in counts if not c["consistent"]]
+    assert counts[-1]["sold"] > 0  # the sale went on meanwhile
+
+
+def test_without_a_lock_a_stocktake_tears(start_cluster):
+    # The negative control: the same counts with no lock see sales land between
+    # the two reads.
+    cluster = start_cluster(2)
+    counts = stocktakes_during_a_sale(cluster, "none")
+    assert any(not c["consistent"] for c in counts)
