@@ -48,7 +48,7 @@ from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import (ConnectionClosedError, ConnectionLoss, NoNodeError,
                               OperationTimeoutError, SessionExpiredError)
 from kazoo.handlers.threading import KazooTimeoutError
-from kazoo.protocol.states import ZnodeStat
+from kazoo.protocol.states import EventType, ZnodeStat
 
 from .base import DistributedLock
 from .errors import BackendUnavailable
@@ -80,8 +80,6 @@ class ZooKeeperLockBase(DistributedLock):
         self.node: str | None = None
         #: The session our node belongs to.
         self.session_id: int | None = None
-        #: The node a release is deleting (for the clean-up if its answer is lost).
-        self._released_node: str | None = None
 
     # The public steps, with ZooKeeper's errors turned into ours.
 
@@ -96,11 +94,6 @@ class ZooKeeperLockBase(DistributedLock):
         try:
             super().release()
         except UNREACHABLE as error:
-            # Our node may still be there, holding the lock for as long as our
-            # session lives: remember it, and delete it once we are back.
-            if self._released_node is not None:
-                parent, _, child = self._released_node.rpartition("/")
-                self.factory.forget_later(parent, child, self.session_id)
             raise BackendUnavailable(self.name, "zookeeper", error) from error
 
     def ensure_held(self) -> None:
@@ -125,26 +118,49 @@ class ZooKeeperLockBase(DistributedLock):
         self.session_id = stat.ephemeralOwner
         self._fencing_token = stat.czxid
 
-    def _watch_until_gone(self, path: str, seconds: float) -> None:
-        """Sleep until ``path`` is deleted (a watch fires), at most ``seconds``."""
+    def _watch_until_gone(self, path: str, seconds: float) -> bool:
+        """Sleep until ``path`` is deleted (a watch fires), at most ``seconds``.
+
+        True when we know it was deleted; False after a timeout, or when the
+        watch fired for another reason (kazoo fires every watch when the
+        connection drops).
+        """
         deleted = threading.Event()
-        if self.factory.call(self.client.exists_async, path,
-                             watch=lambda _event: deleted.set()) is None:
-            return  # it went before we could watch it: look again at once
-        if deleted.wait(min(seconds, FALLBACK_WAIT)):
-            self._metrics.record(self.strategy, "wakeup")
+        events = []
+
+        def on_change(event) -> None:
+            events.append(event)
+            deleted.set()
+
+        if self.factory.call(self.client.exists_async, path, watch=on_change) is None:
+            return True  # it went before we could watch it
+        if not deleted.wait(min(seconds, FALLBACK_WAIT)):
+            return False
+        self._metrics.record(self.strategy, "wakeup")
+        return events[0].type == EventType.DELETED
 
     def _delete_own_node(self) -> None:
-        """Delete our node; raise ``NoNodeError`` if it is gone (with our session)."""
+        """Send the delete of our node; raise ``NoNodeError`` if it went with our session.
+
+        We do not wait for the answer: ZooKeeper applies one session's
+        requests in order, so anything we send next sees the node gone, and
+        other clients see it as soon as the server has applied it, whether
+        or not we have heard back. The answer is checked in the background:
+        if it is lost with the connection, the node is deleted on reconnection.
+        """
         node, self.node = self.node, None
-        if self.factory.session_id() != self.session_id:
+        session = self.session_id
+        if self.factory.session_id() != session:
             raise NoNodeError(node)  # it went with the session that made it
-        self._released_node = node
         try:
-            self.factory.call(self.client.delete_async, node, session=self.session_id)
+            sent = self.factory.send(self.client.delete_async, node, session=session)
         except SessionExpiredError:
             raise NoNodeError(node) from None  # it ended while we waited to send
-        self._released_node = None
+        except UNREACHABLE:
+            parent, _, child = node.rpartition("/")
+            self.factory.forget_later(parent, child, session)  # still ours, still there
+            raise
+        sent.rawlink(lambda result: self.factory.check_delete(result, node, session))
 
 
 class ZooKeeperFactory(LockFactory):
@@ -193,10 +209,24 @@ class ZooKeeperFactory(LockFactory):
         node of an expired session must not be sent on its successor, where
         the same path may now be someone else's node.
         """
+        return self.send(request, *args, session=session, **kwargs).get(timeout=OPERATION_TIMEOUT)
+
+    def send(self, request: Callable, *args, session: int | None = None, **kwargs):
+        """``call`` without waiting: the request's kazoo ``IAsyncResult``."""
         self.check_connected()
         if session is not None and session != self._session:
             raise SessionExpiredError(f"session {session:#x} ended")
-        return request(*args, **kwargs).get(timeout=OPERATION_TIMEOUT)
+        return request(*args, **kwargs)
+
+    def check_delete(self, result, node: str, session: int) -> None:
+        """The answer to a delete we did not wait for (on kazoo's callback thread)."""
+        try:
+            result.get(timeout=0)
+        except NoNodeError:
+            log.warning("%s was already gone at release: its session ended", node)
+        except UNREACHABLE:
+            parent, _, child = node.rpartition("/")
+            self.forget_later(parent, child, session)
 
     def check_connected(self) -> None:
         if not self._connected.wait(RECONNECT_GRACE) or self.client.state != KazooState.CONNECTED:

@@ -14,9 +14,17 @@ acquire
 release
     delete our node: that wakes exactly one waiter, the one behind us.
 
-Steps 1 and 2 are sent together: ZooKeeper answers one session's requests in
-order, so the list already holds our node, and the first attempt costs one
-round trip instead of two.
+Two round trips saved, because ZooKeeper applies one session's requests in
+order and sequence numbers only grow:
+
+* steps 1 and 2 are sent together: the list already holds our node;
+* when the predecessor we watched was the *only* node ahead of us, its
+  deletion means the lock is ours: nobody can queue ahead of us later, so
+  step 2 need not run again. (Had others been ahead of it, it might have
+  been a waiter giving up, not the holder, and we must look.)
+
+A release sends its delete without waiting for the answer (see
+``ZooKeeperLockBase._delete_own_node``).
 
 No herd: each release wakes one waiter (the simple lock wakes them all), and
 the queue is first come, first served, so no waiter starves.
@@ -77,42 +85,46 @@ class ZkQueueLock(ZooKeeperLockBase):
         self.parent = f"{self.root}/{name}"
         self.guid = uuid.uuid4().hex
         self._blocker: str | None = None  # the node we wait for
+        self._blocker_is_the_last = False  # ... and it is the only one ahead of us
+        self._ours_by_watch = False  # it went: the lock is ours without looking
         self._hold: Hold | None = None
         #: (parent, kind, owner) of our hold; the owner is the *acquiring* thread.
         self._hold_key: tuple[str, str, str] | None = None
 
-    def blocker(self, queue: list[str], mine: str) -> str | None:
-        """The node that must go before we may hold the lock; None if none.
+    def blockers(self, queue: list[str], mine: str) -> list[str]:
+        """The nodes that must go before we may hold the lock, in queue order.
 
-        ``queue`` is every child, in sequence order. Exclusive: the node just
-        before ours, whatever it is.
+        ``queue`` is every child, in sequence order. Exclusive: every node
+        ahead of ours, whatever it is.
         """
-        position = queue.index(mine)
-        return queue[position - 1] if position > 0 else None
+        return queue[:queue.index(mine)]
 
     # --- the primitive steps ----------------------------------------------------
 
     def _try_acquire(self) -> bool:
         if self._reenter():
             return True
-        children = self._join_queue() if self.node is None else self.factory.call(
-            self.client.get_children_async, self.parent)
-        mine = self.node.rpartition("/")[2]
-        if mine not in children:
-            # Our node went with our session (it expired while we waited):
-            # join the queue again, at its end.
-            self.node = None
-            return False
-        self._blocker = self.blocker(sorted(children, key=sequence), mine)
-        if self._blocker is not None:
-            return False
+        if not self._ours_by_watch:
+            children = self._join_queue() if self.node is None else self.factory.call(
+                self.client.get_children_async, self.parent)
+            mine = self.node.rpartition("/")[2]
+            if mine not in children:
+                # Our node went with our session (it expired while we waited):
+                # join the queue again, at its end.
+                self.node = None
+                return False
+            blockers = self.blockers(sorted(children, key=sequence), mine)
+            if blockers:
+                self._blocker, self._blocker_is_the_last = blockers[-1], len(blockers) == 1
+                return False
+        self._ours_by_watch = False
         self._hold = Hold(self.node, self.session_id, self._fencing_token)
         self.factory.holds[self._hold_key] = self._hold
         return True
 
     def _wait_for_release(self, seconds: float) -> None:
-        if self._blocker is not None:
-            self._watch_until_gone(f"{self.parent}/{self._blocker}", seconds)
+        deleted = self._watch_until_gone(f"{self.parent}/{self._blocker}", seconds)
+        self._ours_by_watch = deleted and self._blocker_is_the_last
 
     def _release(self) -> None:
         hold = self._hold

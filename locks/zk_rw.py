@@ -6,7 +6,8 @@ The same queue as the fair lock (``locks.zk_fair``), under
 * a **writer** (``write-<guid>-<seq>``) holds the lock when its node is the
   lowest of all; it watches the node just before its own, of either kind;
 * a **reader** (``read-<guid>-<seq>``) holds the lock when no *writer* node is
-  lower than its own; it watches the last writer before it.
+  lower than its own; it watches the last writer before it (when that was
+  the only writer ahead, its deletion means the read lock is ours).
 
 So readers that queue together hold the lock together, a writer waits for
 every reader before it, and readers that arrive after a waiting writer wait
@@ -34,11 +35,9 @@ class ZkReadLock(ZkQueueLock):
     root = RW_ROOT
     kind = "read"
 
-    def blocker(self, queue: list[str], mine: str) -> str | None:
-        """The last writer ahead of us, if any."""
-        ahead = queue[:queue.index(mine)]
-        writers = [child for child in ahead if child.startswith("write-")]
-        return writers[-1] if writers else None
+    def blockers(self, queue: list[str], mine: str) -> list[str]:
+        """The writers ahead of us; readers ahead of us do not block us."""
+        return [child for child in queue[:queue.index(mine)] if child.startswith("write-")]
 
 
 class ZkReadWriteFactory(ZkQueueFactory):

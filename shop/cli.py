@@ -99,7 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
     report.set_defaults(run=cmd_report)
 
     bench = commands.add_parser("bench", help="measure strategies; print and write the figures")
-    bench.add_argument("family", choices=["database", "redis"], help="which family to measure")
+    bench.add_argument("family", choices=["database", "redis", "zookeeper"],
+                       help="which family to measure")
     bench.add_argument("--databases", default="sqlite,postgresql,mysql",
                        help="comma-separated: sqlite, postgresql, mysql (default: all three)")
     bench.add_argument("--postgres-url", default=DEFAULT_SERVERS["postgresql"],
@@ -215,6 +216,15 @@ def cmd_bench(args: argparse.Namespace, config: Config) -> int:
         if redis_server_binary() is None:
             raise CliError("redis-server is not installed (./run installs it)")
         bench_redis(seconds=args.run_time or 3, output=output)
+        return 0
+    if args.family == "zookeeper":
+        from .bench_zookeeper import bench_zookeeper
+        from .servers import redis_server_binary
+        from .zk_servers import zookeeper_installed
+        if not zookeeper_installed() or redis_server_binary() is None:
+            raise CliError("the ZooKeeper benchmark needs ZooKeeper and redis-server "
+                           "(./run installs both)")
+        bench_zookeeper(seconds=args.run_time or 3, output=output)
         return 0
     from .bench import bench_database
 

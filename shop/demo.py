@@ -19,7 +19,8 @@ from .runs import FLASH_SALE, STAGED_FAILURES, RunResult, plan, run_sale, say, s
 from .table import format_table
 
 HEADERS = ("strategy", "instances", "orders", "sold", "remaining", "oversold", "lost updates",
-           "double-booked", "retries", "stale", "req/s", "p95 ms", "audit", "expected")
+           "double-booked", "retries", "stale", "wake-ups", "req/s", "p95 ms", "audit",
+           "expected")
 
 
 def run_demo(config: Config, *, instances: int = 3, users: int = 24, run_time_s: int = 8,
@@ -73,7 +74,7 @@ def _row(result: RunResult) -> tuple:
     return (result.run.strategy.name, result.run.instances, totals["orders"], totals["sold"],
             totals["remaining"], totals["oversold"], totals["lost_updates"],
             totals["double_booked_seats"], totals["retries"], totals["stale_writes_rejected"],
-            result.locust.requests_per_second, round(result.locust.p95_ms),
+            result.lock["herd_wakeups"], result.locust.requests_per_second, round(result.locust.p95_ms),
             _verdict(result.correct), _verdict(result.run.expected_correct))
 
 
