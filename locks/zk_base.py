@@ -179,6 +179,7 @@ class ZooKeeperFactory(LockFactory):
         self._ensured: set[str] = set()
         self._connected = threading.Event()
         self._session: int | None = None
+        self._ever_connected = False
         self.client.add_listener(self._on_state_change)
         # Not waiting here: a ZooKeeper that is down must not stop the shop from
         # starting. Until the session is up every lock step answers "unavailable".
@@ -189,7 +190,9 @@ class ZooKeeperFactory(LockFactory):
                                timeout=timeout, **self.lock_options)
 
     def available(self) -> bool:
-        return self.client.state == KazooState.CONNECTED
+        # A factory that was just opened gets its moment to connect first.
+        waited = self._connected.wait(0 if self._ever_connected else RECONNECT_GRACE)
+        return waited and self.client.state == KazooState.CONNECTED
 
     def close(self) -> None:
         self.client.stop()
@@ -290,6 +293,7 @@ class ZooKeeperFactory(LockFactory):
                 self._session = None  # expired: its nodes are gone
             return
         self._session = self.client.client_id[0]
+        self._ever_connected = True
         self._connected.set()
         if self._orphans:
             self.client.handler.spawn(self.delete_orphans)

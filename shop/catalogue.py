@@ -15,7 +15,8 @@ from sqlalchemy import delete, insert
 from sqlalchemy.orm import Session, sessionmaker
 
 from .errors import BadRequest, Unprocessable
-from .models import Order, Product, ProductKind, Seat, StaleWrite
+from .models import (JobClaim, JobRun, Order, Product, ProductKind, Reminder, Seat, StaleWrite,
+                     StockRestoration)
 
 MAX_PRODUCTS = 100
 MAX_STOCK = 1_000_000
@@ -67,6 +68,8 @@ def reset_catalogue(sessions: sessionmaker[Session],
     """Delete every order, product and seat; write ``specs`` with ids 1..n."""
     with sessions.begin() as session:
         session.execute(delete(StaleWrite))
+        for table in (JobRun, JobClaim, StockRestoration, Reminder):
+            session.execute(delete(table))
         session.execute(delete(Order))
         session.execute(delete(Seat))
         session.execute(delete(Product))

@@ -271,7 +271,7 @@ def cmd_settings(args: argparse.Namespace, config: Config) -> int:
     with sessions.begin() as session:
         write_settings(session, strategy=args.strategy, business_delay_ms=args.business_delay_ms)
     with sessions.begin() as session:
-        current = read_settings(session, ClusterSettings(config.strategy, config.business_delay_ms))
+        current = read_settings(session, ClusterSettings.from_config(config))
     print(f"strategy {current.strategy}, business delay {current.business_delay_ms} ms")
     return 0
 

@@ -41,6 +41,13 @@ class Config:
     zk_hosts: str | None = None
     #: Fault hooks for the broken-on-purpose locks, e.g. "crash_after_setnx".
     faults: tuple[str, ...] = ()
+    #: Scheduled jobs, as seeded into the cluster settings (see shop.settings).
+    job_guard: str = "strategy"
+    job_interval_ms: int = 5000
+    unpaid_expiry_ms: int = 60_000
+    reminder_after_ms: int = 20_000
+    #: Added to this instance's clock by its job scheduler: a late clock, for labs and tests.
+    clock_skew_ms: int = 0
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides) -> Config:
@@ -72,6 +79,12 @@ class Config:
             raise ConfigError(f"{PREFIX}LOCK_LEASE_MS must be >= 1, got {self.lock_lease_ms}")
         if self.lock_timeout_ms < 0:
             raise ConfigError(f"{PREFIX}LOCK_TIMEOUT_MS must be >= 0, got {self.lock_timeout_ms}")
+        if self.job_guard not in ("strategy", "leader"):
+            raise ConfigError(f"{PREFIX}JOB_GUARD must be 'strategy' or 'leader', "
+                              f"got {self.job_guard!r}")
+        for name in ("job_interval_ms", "unpaid_expiry_ms", "reminder_after_ms"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{PREFIX}{name.upper()} must be >= 0, got {getattr(self, name)}")
 
 
 def _parse(name: str, raw: str, type_name: object) -> object:

@@ -83,7 +83,7 @@ class Cluster:
         try:
             create_schema(engine)
             seed_settings(make_sessions(engine),
-                          ClusterSettings(self.config.strategy, self.config.business_delay_ms))
+                          ClusterSettings.from_config(self.config))
         finally:
             engine.dispose()
 

@@ -122,3 +122,75 @@ class Setting(Base):
 
     key: Mapped[str] = mapped_column(String(64), primary_key=True)
     value: Mapped[str] = mapped_column(String(255))
+
+
+# --- what the scheduled jobs did (shop.jobs); the audit counts the duplicates -----
+
+class JobRun(Base):
+    """One run of a job for one fire time, on one instance: a run that was not skipped.
+
+    Deliberately no unique (job, fire_time): two instances running the same
+    fire time is the failure the audit must be able to count.
+    """
+
+    __tablename__ = "job_runs"
+    __table_args__ = (Index("ix_job_runs_job_fire", "job", "fire_time"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    job: Mapped[str] = mapped_column(String(64))
+    #: The slot of the schedule this run is for (the same on every instance).
+    fire_time: Mapped[datetime] = mapped_column()
+    instance: Mapped[str] = mapped_column(String(100))
+    #: The guard it ran under: a strategy's name, or "leader".
+    guard: Mapped[str] = mapped_column(String(64))
+    started_at: Mapped[datetime] = mapped_column(default=utcnow)
+    #: "done", or "lost" when its lock went before it wrote.
+    outcome: Mapped[str] = mapped_column(String(16), default="running")
+    #: Orders it expired or reminded.
+    handled: Mapped[int] = mapped_column(Integer, default=0)
+
+    def as_dict(self) -> dict:
+        return {"id": self.id, "job": self.job, "fire_time": self.fire_time.isoformat() + "Z",
+                "instance": self.instance, "guard": self.guard, "outcome": self.outcome,
+                "handled": self.handled, "started_at": self.started_at.isoformat() + "Z"}
+
+
+class StockRestoration(Base):
+    """Stock given back by the expiry job for one order: more than one per order is the bug."""
+
+    __tablename__ = "stock_restorations"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    order_id: Mapped[int] = mapped_column(Integer, index=True)
+    product_id: Mapped[int] = mapped_column(ForeignKey("products.id", ondelete="CASCADE"))
+    quantity: Mapped[int] = mapped_column(Integer)
+    instance: Mapped[str] = mapped_column(String(100))
+    at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Reminder(Base):
+    """A "please pay" message, as sent (nothing leaves the machine): one per order is right."""
+
+    __tablename__ = "reminders"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    order_id: Mapped[int] = mapped_column(Integer, index=True)
+    instance: Mapped[str] = mapped_column(String(100))
+    text: Mapped[str] = mapped_column(String(255))
+    at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class JobClaim(Base):
+    """The database's guard for a job: whoever inserts (job, fire_time) first runs it.
+
+    This is how transaction strategies guard jobs, as ShedLock's JDBC
+    provider does with its lock table: the unique key is the lock.
+    """
+
+    __tablename__ = "job_claims"
+    __table_args__ = (UniqueConstraint("job", "fire_time"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    job: Mapped[str] = mapped_column(String(64))
+    fire_time: Mapped[datetime] = mapped_column()
+    instance: Mapped[str] = mapped_column(String(100))

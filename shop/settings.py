@@ -15,12 +15,37 @@ from sqlalchemy.orm import Session, sessionmaker
 from .models import Product, Setting
 
 MAX_BUSINESS_DELAY_MS = 10_000
+#: What guards the scheduled jobs: the current strategy's lock, or ZooKeeper leader election.
+JOB_GUARDS = ("strategy", "leader")
+#: The bound for every job timing setting (a day).
+MAX_JOB_MS = 86_400_000
 
 
 @dataclass(frozen=True)
 class ClusterSettings:
     strategy: str
     business_delay_ms: int
+    #: Scheduled jobs (shop.scheduler): how often they fire (0: never), what guards
+    #: them, when an unpaid order expires and when it gets a reminder.
+    job_guard: str = "strategy"
+    job_interval_ms: int = 5000
+    unpaid_expiry_ms: int = 60_000
+    reminder_after_ms: int = 20_000
+    #: A job's lock is held at least this long (ShedLock's lockAtLeastFor), so
+    #: that an instance whose clock is late cannot run the same fire time again;
+    #: -1 means half the interval.
+    job_lock_at_least_ms: int = -1
+
+    @classmethod
+    def from_config(cls, config) -> ClusterSettings:
+        return cls(config.strategy, config.business_delay_ms, config.job_guard,
+                   config.job_interval_ms, config.unpaid_expiry_ms, config.reminder_after_ms)
+
+    @property
+    def job_hold_at_least_ms(self) -> int:
+        if self.job_lock_at_least_ms < 0:
+            return self.job_interval_ms // 2
+        return self.job_lock_at_least_ms
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -28,10 +53,11 @@ class ClusterSettings:
 
 def read_settings(session: Session, defaults: ClusterSettings) -> ClusterSettings:
     rows = dict(session.execute(select(Setting.key, Setting.value)).all())
-    return ClusterSettings(
-        strategy=rows.get("strategy", defaults.strategy),
-        business_delay_ms=int(rows.get("business_delay_ms", defaults.business_delay_ms)),
-    )
+    values = {}
+    for key, default in defaults.as_dict().items():
+        raw = rows.get(key)
+        values[key] = default if raw is None else type(default)(raw)
+    return ClusterSettings(**values)
 
 
 def write_settings(session: Session, **values: object) -> None:

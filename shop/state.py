@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 
 from flask import current_app
 from sqlalchemy import Engine
@@ -26,10 +27,21 @@ class ShopState:
     engine: Engine
     sessions: sessionmaker[Session]
     strategies: Strategies
+    _election: object = field(default=None, repr=False)
+    _election_guard: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def leader_election(self):
+        """This instance as a candidate to run the jobs (started on first use)."""
+        from locks.zk_election import LeaderElection
+        with self._election_guard:
+            if self._election is None:
+                factory = self.strategies.lock_factory("zk_fair")
+                self._election = LeaderElection(factory, "jobs").start()
+            return self._election
 
     @property
     def default_settings(self) -> ClusterSettings:
-        return ClusterSettings(self.config.strategy, self.config.business_delay_ms)
+        return ClusterSettings.from_config(self.config)
 
     def settings(self) -> ClusterSettings:
         """The cluster's current settings, read fresh from the database."""

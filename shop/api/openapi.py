@@ -46,6 +46,19 @@ def _id_param(name: str) -> dict:
 
 ADMIN = [{"adminToken": []}]
 
+_SETTINGS = {
+    "strategy": {"type": "string"},
+    "business_delay_ms": {"type": "integer", "minimum": 0, "maximum": 10000},
+    "job_guard": {"enum": ["strategy", "leader"],
+                  "description": "what guards the scheduled jobs: the strategy's lock, "
+                                 "or ZooKeeper leader election"},
+    "job_interval_ms": {"type": "integer", "minimum": 0, "description": "0: jobs off"},
+    "unpaid_expiry_ms": {"type": "integer", "minimum": 0},
+    "reminder_after_ms": {"type": "integer", "minimum": 0},
+    "job_lock_at_least_ms": {"type": "integer", "minimum": -1,
+                             "description": "-1: half the interval"},
+}
+
 _SCHEMAS = {
     "Error": {"type": "object", "required": ["error", "message"], "properties": {
         "error": {"type": "string", "examples": ["sold_out"]},
@@ -90,14 +103,9 @@ _SCHEMAS = {
     "StrategyList": {"type": "object", "properties": {
         "current": {"type": "string"},
         "strategies": {"type": "array", "items": _ref("Strategy")}}},
-    "Settings": {"type": "object", "properties": {
-        "strategy": {"type": "string"},
-        "business_delay_ms": {"type": "integer", "minimum": 0, "maximum": 10000}}},
+    "Settings": {"type": "object", "properties": _SETTINGS},
     "SettingsChange": {"type": "object", "additionalProperties": False, "minProperties": 1,
-                       "properties": {
-                           "strategy": {"type": "string"},
-                           "business_delay_ms": {"type": "integer", "minimum": 0,
-                                                 "maximum": 10000}}},
+                       "properties": _SETTINGS},
     "ProductSpec": {"type": "object", "additionalProperties": False, "required": ["sku"],
                     "properties": {
                         "sku": {"type": "string"}, "name": {"type": "string"},
@@ -113,10 +121,22 @@ _SCHEMAS = {
         k: {"type": "integer"} for k in ("product_id", "initial", "remaining", "sold", "orders",
                                          "oversold", "lost_updates", "double_booked_seats",
                                          "retries", "stale_writes_rejected")}},
+    "JobsAudit": {"type": "object", "properties": {
+        "correct": {"type": "boolean"},
+        **{k: {"type": "integer"} for k in (
+            "runs", "fire_times", "duplicate_runs", "lost_runs", "orders_expired",
+            "stock_restored_more_than_once", "reminders", "duplicate_reminders")}}},
     "Audit": {"type": "object", "properties": {
         "correct": {"type": "boolean"},
         "totals": {"type": "object", "additionalProperties": {"type": "integer"}},
-        "products": {"type": "array", "items": _ref("ProductAudit")}}},
+        "products": {"type": "array", "items": _ref("ProductAudit")},
+        "jobs": _ref("JobsAudit")}},
+    "JobRuns": {"type": "object", "properties": {"runs": {"type": "array", "items": {
+        "type": "object", "properties": {
+            "id": {"type": "integer"}, "job": {"type": "string"},
+            "fire_time": {"type": "string"}, "instance": {"type": "string"},
+            "guard": {"type": "string"}, "outcome": {"enum": ["running", "done", "lost"]},
+            "handled": {"type": "integer"}, "started_at": {"type": "string"}}}}}},
     "Health": {"type": "object", "properties": {
         "status": {"const": "ok"}, "instance": {"type": "string"}}},
 }
@@ -180,6 +200,10 @@ def openapi_document() -> dict:
                 "summary": "Audit from the database: oversold, lost updates, double bookings",
                 "operationId": "audit", "security": ADMIN,
                 "responses": {**_ok("the audit", "Audit"), **_errors(401)}}},
+            "/api/admin/jobs": {"get": {
+                "summary": "The latest scheduled-job runs: fire time, instance, guard, outcome",
+                "operationId": "jobRuns", "security": ADMIN,
+                "responses": {**_ok("the runs, newest last", "JobRuns"), **_errors(401)}}},
         },
         "components": {
             "schemas": _SCHEMAS,

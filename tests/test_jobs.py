@@ -1,0 +1,139 @@
+"""Scheduled jobs on several real instances: with no guard every instance does the same
+work (stock restored N times, N reminders); each guard runs each fire time once; a killed
+leader is replaced; a job whose lock is lost stops before it writes; and ShedLock's
+"hold at least" keeps an instance with a late clock from running a fire time again."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+import requests
+
+from shop.client import ShopClient
+
+pytestmark = pytest.mark.cluster
+
+ORDERS = 4
+INTERVAL_MS = 1000
+
+
+def place_unpaid_orders(cluster, admin: ShopClient, strategy: str, **settings) -> None:
+    """Reset, switch to ``strategy`` with jobs paused, and place ORDERS orders nobody pays."""
+    admin.reset([{"sku": "x", "stock": 20}, {"sku": "gig", "kind": "ticket", "seats": 10}])
+    admin.set_settings(strategy=strategy, job_interval_ms=0, business_delay_ms=0, **settings)
+    for n in range(ORDERS):
+        product = 1 + n % 2
+        answer = requests.post(f"{cluster.urls[n % len(cluster.urls)]}/api/orders",
+                               json={"product_id": product}, timeout=30)
+        assert answer.status_code == 201, answer.text
+
+
+def run_jobs(admin: ShopClient, fire_times: int = 2, delay_ms: int = 200, **settings) -> dict:
+    """Let the jobs fire ``fire_times`` times (each expires and reminds every order at once)."""
+    admin.set_settings(business_delay_ms=delay_ms, unpaid_expiry_ms=0, reminder_after_ms=0,
+                       job_interval_ms=INTERVAL_MS, **settings)
+    time.sleep(fire_times * INTERVAL_MS / 1000 + 0.8)
+    admin.set_settings(job_interval_ms=0)
+    time.sleep(0.6)  # let the last runs finish
+    return admin.audit()
+
+
+def test_with_no_guard_every_instance_does_the_same_work(start_cluster):
+    cluster = start_cluster(3)
+    admin = ShopClient(cluster.urls[0])
+    place_unpaid_orders(cluster, admin, "none")
+    audit = run_jobs(admin)
+    jobs = audit["jobs"]
+    # All three instances read the same pending orders before any of them wrote.
+    assert jobs["stock_restored_more_than_once"] == ORDERS * 2  # restored 3 times each
+    assert jobs["reminders"] == ORDERS * 3 and jobs["duplicate_reminders"] == ORDERS * 2
+    assert jobs["duplicate_runs"] == 2 * jobs["fire_times"]  # three runs per fire time
+    assert audit["correct"] is False and jobs["correct"] is False
+    # The stock no longer adds up: each order's units came back three times.
+    assert audit["totals"]["remaining"] == 20 + 10 + 2 * ORDERS
+
+
+@pytest.fixture
+def backends(start_redis, zookeeper) -> dict:
+    return {"redis_url": start_redis().url, "zk_hosts": zookeeper.address}
+
+
+@pytest.mark.parametrize("strategy", ["table", "redis", "zk_fair", "atomic"])
+def test_each_guard_runs_each_fire_time_once(start_cluster, backends, strategy):
+    cluster = start_cluster(3, **backends)
+    admin = ShopClient(cluster.urls[0])
+    place_unpaid_orders(cluster, admin, strategy)
+    audit = run_jobs(admin)
+    jobs = audit["jobs"]
+    assert jobs["fire_times"] >= 4  # two jobs, at least two fire times each
+    assert jobs["duplicate_runs"] == 0, jobs
+    assert (jobs["orders_expired"], jobs["reminders"]) == (ORDERS, ORDERS), jobs
+    assert audit["correct"] and jobs["correct"], audit
+    assert audit["totals"]["remaining"] == 20 + 10  # every unit back, once
+
+
+def test_leader_election_runs_each_fire_time_once(start_cluster, zookeeper):
+    cluster = start_cluster(3, zk_hosts=zookeeper.address)
+    admin = ShopClient(cluster.urls[0])
+    place_unpaid_orders(cluster, admin, "none", job_guard="leader")  # sales unguarded
+    audit = run_jobs(admin)
+    jobs = audit["jobs"]
+    assert jobs["duplicate_runs"] == 0, jobs
+    assert (jobs["orders_expired"], jobs["reminders"]) == (ORDERS, ORDERS), jobs
+    assert jobs["correct"]
+
+
+def leaders(admin_url: str) -> list[str]:
+    """The instances that ran jobs, in order of their runs."""
+    return [run["instance"] for run in requests.get(f"{admin_url}/api/admin/jobs",
+                                                    timeout=10).json()["runs"]]
+
+
+def test_a_killed_leader_is_replaced_and_the_jobs_go_on(start_cluster, zookeeper):
+    cluster = start_cluster(3, zk_hosts=zookeeper.address, lock_lease_ms=1500)
+    admin = ShopClient(cluster.urls[2])
+    place_unpaid_orders(cluster, admin, "none", job_guard="leader")
+    run_jobs(admin, fire_times=1)
+    first = leaders(cluster.urls[2])
+    assert first and len(set(first)) == 1  # one leader ran them all
+    leader = next(i for i in cluster.instances if i.name == first[0])
+    os.killpg(leader.process.pid, signal.SIGKILL)
+    survivor = next(i for i in cluster.instances if i is not leader)
+    admin = ShopClient(survivor.url)
+    for _ in range(2):  # new unpaid orders for the new leader
+        assert requests.post(f"{survivor.url}/api/orders", json={"product_id": 1},
+                             timeout=30).status_code == 201
+    audit = run_jobs(admin, fire_times=3)  # the 1.5 s session ends, a new leader is elected
+    later = leaders(survivor.url)[len(first):]
+    assert later and leader.name not in later, later
+    assert audit["jobs"]["orders_expired"] == ORDERS + 2
+    assert audit["jobs"]["duplicate_runs"] == 0 and audit["correct"], audit
+
+
+def test_a_job_whose_lock_is_lost_stops_before_it_writes(start_cluster, backends):
+    # A 300 ms lease and 600 ms of work: every run's lock expires mid-run.
+    cluster = start_cluster(1, lock_lease_ms=300, **backends)
+    admin = ShopClient(cluster.urls[0])
+    place_unpaid_orders(cluster, admin, "redis")
+    audit = run_jobs(admin, delay_ms=600)
+    jobs = audit["jobs"]
+    assert jobs["lost_runs"] >= 2
+    assert (jobs["orders_expired"], jobs["reminders"]) == (0, 0), jobs  # nothing written
+    assert audit["totals"]["sold"] == ORDERS and audit["correct"]
+
+
+@pytest.mark.parametrize(("at_least_ms", "duplicates"), [(0, True), (-1, False)])
+def test_holding_the_lock_at_least_keeps_a_late_clock_from_running_twice(
+        start_cluster, backends, tmp_path, at_least_ms, duplicates):
+    url = f"sqlite:///{tmp_path / 'skew.db'}"
+    on_time = start_cluster(1, url, **backends)
+    start_cluster(1, url, clock_skew_ms=-300, **backends)  # fires 300 ms after the other
+    admin = ShopClient(on_time.urls[0])
+    place_unpaid_orders(on_time, admin, "redis")
+    # A quick job (no delay): done and released long before the late instance fires.
+    jobs = run_jobs(admin, fire_times=3, delay_ms=0, job_lock_at_least_ms=at_least_ms)["jobs"]
+    assert (jobs["duplicate_runs"] > 0) is duplicates, jobs
+    assert jobs["stock_restored_more_than_once"] == 0  # the late runs found nothing to do
