@@ -209,16 +209,31 @@ def _is_lock_timeout(error: OperationalError) -> bool:
             or "database is locked" in str(error.orig))  # PostgreSQL, MariaDB, SQLite
 
 
+# --- how another writer of a product's stock joins each strategy's exclusion ---------
+# Called first thing in that writer's transaction (the expiry job's restore).
+
+def lock_row_for_update(session: Session, product_id: int, context: OrderContext) -> None:
+    _begin_write_transaction(session, context)
+    session.execute(select(Product.id).where(Product.id == product_id).with_for_update())
+
+
+def lock_pg_advisory(session: Session, product_id: int, context: OrderContext) -> None:
+    _begin_write_transaction(session, context)
+    session.execute(select(func.pg_advisory_xact_lock(ADVISORY_CLASS, product_id)))
+
+
 TRANSACTION_STRATEGIES = (
     ShopStrategy(
         name="for_update", family="database",
         summary="SELECT ... FOR UPDATE on the product row, held to commit "
                 "(BEGIN IMMEDIATE on SQLite).",
-        correct_across_instances=True, runner=place_for_update),
+        correct_across_instances=True, runner=place_for_update,
+        stock_guard=lock_row_for_update),
     ShopStrategy(
         name="pg_advisory", family="database",
         summary="pg_advisory_xact_lock per product, released by the commit.",
-        correct_across_instances=True, requires=("postgresql",), runner=place_pg_advisory),
+        correct_across_instances=True, requires=("postgresql",), runner=place_pg_advisory,
+        stock_guard=lock_pg_advisory),
     ShopStrategy(
         name="optimistic", family="lock-free",
         summary="Version column and compare-and-set, retried on conflict (bounded).",

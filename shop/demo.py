@@ -4,7 +4,8 @@ For every strategy usable on the database (``local`` twice: on one instance
 and on all of them) the demo resets the catalogue, switches the cluster to
 the strategy, runs Locust headless for a fixed time against the instances,
 and reads the audit. Every figure in the table except requests/s and latency
-comes from the audit, that is, from the database.
+comes from the audit, that is, from the database. Then the scheduled jobs
+under each guard (``shop.jobs_demo``), and the labs of the broken locks.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 from .config import Config
+from .jobs_demo import JobsResult, jobs_table, run_jobs_section
 from .labs import LABS, run_lab
 from .runs import FLASH_SALE, STAGED_FAILURES, RunResult, plan, run_sale, say, stage
 from .table import format_table
@@ -29,6 +31,7 @@ def run_demo(config: Config, *, instances: int = 3, users: int = 24, run_time_s:
     """Run the demo; on a scratch database of ``server_admin_url``'s server when given."""
     runtime = Path(tempfile.mkdtemp(prefix="lockshop-demo-"))
     results: list[RunResult] = []
+    jobs: list[JobsResult] = []
     try:
         with stage(config, runtime, server_admin_url, instances) as (cluster, catalogue, config):
             runs = plan(catalogue, instances, strategies)
@@ -42,6 +45,8 @@ def run_demo(config: Config, *, instances: int = 3, users: int = 24, run_time_s:
                                         run_time_s=run_time_s,
                                         business_delay_ms=business_delay_ms,
                                         folder=runtime / f"{number:02d}-{run.strategy.name}"))
+            if not strategies:
+                jobs = run_jobs_section(cluster, config, catalogue, runtime)
     finally:
         if keep:
             say(f"kept {runtime} (instance logs, Locust CSV)")
@@ -54,7 +59,17 @@ def run_demo(config: Config, *, instances: int = 3, users: int = 24, run_time_s:
     for r in surprises:
         print(f"UNEXPECTED: {r.run.strategy.name} on {r.run.instances} instance(s) was "
               f"{_verdict(r.correct)}, expected {_verdict(r.run.expected_correct)}")
-    if not surprises:
+    job_surprises: list[JobsResult] = []
+    if jobs:
+        print("\nScheduled jobs on every instance (expire unpaid orders, send reminders), "
+              "while buyers pay only some orders:\n")
+        print(jobs_table(jobs))
+        print()
+        job_surprises = [r for r in jobs if r.correct != r.expected_correct]
+        for r in job_surprises:
+            print(f"UNEXPECTED: jobs guarded by {r.guard} were {_verdict(r.correct)}, "
+                  f"expected {_verdict(r.expected_correct)}")
+    if not surprises and not job_surprises:
         print("Every strategy behaved as the catalogue says.")
     staged = [n for n in skipped if catalogue.get(n).family in STAGED_FAILURES]
     missing = [n for n in skipped if n not in staged]
@@ -66,7 +81,7 @@ def run_demo(config: Config, *, instances: int = 3, users: int = 24, run_time_s:
         print("\nBroken on purpose: a flash sale would show them correct, so each one's "
               "failure is staged (lockshop lab <name> runs one):")
         labs_failed = [name for name in staged if name in LABS and not run_lab(name)]
-    return 1 if surprises or labs_failed else 0
+    return 1 if surprises or job_surprises or labs_failed else 0
 
 
 def _row(result: RunResult) -> tuple:

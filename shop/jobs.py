@@ -20,15 +20,24 @@ moved): the write is rolled back and the job stops.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import exists, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from .models import Order, OrderStatus, Product, Reminder, Seat, StockRestoration
+from locks import LockNotAcquired
+
+from .errors import StaleWriteRejected
+from .models import Order, OrderStatus, Reminder, Seat, StockRestoration
+from .orders import add_stock
+from .strategies import StockGuard
+
+log = logging.getLogger(__name__)
 
 #: The most orders one run handles; the next fire time takes the rest.
 BATCH = 500
@@ -43,6 +52,9 @@ class JobContext:
     business_delay_ms: int
     #: Raises ``LockLost`` when the job's guard is gone: call it before every write.
     still_ours: Callable[[], None]
+    #: product id -> a context manager excluding orders while the job writes its stock
+    #: (``Strategies.guarding_stock`` for the current strategy).
+    guard_stock: Callable[[int], AbstractContextManager[StockGuard]]
     sleep: Callable[[float], None] = time.sleep
 
     def pause(self) -> None:
@@ -62,20 +74,32 @@ def expire_unpaid(sessions: sessionmaker[Session], context: JobContext,
     if not due:
         return 0
     context.pause()
+    expired = 0
     for order in due:
-        with sessions.begin() as session:
-            # Blind writes: the job "knows" the order is pending, it read so.
-            session.execute(update(Order).where(Order.id == order.id)
-                            .values(status=OrderStatus.EXPIRED.value))
-            session.execute(update(Product).where(Product.id == order.product_id)
-                            .values(stock=Product.stock + order.quantity))
-            if order.seat is not None:
-                session.execute(update(Seat).where(Seat.order_id == order.id)
-                                .values(order_id=None))
-            session.add(StockRestoration(order_id=order.id, product_id=order.product_id,
-                                         quantity=order.quantity, instance=context.instance))
-            context.still_ours()
-    return len(due)
+        try:
+            # The product's own guard too: the sale goes on meanwhile, and an
+            # order's read-check-write must not overwrite the stock we give back.
+            with context.guard_stock(order.product_id) as guard, sessions.begin() as session:
+                guard.prepare(session)
+                # Blind: the job "knows" the order is pending, it read so.
+                session.execute(update(Order).where(Order.id == order.id)
+                                .values(status=OrderStatus.EXPIRED.value))
+                add_stock(session, order.product_id, order.quantity,
+                          guard.lock.fencing_token if guard.lock else None)
+                if order.seat is not None:
+                    session.execute(update(Seat).where(Seat.order_id == order.id)
+                                    .values(order_id=None))
+                session.add(StockRestoration(order_id=order.id, product_id=order.product_id,
+                                             quantity=order.quantity,
+                                             instance=context.instance))
+                if guard.lock is not None:
+                    guard.lock.ensure_held()
+                context.still_ours()
+        except (LockNotAcquired, StaleWriteRejected) as error:
+            log.info("order %s: not expired this time (%s); the next run will", order.id, error)
+            continue
+        expired += 1
+    return expired
 
 
 def send_reminders(sessions: sessionmaker[Session], context: JobContext,

@@ -145,6 +145,26 @@ def write_stock(session: Session, product_id: int, new_stock: int,
                                  "was written", token=fencing_token)
 
 
+def add_stock(session: Session, product_id: int, quantity: int,
+              fencing_token: int | None = None) -> None:
+    """Give ``quantity`` back to the stock, for a writer outside the order path.
+
+    An increment rather than a blind write, and it bumps the version, so that
+    an optimistic order that read before it fails its compare-and-set. It must
+    still run under the strategy's guard (``Strategies.guarding_stock``): a
+    locked order's read-check-write would otherwise overwrite it. With a
+    fencing token, as ``write_stock``.
+    """
+    query = update(Product).where(Product.id == product_id)
+    values = {"stock": Product.stock + quantity, "version": Product.version + 1}
+    if fencing_token is not None:
+        query = query.where(Product.fence < fencing_token)
+        values["fence"] = fencing_token
+    if session.execute(query.values(**values)).rowcount != 1:
+        raise StaleWriteRejected(f"product {product_id}: fencing token {fencing_token} is "
+                                 "older than the last one written", token=fencing_token)
+
+
 def record_stale_write(sessions: sessionmaker[Session], product_id: int, token: int | None,
                        context: OrderContext) -> None:
     """Keep a refused write for the audit (its own transaction: the order's was rolled back)."""

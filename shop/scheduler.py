@@ -46,6 +46,7 @@ from locks import DistributedLock, LockError, LockLost
 
 from .jobs import JOBS, JobContext
 from .models import JobClaim, JobRun
+from .orders import OrderContext
 from .settings import ClusterSettings
 
 log = logging.getLogger(__name__)
@@ -138,10 +139,16 @@ class JobScheduler:
                 raise LockLost(f"job:{job}", "the job ran longer than its lock may be held")
             guard.ensure_held()
 
-        context = JobContext(instance=self.state.config.instance, fire_time=fire_time,
+        config = self.state.config
+        order_context = OrderContext(instance=config.instance, strategy=settings.strategy,
+                                     business_delay_ms=0,
+                                     lock_timeout_ms=config.lock_timeout_ms)
+        context = JobContext(instance=config.instance, fire_time=fire_time,
                              now=datetime.fromtimestamp(self.now(), UTC).replace(tzinfo=None),
                              business_delay_ms=settings.business_delay_ms,
-                             still_ours=still_ours)
+                             still_ours=still_ours,
+                             guard_stock=lambda product_id: self.state.strategies.guarding_stock(
+                                 settings.strategy, product_id, order_context))
         outcome, handled = "done", 0
         try:
             handled = JOBS[job](sessions, context, settings)
@@ -184,6 +191,9 @@ class LockGuard(JobGuard):
 
     def __init__(self, lock: DistributedLock, strategy: str) -> None:
         self.lock, self.name = lock, strategy
+        # Counted apart from the order locks: a job's lock is held for half an
+        # interval, and would swamp the hold times of the sale's locks.
+        lock.strategy = f"{strategy} (jobs)"
 
     def take(self) -> bool:
         try:

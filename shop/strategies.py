@@ -15,17 +15,19 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from collections.abc import Callable
 
 from sqlalchemy.orm import Session, sessionmaker
 
 import locks
-from locks import Backends, LockFactory, UnknownStrategy
+from locks import (Backends, DistributedLock, LockError, LockFactory, LockNotAcquired,
+                   UnknownStrategy)
 
 from .errors import Unprocessable
 from .models import Order
-from .orders import OrderContext, OrderRequest, place_order
+from .orders import OrderContext, OrderRequest, lock_name, place_order
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +48,10 @@ class ShopStrategy:
     correct_within_one_process: bool | None = None
     #: For transaction strategies: the function that places an order.
     runner: OrderRunner | None = None
+    #: For transaction strategies: how another writer of a product's stock (the
+    #: expiry job) excludes orders, first thing in its transaction. None: an
+    #: atomic increment that also bumps the version is enough (optimistic, atomic).
+    stock_guard: Callable[[Session, int, OrderContext], None] | None = None
 
     def expected_correct(self, instances: int) -> bool:
         if instances == 1 and self.correct_within_one_process is not None:
@@ -63,6 +69,21 @@ def catalogue() -> list[ShopStrategy]:
     """Every strategy, in teaching order: locks first, then the database's own tools."""
     from .db_strategies import TRANSACTION_STRATEGIES
     return [ShopStrategy.from_lock(s) for s in locks.all_strategies()] + list(TRANSACTION_STRATEGIES)
+
+
+@dataclass(frozen=True)
+class StockGuard:
+    """What a writer outside the order path holds while it changes a product's stock."""
+
+    #: Call first thing in the write's transaction.
+    prepare: Callable[[Session], None]
+    #: The product's lock, for a lock strategy: its fencing token, and ensure_held().
+    lock: DistributedLock | None = None
+
+
+def _run(guard, session: Session, product_id: int, context: OrderContext) -> None:
+    if guard is not None:
+        guard(session, product_id, context)
 
 
 class Strategies:
@@ -105,6 +126,30 @@ class Strategies:
         if self.get(name).runner is not None:
             return None
         return self._factory(name)
+
+    @contextmanager
+    def guarding_stock(self, name: str, product_id: int,
+                       context: OrderContext) -> Iterator[StockGuard]:
+        """Exclude ``name``'s orders from ``product_id`` while another writer changes its
+        stock: the product's lock for a lock strategy, the transaction's own guard for a
+        transaction strategy. Whoever writes stock outside the order path must use it,
+        or an order's read-check-write overwrites its change (a lost update)."""
+        strategy = self.get(name)
+        if strategy.runner is not None:
+            yield StockGuard(lambda session: _run(strategy.stock_guard, session, product_id,
+                                                  context))
+            return
+        lock = self._factory(name).lock(lock_name(product_id),
+                                        timeout=context.lock_timeout_ms / 1000)
+        if not lock.acquire():
+            raise LockNotAcquired(lock.name, lock.default_timeout)
+        try:
+            yield StockGuard(lambda session: None, lock)
+        finally:
+            try:
+                lock.release()
+            except LockError as error:
+                log.warning("release after a stock write failed: %s", error)
 
     def available(self, name: str) -> bool:
         """Whether ``name`` can run here now: its database, library and server are there."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 
 import pytest
@@ -137,3 +138,32 @@ def test_holding_the_lock_at_least_keeps_a_late_clock_from_running_twice(
     jobs = run_jobs(admin, fire_times=3, delay_ms=0, job_lock_at_least_ms=at_least_ms)["jobs"]
     assert (jobs["duplicate_runs"] > 0) is duplicates, jobs
     assert jobs["stock_restored_more_than_once"] == 0  # the late runs found nothing to do
+
+
+@pytest.mark.parametrize("strategy", ["table", "optimistic"])
+def test_stock_given_back_during_a_sale_is_not_overwritten_by_an_order(start_cluster, strategy):
+    # The expiry job writes the stock while orders read-check-write it: unless
+    # the job joins the strategy's exclusion, an order overwrites what it gave back.
+    cluster = start_cluster(2)
+    admin = ShopClient(cluster.urls[0])
+    admin.reset([{"sku": "x", "stock": 500}])
+    admin.set_settings(strategy=strategy, business_delay_ms=20, unpaid_expiry_ms=200,
+                       reminder_after_ms=100_000, job_interval_ms=300)
+    stop = time.monotonic() + 4
+
+    def buyer(n: int) -> None:
+        with requests.Session() as http:
+            while time.monotonic() < stop:
+                http.post(f"{cluster.urls[n % 2]}/api/orders", json={"product_id": 1},
+                          timeout=30)
+
+    threads = [threading.Thread(target=buyer, args=(n,)) for n in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    admin.set_settings(job_interval_ms=0)
+    time.sleep(0.6)
+    audit = admin.audit()
+    assert audit["jobs"]["orders_expired"] > 20  # the job gave stock back during the sale
+    assert audit["correct"], audit["totals"]
