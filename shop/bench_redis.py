@@ -86,10 +86,12 @@ def bench_redis(*, seconds: float = 3.0, output: Path) -> list[Figures]:
                 contended_kinds=(*OURS, "redis-py Lock", "python-redis-lock"))
     finally:
         shutil.rmtree(runtime, ignore_errors=True)
-    raw = rate(figures, "uncontended", RAW)
+    def uncontended_rate(kind: str) -> float:
+        return rate(figures, "uncontended", kind)
+
     report("redis locks", figures, output, seconds, [
         "uncontended, as a share of the raw loop: " + ", ".join(
-            f"{k} {rate(figures, 'uncontended', k) / raw:.2f}" for k in OURS),
-        f"Redlock over 5 servers vs pottery: "
-        f"{rate(figures, 'uncontended', 'redlock') / rate(figures, 'uncontended', 'pottery Redlock'):.1f}x"])
+            f"{k} {uncontended_rate(k) / uncontended_rate(RAW):.2f}" for k in OURS),
+        "Redlock over 5 servers vs pottery: "
+        f"{uncontended_rate('redlock') / uncontended_rate('pottery Redlock'):.1f}x"])
     return figures

@@ -28,7 +28,8 @@ from .config import Config, ConfigError, locks_backends
 from .db import backend_name, make_engine, make_sessions, normalise_url
 from .errors import ShopError
 from .processes import StartError
-from .settings import ClusterSettings, MAX_BUSINESS_DELAY_MS, read_settings, write_settings
+from .settings import (JOB_GUARDS, MAX_BUSINESS_DELAY_MS, MAX_JOB_MS, ClusterSettings,
+                       read_settings, write_settings)
 from .strategies import Strategies, catalogue
 from .table import format_table
 
@@ -127,6 +128,10 @@ def build_parser() -> argparse.ArgumentParser:
     settings = commands.add_parser("settings", help="show or change the cluster's settings")
     settings.add_argument("--strategy")
     settings.add_argument("--business-delay-ms", type=_delay)
+    settings.add_argument("--job-guard", choices=JOB_GUARDS,
+                          help="what guards the scheduled jobs")
+    for name in ("job-interval-ms", "unpaid-expiry-ms", "reminder-after-ms"):
+        settings.add_argument(f"--{name}", type=_job_ms)
     settings.set_defaults(run=cmd_settings)
 
     strategies = commands.add_parser("strategies", help="list the strategies")
@@ -269,10 +274,17 @@ def cmd_settings(args: argparse.Namespace, config: Config) -> int:
     if args.strategy is not None:
         _check_strategy(config, args.strategy)
     with sessions.begin() as session:
-        write_settings(session, strategy=args.strategy, business_delay_ms=args.business_delay_ms)
+        write_settings(session, strategy=args.strategy, business_delay_ms=args.business_delay_ms,
+                       job_guard=args.job_guard, job_interval_ms=args.job_interval_ms,
+                       unpaid_expiry_ms=args.unpaid_expiry_ms,
+                       reminder_after_ms=args.reminder_after_ms)
     with sessions.begin() as session:
         current = read_settings(session, ClusterSettings.from_config(config))
     print(f"strategy {current.strategy}, business delay {current.business_delay_ms} ms")
+    guard = "leader election" if current.job_guard == "leader" else "the strategy"
+    print(f"jobs every {current.job_interval_ms} ms (0: off), guarded by {guard}; unpaid orders "
+          f"expire after {current.unpaid_expiry_ms} ms, reminded after "
+          f"{current.reminder_after_ms} ms")
     return 0
 
 
@@ -293,7 +305,12 @@ def format_audit(audit: dict) -> str:
     table = format_table(("id", "sku", "kind", "initial", "remaining", "sold", "oversold",
                           "lost updates", "double-booked", "retries", "stale writes", "correct"),
                          rows)
-    return f"{table}\n\naudit: {'correct' if audit['correct'] else 'NOT correct'}"
+    jobs = audit["jobs"]
+    return (f"{table}\n\njobs: {jobs['runs']} runs for {jobs['fire_times']} fire times "
+            f"({jobs['duplicate_runs']} duplicate), {jobs['orders_expired']} orders expired "
+            f"({jobs['stock_restored_more_than_once']} restorations too many), "
+            f"{jobs['reminders']} reminders ({jobs['duplicate_reminders']} duplicate)\n"
+            f"audit: {'correct' if audit['correct'] else 'NOT correct'}")
 
 
 def _sessions(config: Config, create: bool = False):
@@ -397,6 +414,13 @@ def _delay(raw: str) -> int:
     value = _int(raw)
     if not 0 <= value <= MAX_BUSINESS_DELAY_MS:
         raise argparse.ArgumentTypeError(f"must be 0 to {MAX_BUSINESS_DELAY_MS} ms, got {value}")
+    return value
+
+
+def _job_ms(raw: str) -> int:
+    value = _int(raw)
+    if not 0 <= value <= MAX_JOB_MS:
+        raise argparse.ArgumentTypeError(f"must be 0 to {MAX_JOB_MS} ms, got {value}")
     return value
 
 

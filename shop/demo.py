@@ -89,7 +89,8 @@ def _row(result: RunResult) -> tuple:
     return (result.run.strategy.name, result.run.instances, totals["orders"], totals["sold"],
             totals["remaining"], totals["oversold"], totals["lost_updates"],
             totals["double_booked_seats"], totals["retries"], totals["stale_writes_rejected"],
-            result.lock["herd_wakeups"], result.locust.requests_per_second, round(result.locust.p95_ms),
+            result.lock["herd_wakeups"], result.locust.requests_per_second,
+            round(result.locust.p95_ms),
             _verdict(result.correct), _verdict(result.run.expected_correct))
 
 

@@ -111,7 +111,11 @@ class JobScheduler:
 
     def fire(self, job: str, fire_time: datetime, settings: ClusterSettings) -> str:
         """Run ``job`` for ``fire_time`` under its guard; return "done", "skipped" or "lost"."""
-        guard = JobGuard.for_settings(self.state, job, fire_time, settings)
+        try:
+            guard = JobGuard.for_settings(self.state, job, fire_time, settings)
+        except Exception as error:  # e.g. leader election with no ZooKeeper configured
+            log.warning("%s at %s: skipped, no guard to be had: %s", job, fire_time, error)
+            return "skipped"
         started = time.monotonic()
         if not guard.take():
             log.debug("%s at %s: skipped, %s holds it elsewhere", job, fire_time, guard.name)
