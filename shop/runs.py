@@ -123,8 +123,11 @@ def stage(config: Config, runtime: Path, server_admin_url: str | None = None,
         config = replace(config, database_url=url,
                          admin_token=config.admin_token or secrets.token_urlsafe(16))
         strategies = Strategies(locks_backends(config), backend_name(url))
-        with Cluster(config, instances=instances, runtime_dir=runtime) as cluster:
-            yield cluster, strategies, config
+        try:
+            with Cluster(config, instances=instances, runtime_dir=runtime) as cluster:
+                yield cluster, strategies, config
+        finally:
+            strategies.close()  # before its servers stop: no client left reconnecting
 
 
 #: Independent servers started for Redlock when none are configured.
