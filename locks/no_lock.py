@@ -23,3 +23,4 @@ class NoLock(DistributedLock):
 
 class NoLockFactory(LockFactory):
     lock_class = NoLock
+    excludes = False

@@ -40,6 +40,8 @@ class LockFactory:
     lock_class: type[DistributedLock]
     #: Whether ``read_lock`` gives a lock that readers share (a read/write lock).
     shared_reads: bool = False
+    #: Whether its locks exclude anyone at all (only ``none``'s do not).
+    excludes: bool = True
 
     def __init__(self, strategy: Strategy, backends: Backends, **lock_options: Any) -> None:
         self.strategy = strategy

@@ -38,7 +38,8 @@ class Stocktake:
     stock: int
     sold: int
     strategy: str
-    #: "shared" (a read lock readers share), "exclusive", or "snapshot" (one transaction).
+    #: "shared" (a read lock readers share), "exclusive", "none" (no lock at all),
+    #: or "snapshot" (one transaction).
     guard: str
 
     @property
@@ -70,7 +71,8 @@ def take_stocktake(sessions: sessionmaker[Session], guard: LockFactory | None,
     finally:
         lock.release()
     return Stocktake(product_id, initial, stock, sold, context.strategy,
-                     "shared" if guard.shared_reads else "exclusive")
+                     "shared" if guard.shared_reads else
+                     "exclusive" if guard.excludes else "none")
 
 
 def _shelf(session: Session, product_id: int) -> tuple[int, int]:

@@ -238,3 +238,23 @@ def test_random_garbage_never_gets_a_500(app, client):
         raw = json.dumps(body) if rng.random() < 0.9 else json.dumps(body)[: rng.randint(0, 10)]
         response = client.post("/api/orders", data=raw, content_type="application/json")
         assert response.status_code in {201, 400, 404, 409, 422}, (raw, response.json)
+
+
+def test_a_stocktake_of_an_unknown_product_is_404(client):
+    answer = client.get("/api/products/999/stocktake")
+    assert answer.status_code == 404 and answer.json["error"] == "not_found"
+
+
+@pytest.mark.parametrize(("body", "status"), [
+    ({"job_interval_ms": -1}, 422),
+    ({"job_interval_ms": "soon"}, 400),
+    ({"job_guard": "boss"}, 422),
+    ({"job_guard": "leader"}, 422),  # no ZooKeeper configured for this app
+    ({"unpaid_expiry_ms": 86_400_001}, 422),
+])
+def test_bad_job_settings_are_refused_and_change_nothing(client, body, status):
+    before = client.get("/api/admin/settings").json
+    answer = client.put("/api/admin/settings", json=body)
+    assert answer.status_code == status, answer.json
+    assert answer.json["error"] and answer.json["message"]
+    assert client.get("/api/admin/settings").json == before

@@ -75,8 +75,8 @@ _SCHEMAS = {
         "product_id": {"type": "integer"}, "initial": {"type": "integer"},
         "stock": {"type": "integer"}, "sold": {"type": "integer"},
         "strategy": {"type": "string"},
-        "guard": {"enum": ["shared", "exclusive", "snapshot"],
-                  "description": "a read lock readers share, an exclusive lock, "
+        "guard": {"enum": ["shared", "exclusive", "none", "snapshot"],
+                  "description": "a read lock readers share, an exclusive lock, no lock, "
                                  "or one transaction"},
         "consistent": {"type": "boolean", "description": "stock + sold == initial"}}},
     "ProductList": {"type": "object", "properties": {
