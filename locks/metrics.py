@@ -83,7 +83,9 @@ class MetricsRegistry:
     def record(self, strategy: str, event: str, seconds: float | None = None) -> None:
         """Count ``event``; for "acquired" and "released", observe ``seconds`` too."""
         with self._lock:
-            m = self._by_strategy.setdefault(strategy, LockMetrics())
+            m = self._by_strategy.get(strategy)
+            if m is None:  # not setdefault: that would build a LockMetrics on every call
+                m = self._by_strategy[strategy] = LockMetrics()
             if event == "acquired":
                 m.acquisitions += 1
                 m.wait.observe(seconds or 0.0)

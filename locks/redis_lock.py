@@ -36,7 +36,10 @@ caller must not go on as if it held the lock (the shop answers 503).
 
 from __future__ import annotations
 
-import uuid
+import hashlib
+import itertools
+import os
+import secrets
 
 import redis
 
@@ -66,6 +69,26 @@ return next_token(KEYS[1], KEYS[2])
 """
 
 
+# A random prefix per process and a counter: unique like a uuid4 per lock, at a
+# fraction of its cost (it shows in an uncontended acquire+release).
+_PROCESS_NONCE = secrets.token_hex(8)
+_tokens = itertools.count(1)
+
+
+def _new_process_nonce() -> None:
+    # A forked child would otherwise hand out its parent's tokens.
+    global _PROCESS_NONCE
+    _PROCESS_NONCE = secrets.token_hex(8)
+
+
+os.register_at_fork(after_in_child=_new_process_nonce)
+
+
+def new_token(owner: str) -> str:
+    """A token no other acquisition anywhere will use: nonce, counter and owner."""
+    return f"{_PROCESS_NONCE}{next(_tokens):x}:{owner}"
+
+
 class RedisLockBase(DistributedLock):
     """What every Redis lock shares: the client, the key, the token, the errors."""
 
@@ -80,7 +103,7 @@ class RedisLockBase(DistributedLock):
         self.lease_ms = lease_ms
         self.faults = faults
         self.key = KEY_PREFIX + name
-        self.token = f"{uuid.uuid4().hex}:{self.owner}"
+        self.token = new_token(self.owner)
 
     def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
         with self._redis_errors():
@@ -106,13 +129,33 @@ class RedisLockBase(DistributedLock):
         return _RedisErrors(self.name)
 
 
-def script(client: redis.Redis, source: str):
-    """``source`` registered on ``client``, once: EVALSHA then sends a hash, not the body."""
-    # Kept on the client: one registration per connection pool, not per lock object.
+def script(client: redis.Redis, source: str) -> LuaScript:
+    """``source`` for ``client``, made once per client: EVALSHA then sends a hash, not the body."""
+    # Kept on the client: one per connection pool, not per lock object.
     cache = client.__dict__.setdefault("_lockshop_scripts", {})
     if source not in cache:
-        cache[source] = client.register_script(source)
+        cache[source] = LuaScript(client, source)
     return cache[source]
+
+
+class LuaScript:
+    """A Lua script run by EVALSHA, loaded on first use (and again after a Redis restart).
+
+    redis-py's own ``Script`` does the same with more checks; calling EVALSHA
+    directly saves a tenth of an uncontended acquire+release.
+    """
+
+    def __init__(self, client: redis.Redis, source: str) -> None:
+        self.client = client
+        self.source = source
+        self.sha = hashlib.sha1(source.encode()).hexdigest()
+
+    def __call__(self, keys=(), args=()):
+        try:
+            return self.client.evalsha(self.sha, len(keys), *keys, *args)
+        except redis.exceptions.NoScriptError:  # a new or restarted server
+            self.client.script_load(self.source)
+            return self.client.evalsha(self.sha, len(keys), *keys, *args)
 
 
 class _RedisErrors:
