@@ -28,6 +28,8 @@ def run_cli(*args: str, cwd: Path, env: dict | None = None, timeout: float = 60)
     (["up", "--port", "70000"], "not a port"),
     (["demo", "--run-time", "soon"], "not a whole number"),
     (["settings", "--business-delay-ms", "-5"], "must be 0 to"),
+    (["settings", "--job-interval-ms", "-5"], "must be 0 to"),
+    (["settings", "--job-guard", "boss"], "invalid choice: 'boss'"),
 ])
 def test_bad_arguments_exit_2_with_a_message(tmp_path, args, needle):
     done = run_cli(*args, cwd=tmp_path)
@@ -153,3 +155,19 @@ def test_bench_refuses_an_unknown_strategy(tmp_path):
     done = run_cli("bench", "database", "--strategies", "atomc", cwd=tmp_path)
     assert done.returncode == 2
     assert "unknown strategy 'atomc'" in done.stderr
+
+
+def test_settings_switch_the_jobs(tmp_path, sqlite_url):
+    run_cli("--database-url", sqlite_url, "reset", cwd=tmp_path)
+    done = run_cli("--database-url", sqlite_url, "settings", "--job-interval-ms", "1000",
+                   "--job-guard", "leader", "--unpaid-expiry-ms", "2000", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert ("jobs every 1000 ms (0: off), guarded by leader election; unpaid orders expire "
+            "after 2000 ms") in done.stdout
+
+
+def test_a_bad_job_guard_in_the_environment_is_one_line(tmp_path):
+    done = run_cli("strategies", cwd=tmp_path, env={"LOCKSHOP_JOB_GUARD": "boss"})
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "lockshop: error: LOCKSHOP_JOB_GUARD must be 'strategy' or 'leader', got 'boss'"]
