@@ -19,7 +19,7 @@ from .audit import take_audit
 from .errors import NotFound, ShopError, Unauthorized, Unprocessable
 from .models import Product, ProductKind
 from .orders import OrderRequest
-from .settings import write_settings
+from .settings import JOB_GUARDS, write_settings
 from .state import shop
 
 web = Blueprint("web", __name__)
@@ -42,7 +42,7 @@ def panel():
 
 @web.post("/settings")
 def change_strategy():
-    """Switch the cluster's strategy from the dashboard."""
+    """Switch the cluster's strategy, and what guards the jobs, from the dashboard."""
     state = shop()
     token = state.config.admin_token
     if token and not hmac.compare_digest(request.form.get("token", "").encode(), token.encode()):
@@ -51,8 +51,13 @@ def change_strategy():
     if strategy not in state.strategies.names():
         raise Unprocessable(f"unknown strategy {strategy!r}")
     state.strategies.refuse_unusable(strategy)
+    job_guard = request.form.get("job_guard") or None
+    if job_guard is not None and job_guard not in JOB_GUARDS:
+        raise Unprocessable(f"unknown job guard {job_guard!r}")
+    if job_guard == "leader" and not state.strategies.available("zk_fair"):
+        raise Unprocessable("leader election needs ZooKeeper, and it cannot be reached")
     with state.sessions.begin() as session:
-        write_settings(session, strategy=strategy)
+        write_settings(session, strategy=strategy, job_guard=job_guard)
     return redirect(url_for(".dashboard"), code=303)
 
 

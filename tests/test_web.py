@@ -64,3 +64,14 @@ def test_the_panel_shows_this_instances_lock_metrics(make_app, sqlite_url):
     assert "Locks taken by test since it started" in panel
     assert "<tr><td>table</td><td>" in panel
     assert 'href="/metrics"' in panel
+
+
+def test_the_page_switches_the_job_guard_and_shows_the_jobs(client):
+    answer = client.post("/settings", data={"strategy": "table", "job_guard": "strategy"})
+    assert answer.status_code == 303
+    page = " ".join(client.get("/").get_data(as_text=True).split())
+    assert "Scheduled jobs" in page and "guarded by <strong>table</strong>" in page
+    # No ZooKeeper for this app: leader election is refused, and nothing changes.
+    refused = client.post("/settings", data={"strategy": "none", "job_guard": "leader"})
+    assert refused.status_code == 422
+    assert client.get("/api/admin/settings").json["strategy"] == "table"
