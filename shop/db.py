@@ -79,6 +79,18 @@ def _make_sqlite_transactional(engine: Engine) -> None:
         connection.exec_driver_sql(f"BEGIN {mode}".strip())
 
 
+def begin_writing(session: Session) -> None:
+    """Start ``session``'s transaction as a writer: ``BEGIN IMMEDIATE`` on SQLite.
+
+    A SQLite transaction that reads and then writes cannot wait for the write
+    lock if another connection committed since its read: it fails at once
+    with "database is locked". Taking the write lock first avoids that. Other
+    databases lock rows as they go; for them this is a no-op.
+    """
+    if session.get_bind().dialect.name == "sqlite":
+        session.connection(execution_options={SQLITE_BEGIN: "IMMEDIATE"})
+
+
 def make_sessions(engine: Engine) -> sessionmaker[Session]:
     return sessionmaker(engine, expire_on_commit=False)
 

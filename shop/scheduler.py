@@ -91,6 +91,8 @@ class JobScheduler:
 
     def _tick(self) -> None:
         settings = self.state.settings()
+        if settings.job_guard == "leader":
+            self._stand_for_election()
         interval = settings.job_interval_ms
         if interval != self._interval:  # switched on, off, or to another schedule
             self._interval, self._last_slot = interval, {}
@@ -108,6 +110,14 @@ class JobScheduler:
                 fire_time = datetime.fromtimestamp(slot / 1000, UTC).replace(tzinfo=None)
                 threading.Thread(target=self.fire, args=(job, fire_time, settings),
                                  name=f"job-{job}", daemon=True).start()
+
+    def _stand_for_election(self) -> None:
+        """Join the election as soon as the guard is the leader, not at the first fire
+        time: an election takes a moment, and a fire time with no leader yet is lost."""
+        try:
+            self.state.leader_election()
+        except Exception as error:  # no ZooKeeper configured: fire() will say so
+            log.debug("cannot stand for election: %s", error)
 
     def fire(self, job: str, fire_time: datetime, settings: ClusterSettings) -> str:
         """Run ``job`` for ``fire_time`` under its guard; return "done", "skipped" or "lost"."""

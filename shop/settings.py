@@ -12,6 +12,7 @@ from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
+from .db import begin_writing
 from .models import Product, Setting
 
 MAX_BUSINESS_DELAY_MS = 10_000
@@ -61,7 +62,14 @@ def read_settings(session: Session, defaults: ClusterSettings) -> ClusterSetting
 
 
 def write_settings(session: Session, **values: object) -> None:
-    """Store the given settings; keys not given keep their values."""
+    """Store the given settings; keys not given keep their values.
+
+    Call it first thing in its transaction: on SQLite it takes the write lock
+    up front, as a transaction that reads and then writes must, or it fails at
+    once whenever another instance wrote in between (the job schedulers write
+    often).
+    """
+    begin_writing(session)
     for key, value in values.items():
         if value is None:
             continue
@@ -89,6 +97,7 @@ def seed_settings(sessions: sessionmaker[Session], defaults: ClusterSettings) ->
     """Write the defaults where no instance has written anything yet."""
     try:
         with sessions.begin() as session:
+            begin_writing(session)
             present = set(session.execute(select(Setting.key)).scalars())
             for key, value in defaults.as_dict().items():
                 if key not in present:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -14,7 +15,7 @@ import requests
 
 from shop.cli import main
 from shop.strategies import catalogue
-from shop.processes import free_port, port_is_free
+from shop.processes import port_is_free
 
 
 def run_cli(*args: str, cwd: Path, env: dict | None = None, timeout: float = 60):
@@ -87,10 +88,19 @@ def test_audit_exits_1_when_the_audit_is_not_correct(tmp_path, sqlite_url, capsy
 
 
 @pytest.mark.cluster
+def two_free_ports_below_the_ephemeral_range() -> int:
+    """A port that is free, with the next one free too, below 32768: ``up`` starts its
+    own Redis and ZooKeeper servers first, on ports the kernel picks from the
+    ephemeral range, and one of them could take the second instance's port."""
+    for _ in range(1000):
+        port = random.randrange(20_000, 32_000)
+        if port_is_free(port) and port_is_free(port + 1):
+            return port
+    raise RuntimeError("no two free ports in 20000-32000")
+
+
 def test_up_starts_instances_and_stops_them_all_on_sigterm(tmp_path):
-    port = free_port()
-    while not (port_is_free(port + 1) and port < 65000):
-        port = free_port()
+    port = two_free_ports_below_the_ephemeral_range()
     process = subprocess.Popen(
         [sys.executable, "-m", "shop.cli", "up", "--instances", "2", "--port", str(port),
          "--strategy", "local"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
