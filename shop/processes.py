@@ -1,6 +1,6 @@
 """Child processes: free ports, start, wait until ready, stop cleanly.
 
-Used for the shop instances now and for Redis and ZooKeeper servers later.
+Used for the shop instances and for the Redis and ZooKeeper servers (``ServerProcess``).
 Every child runs in its own session so that Ctrl-C reaches the launcher
 alone, which then stops the children in order; and every child asks the
 kernel to SIGTERM it if the launcher dies without cleaning up.
@@ -103,3 +103,44 @@ def last_line(path: Path) -> str:
     except OSError:
         return "(no log)"
     return lines[-1].strip() if lines else "(empty log)"
+
+
+class ServerProcess:
+    """A server process we started and may stop, kill (a crash), pause and resume.
+
+    Subclasses set ``self.process`` in ``start()`` and return ``self``.
+    """
+
+    process: subprocess.Popen | None = None
+    #: How long a SIGTERM may take before SIGKILL.
+    stop_grace: float = 5.0
+
+    def start(self):  # pragma: no cover - every subclass has its own
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.resume()  # a paused server cannot act on SIGTERM
+            stop(self.process, grace=self.stop_grace)
+            self.process = None
+
+    def kill(self) -> None:
+        """SIGKILL: the server is gone at once, as in a crash."""
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
+            self.process = None
+
+    def pause(self) -> None:
+        """SIGSTOP: the server still holds its connections but answers nothing."""
+        os.kill(self.process.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.kill(self.process.pid, signal.SIGCONT)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc_info) -> None:
+        self.stop()

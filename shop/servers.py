@@ -9,19 +9,18 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import socket
 import time
 from pathlib import Path
 
-from .processes import StartError, free_port, spawn, stop
+from .processes import ServerProcess, StartError, free_port, spawn
 
 
 def redis_server_binary() -> str | None:
     return shutil.which("redis-server")
 
 
-class RedisServer:
+class RedisServer(ServerProcess):
     """One redis-server: no persistence, bound to 127.0.0.1."""
 
     def __init__(self, runtime_dir: Path, name: str = "redis", port: int | None = None) -> None:
@@ -46,36 +45,10 @@ class RedisServer:
         self._wait_until_ready(folder / "redis.log")
         return self
 
-    def stop(self) -> None:
-        if self.process is not None:
-            self.resume()  # a paused server cannot act on SIGTERM
-            stop(self.process, grace=5)
-            self.process = None
-
-    def kill(self) -> None:
-        """SIGKILL: the server is gone at once, as in a crash."""
-        if self.process is not None:
-            self.process.kill()
-            self.process.wait()
-            self.process = None
-
     def restart(self) -> RedisServer:
         """Start again on the same port (empty: it keeps nothing on disk)."""
         self.stop()
         return self.start()
-
-    def pause(self) -> None:
-        os.kill(self.process.pid, signal.SIGSTOP)
-
-    def resume(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            os.kill(self.process.pid, signal.SIGCONT)
-
-    def __enter__(self) -> RedisServer:
-        return self.start()
-
-    def __exit__(self, *exc_info) -> None:
-        self.stop()
 
     def _wait_until_ready(self, log_path: Path, timeout: float = 10.0) -> None:
         deadline = time.monotonic() + timeout

@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import time
 from pathlib import Path
 
-from .processes import StartError, free_port, last_line, spawn, stop
+from .processes import ServerProcess, StartError, free_port, last_line, spawn
 
 JAR = Path("/usr/share/java/zookeeper.jar")
 #: Logs to stderr (the server's log file) instead of nowhere.
@@ -35,7 +34,7 @@ def zookeeper_installed() -> bool:
     return JAR.exists() and shutil.which("java") is not None
 
 
-class ZooKeeperServer:
+class ZooKeeperServer(ServerProcess):
     """One ZooKeeper server process; a member of an ensemble when ``peers`` is given."""
 
     def __init__(self, runtime_dir: Path, name: str = "zookeeper", *,
@@ -48,6 +47,7 @@ class ZooKeeperServer:
         self.peers = peers or {}
         self.port = port or free_port()
         self.process: subprocess.Popen | None = None
+        self.stop_grace = 10.0
 
     @property
     def address(self) -> str:
@@ -105,32 +105,6 @@ class ZooKeeperServer:
             if line.startswith("Mode: "):
                 return line.removeprefix("Mode: ").strip()
         return None
-
-    def stop(self) -> None:
-        if self.process is not None:
-            self.resume()
-            stop(self.process, grace=10)
-            self.process = None
-
-    def kill(self) -> None:
-        """SIGKILL: gone at once, as in a crash."""
-        if self.process is not None:
-            self.process.kill()
-            self.process.wait()
-            self.process = None
-
-    def pause(self) -> None:
-        os.kill(self.process.pid, signal.SIGSTOP)
-
-    def resume(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            os.kill(self.process.pid, signal.SIGCONT)
-
-    def __enter__(self) -> ZooKeeperServer:
-        return self.start()
-
-    def __exit__(self, *exc_info) -> None:
-        self.stop()
 
 
 class ZooKeeperEnsemble:
