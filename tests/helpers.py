@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
+import time
+
+import requests
 
 from sqlalchemy import select
 
@@ -58,3 +63,50 @@ def concurrent_sale(sessions, name: str, requests: list[OrderRequest], delay_ms:
     for t in threads:
         t.join()
     return {"ok": outcomes.count("ok"), "refused": outcomes.count("refused")}
+
+
+def order(cluster, instance: int, product: int = 1) -> requests.Response:
+    """One order for ``product`` on the cluster's ``instance``-th instance."""
+    return requests.post(f"{cluster.urls[instance]}/api/orders", json={"product_id": product},
+                         timeout=60)
+
+
+def pause_the_holder(cluster, admin, strategy: str, paused_for: float):
+    """Instance 0 takes the lock and is SIGSTOPped inside its 1 s business delay for
+    ``paused_for`` seconds, while instance 1 sells (with no delay). Return both answers:
+    the paused order's, once it has resumed, and the second buyer's."""
+    admin.reset([{"sku": "x", "stock": 5}])
+    admin.set_settings(strategy=strategy, business_delay_ms=1000)
+    answers = {}
+
+    def first_order():
+        answers["paused"] = order(cluster, 0)
+
+    thread = threading.Thread(target=first_order)
+    thread.start()
+    time.sleep(0.3)  # instance 0 holds the lock, in its business delay
+    os.killpg(cluster.instances[0].process.pid, signal.SIGSTOP)
+    try:
+        time.sleep(paused_for)
+        # The paused order read its delay already; the second buyer's work must
+        # fit in its own lease, or it would lose its lock too.
+        admin.set_settings(business_delay_ms=0)
+        answers["second"] = order(cluster, 1)
+    finally:
+        os.killpg(cluster.instances[0].process.pid, signal.SIGCONT)
+    thread.join()
+    return answers["paused"], answers["second"]
+
+
+def hold_and_stop(cluster, instance: int, product: int = 1) -> threading.Thread:
+    """Send an order to ``instance`` that will sit in its critical section (business delay)."""
+    def order():
+        try:
+            requests.post(f"{cluster.urls[instance]}/api/orders",
+                          json={"product_id": product}, timeout=60)
+        except requests.RequestException:
+            pass  # its instance may be killed meanwhile
+    thread = threading.Thread(target=order)
+    thread.start()
+    time.sleep(0.5)  # inside the critical section now, holding the lock
+    return thread

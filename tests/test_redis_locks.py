@@ -20,6 +20,7 @@ from shop.client import ShopClient
 from shop.models import ProductKind
 from shop.orders import OrderContext, OrderRequest, insert_order, read_stock, write_stock
 
+from helpers import hold_and_stop, order, pause_the_holder
 from test_cluster import flash_sale
 
 LEASE_MS = 200
@@ -109,24 +110,6 @@ def test_two_holders_at_once_oversell(sessions, redis_server):
 
 # --- several instances ------------------------------------------------------------------
 
-def hold_and_stop(cluster, instance: int, product: int = 1) -> threading.Thread:
-    """Send an order to ``instance`` that will sit in its critical section (business delay)."""
-    def order():
-        try:
-            requests.post(f"{cluster.urls[instance]}/api/orders",
-                          json={"product_id": product}, timeout=60)
-        except requests.RequestException:
-            pass  # its instance may be killed meanwhile
-    thread = threading.Thread(target=order)
-    thread.start()
-    time.sleep(0.5)  # inside the critical section now, holding the lock
-    return thread
-
-
-def order(cluster, instance: int, product: int = 1) -> requests.Response:
-    return requests.post(f"{cluster.urls[instance]}/api/orders", json={"product_id": product},
-                         timeout=60)
-
 
 @pytest.mark.cluster
 def test_setnx_without_expiry_blocks_everyone_after_a_kill(start_cluster, redis_server):
@@ -183,29 +166,12 @@ def test_the_correct_redis_lock_is_correct_across_instances(start_cluster, redis
 def test_a_paused_holder_is_fenced(start_cluster, redis_server):
     cluster = start_cluster(2, redis_url=redis_server.url, lock_lease_ms=500)
     admin = ShopClient(cluster.urls[1])
-    admin.reset([{"sku": "x", "stock": 5}])
-    admin.set_settings(strategy="redis", business_delay_ms=1000)
-    paused = {}
-
-    def first_order():
-        paused["answer"] = order(cluster, 0)
-
-    thread = threading.Thread(target=first_order)
-    thread.start()
-    time.sleep(0.3)  # instance 1 holds the lock, in its business delay
-    os.killpg(cluster.instances[0].process.pid, signal.SIGSTOP)
-    try:
-        time.sleep(0.7)  # past the 500 ms lease
-        # The paused order read its delay already; the next buyer's work must
-        # fit in its own lease, or it would lose its lock too.
-        admin.set_settings(business_delay_ms=0)
-        second = order(cluster, 1)  # takes the lock over, writes with a newer token
-        assert second.status_code == 201, second.text
-    finally:
-        os.killpg(cluster.instances[0].process.pid, signal.SIGCONT)
-    thread.join()
-    assert paused["answer"].status_code == 503
-    assert paused["answer"].json()["error"] == "stale_write"
+    # Paused past its 500 ms lease: the second buyer takes the lock over and
+    # writes with a newer token.
+    paused, second = pause_the_holder(cluster, admin, "redis", paused_for=0.7)
+    assert second.status_code == 201, second.text
+    assert paused.status_code == 503
+    assert paused.json()["error"] == "stale_write"
     audit = admin.audit()
     assert audit["correct"]
     assert (audit["totals"]["sold"], audit["totals"]["stale_writes_rejected"]) == (1, 1)

@@ -16,15 +16,11 @@ import requests
 
 from shop.client import ShopClient
 
+from helpers import hold_and_stop, order, pause_the_holder
 from test_cluster import flash_sale
-from test_redis_locks import hold_and_stop
 
 pytestmark = pytest.mark.cluster
 
-
-def order(cluster, instance: int, product: int = 1) -> requests.Response:
-    return requests.post(f"{cluster.urls[instance]}/api/orders", json={"product_id": product},
-                         timeout=60)
 
 
 @pytest.mark.parametrize("name", ["zk_simple", "zk_fair", "zk_rw"])
@@ -58,27 +54,11 @@ def test_an_instance_whose_session_expires_while_it_holds_the_lock_does_not_comm
         start_cluster, zookeeper):
     cluster = start_cluster(2, zk_hosts=zookeeper.address, lock_lease_ms=1000)
     admin = ShopClient(cluster.urls[1])
-    admin.reset([{"sku": "x", "stock": 5}])
-    admin.set_settings(strategy="zk_fair", business_delay_ms=1000)
-    paused = {}
-
-    def first_order():
-        paused["answer"] = order(cluster, 0)
-
-    thread = threading.Thread(target=first_order)
-    thread.start()
-    time.sleep(0.3)  # instance 0 holds the lock, in its business delay
-    os.killpg(cluster.instances[0].process.pid, signal.SIGSTOP)
-    try:
-        time.sleep(2.5)  # well past the 1 s session: ZooKeeper expires it
-        admin.set_settings(business_delay_ms=0)
-        second = order(cluster, 1)  # the lock is free again
-        assert second.status_code == 201, second.text
-    finally:
-        os.killpg(cluster.instances[0].process.pid, signal.SIGCONT)
-    thread.join()
-    assert paused["answer"].status_code == 503, paused["answer"].text
-    assert paused["answer"].json()["error"] in ("stale_write", "lock_lost",
+    # Paused well past its 1 s session: ZooKeeper expires it, and the lock is free.
+    paused, second = pause_the_holder(cluster, admin, "zk_fair", paused_for=2.5)
+    assert second.status_code == 201, second.text
+    assert paused.status_code == 503, paused.text
+    assert paused.json()["error"] in ("stale_write", "lock_lost",
                                                 "backend_unavailable")
     audit = admin.audit()
     assert audit["correct"] and audit["totals"]["sold"] == 1, audit
