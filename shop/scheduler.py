@@ -8,9 +8,11 @@ fire time, each instance runs each job under its **guard**, ShedLock's way:
   instance holds it, this instance skips the fire time: the job is being
   done, and doing it again later would be doing it twice;
 * **hold at least** (``job_lock_at_least_ms``, half the interval unless set):
-  a quick job keeps its lock that long after it finished, so that an
+  a quick job keeps its lock until that long after its fire time, so that an
   instance whose clock is a little late, and fires a little later, finds the
-  lock still held instead of running the same fire time again;
+  lock still held instead of running the same fire time again. An instance
+  that only gets the guard after that window (or half the interval, if
+  longer) skips the fire time: it is too late to tell whether it ran;
 * **hold at most** (the lock's lease, ``LOCKSHOP_LOCK_LEASE_MS``): a job that
   runs longer than that counts its lock as lost and stops before its next
   write, as a lease-based lock may have expired by then.
@@ -130,11 +132,20 @@ class JobScheduler:
         if not guard.take():
             log.debug("%s at %s: skipped, %s holds it elsewhere", job, fire_time, guard.name)
             return "skipped"
+        # Both bounds count from the fire time, not from when we got the guard:
+        # an instance whose attempt was slow (a busy database, a slow backend)
+        # must not find the guard free only because the first runner's minimum
+        # hold ran out before it even asked.
+        fire_s = fire_time.replace(tzinfo=UTC).timestamp()
+        hold_at_least_s = settings.job_hold_at_least_ms / 1000
         try:
+            if self.now() > fire_s + max(hold_at_least_s, settings.job_interval_ms / 2000):
+                log.info("%s at %s: skipped, too late for this fire time", job, fire_time)
+                return "skipped"
             return self._run(job, fire_time, settings, guard, started)
         finally:
-            hold_until = started + settings.job_hold_at_least_ms / 1000
-            self._stop.wait(max(0.0, hold_until - time.monotonic()))  # hold at least
+            # Hold at least until the fire time's minimum hold is over.
+            self._stop.wait(max(0.0, fire_s + hold_at_least_s - self.now()))
             guard.give_back()
 
     def _run(self, job: str, fire_time: datetime, settings: ClusterSettings,
