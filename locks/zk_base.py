@@ -44,7 +44,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from kazoo.client import KazooClient, KazooState
+from kazoo.client import KazooState
 from kazoo.exceptions import (ConnectionClosedError, ConnectionLoss, NoNodeError,
                               OperationTimeoutError, SessionExpiredError)
 from kazoo.handlers.threading import KazooTimeoutError
@@ -53,6 +53,7 @@ from kazoo.protocol.states import EventType, ZnodeStat
 from .base import DistributedLock
 from .errors import BackendUnavailable
 from .registry import Backends, LockFactory, Strategy
+from .zk_client import new_client
 
 log = logging.getLogger("locks.zookeeper")
 
@@ -170,8 +171,8 @@ class ZooKeeperFactory(LockFactory):
         if not backends.zk_hosts:
             raise ValueError("ZooKeeper locks need ZooKeeper hosts (host:port,...)")
         super().__init__(strategy, backends, **options)
-        self.client = KazooClient(
-            hosts=backends.zk_hosts, timeout=backends.lease_ms / 1000,
+        self.client = new_client(
+            backends.zk_hosts, timeout=backends.lease_ms / 1000,
             # Reconnect quickly and forever: a shop must recover without a restart.
             connection_retry={"max_tries": -1, "delay": 0.1, "backoff": 2, "max_delay": 1.0})
         self._orphans: set[tuple[str, int]] = set()

@@ -6,8 +6,10 @@ Two measures, for any lock that can be put behind one tiny interface
 * **uncontended**: acquire+release pairs per second in one process, on one name;
 * **contended**: 8 processes, each in a loop of acquire, ``GET`` a Redis
   counter, ``SET`` it plus one, release. Sections per second over all of
-  them, and the time each acquire waited (p50, p99, max: a starved waiter
-  shows in the max). The counter must equal the number of sections: a lock
+  them, the time each acquire waited (p50, p99, max: a starved waiter
+  shows in the max), and the median *hand-off*: from one holder calling
+  release to the next holder's acquire returning, the time the lock itself
+  costs each section when there is always someone waiting. The counter must equal the number of sections: a lock
   that let two in would lose increments, and the row says so.
 
 A family module gives ``lock_maker(kind, endpoints)`` for its peers and raw
@@ -18,6 +20,7 @@ Figures are printed and written as JSON; tests never assert them.
 from __future__ import annotations
 
 import importlib
+import itertools
 import json
 import multiprocessing
 import os
@@ -67,6 +70,7 @@ class Figures:
     p50_ms: float | None = None
     p99_ms: float | None = None
     max_ms: float | None = None
+    handoff_p50_ms: float | None = None
     lost_increments: int | None = None
 
 
@@ -118,11 +122,13 @@ def uncontended(kind: str, endpoints: Endpoints, seconds: float) -> float:
 
 
 def _contended_worker(kind: str, endpoints: Endpoints, name: str, start_at: float,
-                      seconds: float) -> tuple[int, list[float]]:
+                      seconds: float) -> tuple[list[float], list[tuple[float, float]]]:
+    """Each acquire's wait, and each section's (acquired, release called) wall-clock times."""
     make = lock_maker(kind, endpoints)
     client = redis.Redis.from_url(endpoints.redis_url)
     counter = f"{name}:counter"
     waits: list[float] = []
+    sections: list[tuple[float, float]] = []
     while time.time() < start_at:
         time.sleep(0.001)
     deadline = start_at + seconds
@@ -130,11 +136,13 @@ def _contended_worker(kind: str, endpoints: Endpoints, name: str, start_at: floa
         acquire, release = make(name)
         asked = time.perf_counter()
         acquire()
+        acquired = time.time()
         waits.append(time.perf_counter() - asked)
         value = int(client.get(counter) or 0)  # the read-modify-write under the lock
         client.set(counter, value + 1)
+        sections.append((acquired, time.time()))
         release()
-    return len(waits), waits
+    return waits, sections
 
 
 def contended(kind: str, endpoints: Endpoints, seconds: float) -> Figures:
@@ -144,13 +152,18 @@ def contended(kind: str, endpoints: Endpoints, seconds: float) -> Figures:
     with context.Pool(CONTENDED_PROCESSES) as pool:
         results = pool.starmap(_contended_worker, [(kind, endpoints, name, start_at, seconds)]
                                * CONTENDED_PROCESSES)
-    sections = sum(n for n, _ in results)
-    waits = sorted(w for _, ws in results for w in ws)
+    waits = sorted(w for ws, _ in results for w in ws)
+    sections = sorted(section for _, ss in results for section in ss)
+    # Every process reads the same wall clock, so sections of different
+    # processes can be put in one line: a hand-off is the gap between them.
+    handoffs = [after[0] - before[1] for before, after in itertools.pairwise(sections)]
     counted = int(redis.Redis.from_url(endpoints.redis_url).get(f"{name}:counter") or 0)
-    return Figures("contended sections/s", kind, round(sections / seconds, 1),
+    return Figures("contended sections/s", kind, round(len(waits) / seconds, 1),
                    p50_ms=round(1000 * statistics.median(waits), 2),
                    p99_ms=round(1000 * waits[int(0.99 * (len(waits) - 1))], 2),
-                   max_ms=round(1000 * waits[-1], 2), lost_increments=sections - counted)
+                   max_ms=round(1000 * waits[-1], 2),
+                   handoff_p50_ms=round(1000 * statistics.median(handoffs), 2),
+                   lost_increments=len(waits) - counted)
 
 
 def measure(endpoints: Endpoints, seconds: float, *, uncontended_kinds: tuple[str, ...],
@@ -176,9 +189,10 @@ def report(title: str, figures: list[Figures], output: Path, seconds: float,
 
     print()
     print(format_table(("measure", "lock", "per second", "wait p50 ms", "p99 ms", "max ms",
-                        "lost increments"),
+                        "hand-off p50 ms", "lost increments"),
                        [(f.measure, f.lock, f.per_second, show(f.p50_ms), show(f.p99_ms),
-                         show(f.max_ms), show(f.lost_increments)) for f in figures]))
+                         show(f.max_ms), show(f.handoff_p50_ms), show(f.lost_increments))
+                        for f in figures]))
     print()
     for line in ratios:
         print(line)

@@ -1,0 +1,56 @@
+"""The kazoo client our ZooKeeper locks share: kazoo's own threading handler,
+with a cheaper way to wait for its sockets.
+
+kazoo's connection thread waits with ``handler.select`` two or three times
+per request (for work to send, for the answer's length, for its body). The
+threading handler's ``select`` builds a fresh epoll object each time
+(create, register, wait, close: four system calls and a handful of Python
+objects), so that it has no limit on file descriptor numbers. ``poll`` has
+no such limit either and is a single system call. On the 2-core machine
+this was written on, one request cost about 290 µs of CPU with kazoo's
+handler and about 150 µs with this one (``lockshop bench zookeeper`` shows
+both handlers under kazoo's own ``Lock`` recipe).
+
+Nothing else changes: the same threads, queues, timeouts and reconnection.
+"""
+
+from __future__ import annotations
+
+import select
+
+from kazoo.client import KazooClient
+from kazoo.handlers.threading import SequentialThreadingHandler
+
+READABLE = select.POLLIN | select.POLLPRI
+#: A closed, reset or invalid descriptor: reported as ready, as ``select`` does,
+#: so that kazoo's next ``recv`` or ``send`` raises the error it already handles.
+BROKEN = select.POLLERR | select.POLLHUP | select.POLLNVAL
+
+
+class PollingHandler(SequentialThreadingHandler):
+    """kazoo's threading handler, waiting with ``poll`` instead of a new epoll per wait."""
+
+    def select(self, rlist, wlist, xlist, timeout=None):
+        poller = select.poll()
+        wanted: dict[int, int] = {}
+        for objects, mask in ((rlist, READABLE), (wlist, select.POLLOUT)):
+            for obj in objects:
+                fd = _fd(obj)
+                if fd < 0:
+                    raise TypeError(f"Invalid file descriptor: {fd}")  # as kazoo's own select
+                wanted[fd] = wanted.get(fd, 0) | mask
+        for fd, mask in wanted.items():
+            poller.register(fd, mask)
+        ready = dict(poller.poll(None if timeout is None else timeout * 1000))
+        readable = [obj for obj in rlist if ready.get(_fd(obj), 0) & (READABLE | BROKEN)]
+        writable = [obj for obj in wlist if ready.get(_fd(obj), 0) & (select.POLLOUT | BROKEN)]
+        return readable, writable, []
+
+
+def _fd(obj) -> int:
+    return obj if isinstance(obj, int) else obj.fileno()
+
+
+def new_client(hosts: str, *, timeout: float, **options) -> KazooClient:
+    """A ``KazooClient`` on the polling handler; ``options`` go to kazoo as they are."""
+    return KazooClient(hosts=hosts, timeout=timeout, handler=PollingHandler(), **options)
