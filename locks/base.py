@@ -24,6 +24,7 @@ thread for one hold, as in redis-py: make a new one per critical section.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import random
@@ -48,8 +49,22 @@ _HOST = socket.gethostname()  # once: a syscall per lock object would show in th
 
 
 def default_owner() -> str:
-    """Who is asking: host, process and thread, readable in a lock dump."""
-    return f"{_HOST}:{os.getpid()}:{threading.get_ident()}"
+    """Who is asking: host, process, thread and, inside asyncio, the task.
+
+    Readable in a lock dump. Re-entrant locks re-enter for the same owner
+    only, and tasks of one event loop share a thread: without the task, a
+    second task would walk into a lock the first one holds.
+    """
+    owner = f"{_HOST}:{os.getpid()}:{threading.get_ident()}"
+    task = _current_task()
+    return owner if task is None else f"{owner}:task-{id(task):x}"
+
+
+def _current_task() -> asyncio.Task | None:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:  # no event loop running in this thread
+        return None
 
 
 class DistributedLock(ABC):

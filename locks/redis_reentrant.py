@@ -1,6 +1,6 @@
 """A reentrant Redis lock: a hash of owner -> count, changed only by Lua.
 
-The owner is a thread (process id + thread id), not the process: another
+The owner is a thread (or an asyncio task), not the process: another
 thread of the same instance is a different owner and must wait, as it would
 with ``threading.RLock``. Key: ``lockshop:lock:<name>`` is a hash here.
 
@@ -17,10 +17,9 @@ fenced the same way.
 
 from __future__ import annotations
 
-import os
-import threading
 import uuid
 
+from .base import default_owner
 from .errors import LockLost
 from .redis_lock import RedisLockBase, RedisLockFactory, script
 
@@ -62,8 +61,8 @@ class ReentrantRedisLock(RedisLockBase):
 
     def _try_acquire(self) -> bool:
         if not self.held:
-            # The owner is the thread that acquires (not the one that made the object).
-            self.holder = f"{_PROCESS}:{os.getpid()}:{threading.get_ident()}"
+            # The owner is the thread (or task) that acquires, not the one that made the object.
+            self.holder = f"{_PROCESS}:{default_owner()}"
         count = script(self.client, self.ACQUIRE)(keys=[self.key], args=[self.holder, self.lease_ms])
         if count == 1:
             self._take_fencing_token()  # a new hold, not a re-entry

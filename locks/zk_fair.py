@@ -35,9 +35,9 @@ sequence number; the guid lets us find it and delete it once we are back
 (a node left behind would block the queue for as long as our session lives).
 A waiter that gives up (timeout, error) deletes its node too.
 
-Re-entrant: a thread that holds the lock may acquire it again, with the same
-lock object or another one from the same factory; the node is deleted only
-when every acquire has been released.
+Re-entrant: a thread (or asyncio task) that holds the lock may acquire it
+again, with the same lock object or another one from the same factory; the
+node is deleted only when every acquire has been released.
 """
 
 from __future__ import annotations

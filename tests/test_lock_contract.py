@@ -9,6 +9,7 @@ measure time.
 from __future__ import annotations
 
 import ast
+import asyncio
 import threading
 import time
 from pathlib import Path
@@ -338,3 +339,38 @@ def test_locks_never_imports_shop():
             names = ([a.name for a in node.names] if isinstance(node, ast.Import)
                      else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             assert not any(n == "shop" or n.startswith("shop.") for n in names), path
+
+
+@pytest.mark.parametrize("name", EXCLUSIVE_IN_PROCESS)
+def test_two_asyncio_tasks_on_one_thread_are_two_owners(open_lock_factory, name):
+    """Re-entry is for the same thread *or task*: a task may re-enter its own
+    hold, but another task of the same event loop is refused."""
+    factory = open_lock_factory(name)
+    lock_name = unique_name()
+    first_holds = asyncio.Event()
+    second_done = asyncio.Event()
+    seen = {}
+
+    async def first():
+        holder = factory.lock(lock_name)
+        seen["first"] = holder.acquire(blocking=False)
+        if holder.reentrant:
+            again = factory.lock(lock_name)
+            seen["first again"] = again.acquire(blocking=False)
+            again.release()
+        first_holds.set()
+        await second_done.wait()
+        holder.release()
+
+    async def second():
+        await first_holds.wait()
+        seen["second"] = factory.lock(lock_name).acquire(blocking=False)
+        second_done.set()
+
+    async def both():
+        await asyncio.gather(first(), second())
+
+    asyncio.run(both())
+    assert seen["first"] is True
+    assert seen.get("first again", True) is True
+    assert seen["second"] is False
