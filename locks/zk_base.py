@@ -65,6 +65,8 @@ OPERATION_TIMEOUT = 2.0
 RECONNECT_GRACE = 1.0
 #: A waiter re-checks at least this often, even if no watch fires.
 FALLBACK_WAIT = 1.0
+#: The data a holder leaves on its node as it hands the lock over (``_delete_own_node``).
+RELEASED = b"released"
 #: The errors that mean "ZooKeeper cannot be reached (now)".
 UNREACHABLE = (ConnectionLoss, SessionExpiredError, ConnectionClosedError,
                OperationTimeoutError, KazooTimeoutError)
@@ -119,29 +121,38 @@ class ZooKeeperLockBase(DistributedLock):
         self.session_id = stat.ephemeralOwner
         self._fencing_token = stat.czxid
 
-    def _watch_until_gone(self, path: str, seconds: float) -> bool:
-        """Sleep until ``path`` is deleted (a watch fires), at most ``seconds``.
+    def _watch(self, path: str, seconds: float) -> EventType | None:
+        """Sleep until a watch on ``path`` fires, at most ``seconds``.
 
-        True when we know it was deleted; False after a timeout, or when the
-        watch fired for another reason (kazoo fires every watch when the
-        connection drops).
+        ``DELETED`` when it was deleted (or was gone before we could watch
+        it), ``CHANGED`` when its data changed (a holder handing the lock
+        over, see ``_delete_own_node``), None after a timeout or any other
+        event (kazoo fires every watch with ``NONE`` when the session goes).
         """
-        deleted = threading.Event()
+        fired = threading.Event()
         events = []
 
         def on_change(event) -> None:
             events.append(event)
-            deleted.set()
+            fired.set()
 
         if self.factory.call(self.client.exists_async, path, watch=on_change) is None:
-            return True  # it went before we could watch it
-        if not deleted.wait(min(seconds, FALLBACK_WAIT)):
-            return False
+            return EventType.DELETED  # it went before we could watch it
+        if not fired.wait(min(seconds, FALLBACK_WAIT)):
+            return None
         self._metrics.record(self.strategy, "wakeup")
-        return events[0].type == EventType.DELETED
+        return events[0].type if events[0].type in (EventType.DELETED, EventType.CHANGED) else None
 
-    def _delete_own_node(self) -> None:
+    def _delete_own_node(self, *, hand_over: bool = False) -> None:
         """Send the delete of our node; raise ``NoNodeError`` if it went with our session.
+
+        With ``hand_over``, our node's data is first set to ``released`` in
+        the same transaction (still one write, one fsync). The waiter
+        watching our node then gets ``CHANGED`` instead of ``DELETED``, and
+        that tells it what a deletion cannot: we went as the lock's
+        *exclusive holder*, not as a waiter giving up or a session ending.
+        Everything ahead of us had gone before we held, so the lock is now
+        the watcher's, without listing the queue again.
 
         We do not wait for the answer: ZooKeeper applies one session's
         requests in order, so anything we send next sees the node gone, and
@@ -154,7 +165,8 @@ class ZooKeeperLockBase(DistributedLock):
         if self.factory.session_id() != session:
             raise NoNodeError(node)  # it went with the session that made it
         try:
-            sent = self.factory.send(self.client.delete_async, node, session=session)
+            sent = self.factory.send(self._hand_over if hand_over else self.client.delete_async,
+                                     node, session=session)
         except SessionExpiredError:
             raise NoNodeError(node) from None  # it ended while we waited to send
         except UNREACHABLE:
@@ -162,6 +174,12 @@ class ZooKeeperLockBase(DistributedLock):
             self.factory.forget_later(parent, child, session)  # still ours, still there
             raise
         sent.rawlink(lambda result: self.factory.check_delete(result, node, session))
+
+    def _hand_over(self, node: str):
+        transaction = self.client.transaction()
+        transaction.set_data(node, RELEASED)
+        transaction.delete(node)
+        return transaction.commit_async()
 
 
 class ZooKeeperFactory(LockFactory):
@@ -225,7 +243,10 @@ class ZooKeeperFactory(LockFactory):
     def check_delete(self, result, node: str, session: int) -> None:
         """The answer to a delete we did not wait for (on kazoo's callback thread)."""
         try:
-            result.get(timeout=0)
+            outcome = result.get(timeout=0)
+            # A transaction answers with a list, holding the error of an operation that failed.
+            if isinstance(outcome, list) and any(isinstance(o, NoNodeError) for o in outcome):
+                raise NoNodeError(node)
         except NoNodeError:
             log.warning("%s was already gone at release: its session ended", node)
         except UNREACHABLE:

@@ -14,16 +14,20 @@ acquire
 release
     delete our node: that wakes exactly one waiter, the one behind us.
 
-Two round trips saved, because ZooKeeper applies one session's requests in
-order and sequence numbers only grow:
+Round trips saved, because ZooKeeper applies one session's requests in
+order and sequence numbers only grow (nobody can queue ahead of us later):
 
 * steps 1 and 2 are sent together: the list already holds our node;
-* when the predecessor we watched was the *only* node ahead of us, its
-  deletion means the lock is ours: nobody can queue ahead of us later, so
-  step 2 need not run again. (Had others been ahead of it, it might have
-  been a waiter giving up, not the holder, and we must look.)
+* the holder *hands the lock over*: it sets its node's data to
+  ``released`` and deletes the node in one transaction, so the waiter
+  behind it is woken by "data changed", not "deleted". Only a holder does
+  that, and a holder had nobody left ahead of it: the lock is the waiter's
+  without step 2. A plain deletion may be a waiter giving up or a session
+  ending, with others still ahead: then we list again;
+* unless the predecessor we watched was the *only* node ahead of us: then
+  its deletion, of whatever kind, means the lock is ours.
 
-A release sends its delete without waiting for the answer (see
+A release sends its transaction without waiting for the answer (see
 ``ZooKeeperLockBase._delete_own_node``).
 
 No herd: each release wakes one waiter (the simple lock wakes them all), and
@@ -46,6 +50,7 @@ import uuid
 from dataclasses import dataclass
 
 from kazoo.exceptions import NoNodeError
+from kazoo.protocol.states import EventType
 
 from .base import default_owner
 from .errors import LockLost
@@ -77,6 +82,9 @@ class ZkQueueLock(ZooKeeperLockBase):
     #: The first part of our node's name ("lock", "read", "write").
     kind = "lock"
     reentrant = True
+    #: Our hold excludes everyone: the waiter behind us may take the lock from
+    #: our hand-over without looking (a shared read hold must not hand over).
+    hands_over = True
 
     def __init__(self, name: str, **options) -> None:
         if "/" in name:
@@ -123,8 +131,9 @@ class ZkQueueLock(ZooKeeperLockBase):
         return True
 
     def _wait_for_release(self, seconds: float) -> None:
-        deleted = self._watch_until_gone(f"{self.parent}/{self._blocker}", seconds)
-        self._ours_by_watch = deleted and self._blocker_is_the_last
+        event = self._watch(f"{self.parent}/{self._blocker}", seconds)
+        self._ours_by_watch = (event == EventType.CHANGED  # handed over by its holder
+                               or (event == EventType.DELETED and self._blocker_is_the_last))
 
     def _release(self) -> None:
         hold = self._hold
@@ -135,7 +144,7 @@ class ZkQueueLock(ZooKeeperLockBase):
         self._hold = None
         self.node, self.session_id = hold.node, hold.session_id
         try:
-            self._delete_own_node()
+            self._delete_own_node(hand_over=self.hands_over)
         except NoNodeError:
             raise LockLost(self.name, "our node is gone: the ZooKeeper session ended") from None
 

@@ -34,6 +34,7 @@ class ZkWriteLock(ZkQueueLock):
 class ZkReadLock(ZkQueueLock):
     root = RW_ROOT
     kind = "read"
+    hands_over = False  # other readers may hold the lock with us: just delete
 
     def blockers(self, queue: list[str], mine: str) -> list[str]:
         """The writers ahead of us; readers ahead of us do not block us."""

@@ -53,7 +53,7 @@ class ZkSimpleLock(ZooKeeperLockBase):
         return True
 
     def _wait_for_release(self, seconds: float) -> None:
-        self._watch_until_gone(self.path, seconds)  # every waiter watches this one node
+        self._watch(self.path, seconds)  # every waiter watches this one node
 
     def _release(self) -> None:
         try:

@@ -3,7 +3,7 @@
 On Redis servers of its own (one, plus five for Redlock), with the harness
 of ``shop.bench_locks``:
 
-* **uncontended** (median of three rounds): a raw ``SET NX PX`` + ``DEL`` loop (the ceiling: one
+* **uncontended**: a raw ``SET NX PX`` + ``DEL`` loop (the ceiling: one
   round trip each), each of our correct Redis locks, redis-py's ``Lock`` and
   python-redis-lock; and Redlock over five servers against pottery's;
 * **contended**: 8 processes, our locks and the two libraries.

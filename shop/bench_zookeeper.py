@@ -5,7 +5,7 @@ On a standalone ZooKeeper of its own (settings in ``shop.zk_servers``:
 fsynced) plus a Redis server for the contended section's counter, with the
 harness of ``shop.bench_locks``:
 
-* **uncontended** (median of three rounds): a raw ephemeral create + delete loop (the ceiling: two
+* **uncontended**: a raw ephemeral create + delete loop (the ceiling: two
   writes), ``zk_simple``, ``zk_fair``, ``zk_rw`` (its write lock) and kazoo's
   ``Lock``;
 * **contended**: 8 processes, the same locks.

@@ -181,9 +181,52 @@ def test_a_waiter_that_gives_up_leaves_the_queue(open_zk, inspector):
     thread.start()
     time.sleep(0.6)  # the impatient one gave up; the patient one now watches the holder
     assert len(inspector.get_children("/lockshop/fair/quit")) == 2
+    assert not got.is_set()  # its predecessor left, but the holder has not
     holder.release()
     thread.join(10)
     assert got.is_set()
+
+
+@pytest.mark.parametrize("name, kind, seen_by_the_next", [
+    ("zk_fair", "lock", "CHANGED"), ("zk_rw", "write", "CHANGED"), ("zk_rw", "read", "DELETED")])
+def test_an_exclusive_holder_hands_the_lock_over_and_a_reader_just_leaves(
+        open_zk, inspector, name, kind, seen_by_the_next):
+    """What the waiter behind a holder is woken by: "data changed" from a holder
+    that held the lock alone (the lock is the waiter's, no need to look),
+    "deleted" from a reader, which may have shared the lock with others."""
+    factory = open_zk(name)
+    lock = factory.read_lock("hand") if kind == "read" else factory.lock("hand")
+    lock.acquire()
+    events = []
+    woken = threading.Event()
+    inspector.exists(lock.node, watch=lambda event: (events.append(event.type), woken.set()))
+    lock.release()
+    assert woken.wait(5)
+    assert events == [seen_by_the_next]
+    wait_for(lambda: inspector.get_children(lock.parent) == [])  # and the node is gone
+
+
+def test_a_writer_behind_two_readers_waits_for_both_whichever_leaves_first(open_zk):
+    # The writer watches the reader just before it; that reader leaving must
+    # not let the writer in while the first reader still holds the lock.
+    first = open_zk("zk_rw").read_lock("both")
+    second = open_zk("zk_rw").read_lock("both")
+    assert first.acquire(timeout=1) and second.acquire(timeout=1)
+    writer_factory = open_zk("zk_rw")
+    entered = threading.Event()
+
+    def writer():
+        with writer_factory.lock("both", timeout=30):
+            entered.set()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    time.sleep(0.3)  # queued behind both readers
+    second.release()
+    assert not entered.wait(0.5)
+    first.release()
+    assert entered.wait(10)
+    thread.join(10)
 
 
 # --- re-entry ---------------------------------------------------------------------
