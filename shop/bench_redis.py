@@ -11,7 +11,6 @@ of ``shop.bench_locks``:
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 import time
 import uuid
@@ -73,19 +72,20 @@ def _spin(attempt) -> bool:
 
 
 def bench_redis(*, seconds: float = 3.0, output: Path) -> list[Figures]:
-    runtime = Path(tempfile.mkdtemp(prefix="lockshop-bench-redis-"))
-    try:
-        with ExitStack() as stack:
-            url = stack.enter_context(RedisServer(runtime, "redis")).url
-            urls = tuple(stack.enter_context(RedisServer(runtime, f"redlock-{n}")).url
-                         for n in range(1, 6))
-            figures = measure(
-                Endpoints(url, urls), seconds,
-                uncontended_kinds=(RAW, *OURS, "redis-py Lock", "python-redis-lock",
-                                   "redlock", "pottery Redlock"),
-                contended_kinds=(*OURS, "redis-py Lock", "python-redis-lock"))
-    finally:
-        shutil.rmtree(runtime, ignore_errors=True)
+    # The servers stop (the stack unwinds) before their folder is removed.
+    with (tempfile.TemporaryDirectory(prefix="lockshop-bench-redis-",
+                                      ignore_cleanup_errors=True) as folder,
+          ExitStack() as stack):
+        runtime = Path(folder)
+        url = stack.enter_context(RedisServer(runtime, "redis")).url
+        urls = tuple(stack.enter_context(RedisServer(runtime, f"redlock-{n}")).url
+                     for n in range(1, 6))
+        figures = measure(
+            Endpoints(url, urls), seconds,
+            uncontended_kinds=(RAW, *OURS, "redis-py Lock", "python-redis-lock",
+                               "redlock", "pottery Redlock"),
+            contended_kinds=(*OURS, "redis-py Lock", "python-redis-lock"))
+
     def uncontended_rate(kind: str) -> float:
         return rate(figures, "uncontended", kind)
 

@@ -20,7 +20,6 @@ second compares the recipes alone, on equal clients.
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 import uuid
 from contextlib import ExitStack
@@ -66,16 +65,16 @@ def lock_maker(kind: str, endpoints: Endpoints) -> Maker | None:
 
 
 def bench_zookeeper(*, seconds: float = 3.0, output: Path) -> list[Figures]:
-    runtime = Path(tempfile.mkdtemp(prefix="lockshop-bench-zk-"))
-    try:
-        with ExitStack() as stack:
-            counter = stack.enter_context(RedisServer(runtime, "redis")).url
-            zookeeper = stack.enter_context(ZooKeeperServer(runtime, "zookeeper"))
-            figures = measure(Endpoints(counter, zk_hosts=zookeeper.address), seconds,
-                              uncontended_kinds=(RAW, *OURS, *PEERS),
-                              contended_kinds=(*OURS, *PEERS))
-    finally:
-        shutil.rmtree(runtime, ignore_errors=True)
+    # The servers stop (the stack unwinds) before their folder is removed.
+    with (tempfile.TemporaryDirectory(prefix="lockshop-bench-zk-",
+                                      ignore_cleanup_errors=True) as folder,
+          ExitStack() as stack):
+        runtime = Path(folder)
+        counter = stack.enter_context(RedisServer(runtime, "redis")).url
+        zookeeper = stack.enter_context(ZooKeeperServer(runtime, "zookeeper"))
+        figures = measure(Endpoints(counter, zk_hosts=zookeeper.address), seconds,
+                          uncontended_kinds=(RAW, *OURS, *PEERS),
+                          contended_kinds=(*OURS, *PEERS))
     ratios = [f"{measure_name} vs {peer}: " + ", ".join(
         f"{k} {rate(figures, measure_name, k) / rate(figures, measure_name, peer):.2f}x"
         for k in OURS) for measure_name in ("uncontended", "contended") for peer in PEERS]
