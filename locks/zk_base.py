@@ -135,6 +135,9 @@ class ZooKeeperLockBase(DistributedLock):
         def on_change(event) -> None:
             events.append(event)
             fired.set()
+        # Two steps, no I/O: kazoo's connection thread may run it as it reads
+        # the event, a thread hop sooner than its callback thread would.
+        on_change.run_inline = True
 
         if self.factory.call(self.client.exists_async, path, watch=on_change) is None:
             return EventType.DELETED  # it went before we could watch it
@@ -143,7 +146,7 @@ class ZooKeeperLockBase(DistributedLock):
         self._metrics.record(self.strategy, "wakeup")
         return events[0].type if events[0].type in (EventType.DELETED, EventType.CHANGED) else None
 
-    def _delete_own_node(self, *, hand_over: bool = False) -> None:
+    def _delete_own_node(self, *, hand_over: bool = False, wait: bool = False) -> None:
         """Send the delete of our node; raise ``NoNodeError`` if it went with our session.
 
         With ``hand_over``, our node's data is first set to ``released`` in
@@ -154,11 +157,20 @@ class ZooKeeperLockBase(DistributedLock):
         Everything ahead of us had gone before we held, so the lock is now
         the watcher's, without listing the queue again.
 
-        We do not wait for the answer: ZooKeeper applies one session's
-        requests in order, so anything we send next sees the node gone, and
-        other clients see it as soon as the server has applied it, whether
-        or not we have heard back. The answer is checked in the background:
-        if it is lost with the connection, the node is deleted on reconnection.
+        Uncontended, we do not wait for the answer: ZooKeeper applies one
+        session's requests in order, so anything we send next sees the node
+        gone, and other clients see it as soon as the server has applied it,
+        whether or not we have heard back. The answer is checked in the
+        background: if it is lost with the connection, the node is deleted on
+        reconnection.
+
+        With ``wait`` (the hold was contended: someone is likely waiting for
+        this very delete), we wait for the answer. Our waiting is not what
+        the next holder waits for, but it lets kazoo's connection thread send
+        the delete *now*: otherwise it goes out only once this thread stops
+        for something else, after whatever the caller does next (in the
+        benchmark, a tenth to a fifth of a millisecond on every hand-off).
+        The caller is going to the back of the queue anyway.
         """
         node, self.node = self.node, None
         session = self.session_id
@@ -173,7 +185,11 @@ class ZooKeeperLockBase(DistributedLock):
             parent, _, child = node.rpartition("/")
             self.factory.forget_later(parent, child, session)  # still ours, still there
             raise
-        sent.rawlink(lambda result: self.factory.check_delete(result, node, session))
+        if wait:
+            sent.wait(OPERATION_TIMEOUT)
+            self.factory.check_delete(sent, node, session)
+        else:
+            sent.rawlink(lambda result: self.factory.check_delete(result, node, session))
 
     def _hand_over(self, node: str):
         transaction = self.client.transaction()
@@ -241,7 +257,8 @@ class ZooKeeperFactory(LockFactory):
         return request(*args, **kwargs)
 
     def check_delete(self, result, node: str, session: int) -> None:
-        """The answer to a delete we did not wait for (on kazoo's callback thread)."""
+        """The answer to a delete: one we did not wait for (on kazoo's callback
+        thread), or one we waited for at most ``OPERATION_TIMEOUT``."""
         try:
             outcome = result.get(timeout=0)
             # A transaction answers with a list, holding the error of an operation that failed.

@@ -27,8 +27,11 @@ order and sequence numbers only grow (nobody can queue ahead of us later):
 * unless the predecessor we watched was the *only* node ahead of us: then
   its deletion, of whatever kind, means the lock is ours.
 
-A release sends its transaction without waiting for the answer (see
-``ZooKeeperLockBase._delete_own_node``).
+A release waits for its transaction's answer only when the hold was
+contended, so that kazoo sends it at once; uncontended, it does not wait
+(see ``ZooKeeperLockBase._delete_own_node``). A waiter's wake-up runs on
+kazoo's connection thread, one thread hop sooner than a plain watch
+(``locks.zk_client``).
 
 No herd: each release wakes one waiter (the simple lock wakes them all), and
 the queue is first come, first served, so no waiter starves.
@@ -72,6 +75,8 @@ class Hold:
     node: str
     session_id: int
     fencing_token: int
+    #: Its acquire had to wait: the release waits for ZooKeeper's answer.
+    contended: bool = False
     count: int = 1
 
 
@@ -96,6 +101,8 @@ class ZkQueueLock(ZooKeeperLockBase):
         self._blocker_is_the_last = False  # ... and it is the only one ahead of us
         self._ours_by_watch = False  # it went: the lock is ours without looking
         self._hold: Hold | None = None
+        #: We waited in the queue for this hold, so others likely wait behind us.
+        self.contended = False
         #: (parent, kind, owner) of our hold; the owner is the *acquiring* thread.
         self._hold_key: tuple[str, str, str] | None = None
 
@@ -126,11 +133,12 @@ class ZkQueueLock(ZooKeeperLockBase):
                 self._blocker, self._blocker_is_the_last = blockers[-1], len(blockers) == 1
                 return False
         self._ours_by_watch = False
-        self._hold = Hold(self.node, self.session_id, self._fencing_token)
+        self._hold = Hold(self.node, self.session_id, self._fencing_token, self.contended)
         self.factory.holds[self._hold_key] = self._hold
         return True
 
     def _wait_for_release(self, seconds: float) -> None:
+        self.contended = True
         event = self._watch(f"{self.parent}/{self._blocker}", seconds)
         self._ours_by_watch = (event == EventType.CHANGED  # handed over by its holder
                                or (event == EventType.DELETED and self._blocker_is_the_last))
@@ -144,7 +152,7 @@ class ZkQueueLock(ZooKeeperLockBase):
         self._hold = None
         self.node, self.session_id = hold.node, hold.session_id
         try:
-            self._delete_own_node(hand_over=self.hands_over)
+            self._delete_own_node(hand_over=self.hands_over, wait=hold.contended)
         except NoNodeError:
             raise LockLost(self.name, "our node is gone: the ZooKeeper session ended") from None
 

@@ -4,17 +4,20 @@ kazoo relies on three answers: ready when there is something to read, not
 ready after the timeout, and ready (so that the next ``recv`` raises or
 returns b"") when the peer has gone. Both handlers are asked the same
 questions; the locks' tests then run every ZooKeeper scenario on it.
+And a watch marked ``run_inline`` runs on the connection thread, the others
+on kazoo's callback thread, on a real ZooKeeper.
 """
 
 from __future__ import annotations
 
 import socket
+import threading
 import time
 
 import pytest
 from kazoo.handlers.threading import SequentialThreadingHandler
 
-from locks.zk_client import PollingHandler
+from locks.zk_client import PollingHandler, new_client
 
 HANDLERS = [SequentialThreadingHandler, PollingHandler]
 
@@ -65,3 +68,32 @@ def test_plain_descriptors_are_accepted(handler, pair):
     left, right = pair
     right.send(b"x")
     assert handler().select([left.fileno()], [], [], 1.0)[0] == [left.fileno()]
+
+
+def test_a_watch_marked_run_inline_runs_on_the_connection_thread(zookeeper):
+    client = new_client(zookeeper.address, timeout=10)
+    client.start(timeout=10)
+    try:
+        ran_on = {}
+        ran = {"inline": threading.Event(), "queued": threading.Event()}
+
+        def watcher(kind):
+            def watch(event):  # an inline watch must not block: it holds up the connection
+                ran_on[kind] = threading.current_thread()
+                ran[kind].set()
+            return watch
+
+        inline, queued = watcher("inline"), watcher("queued")
+        inline.run_inline = True
+        client.create("/watched", b"")
+        client.exists("/watched", watch=inline)
+        client.exists("/watched", watch=queued)
+        client.set("/watched", b"changed")
+        assert ran["inline"].wait(5) and ran["queued"].wait(5)
+        connection_thread = client._connection._connection_routine
+        assert ran_on["inline"] is connection_thread
+        assert ran_on["queued"] is not connection_thread
+        assert ran_on["queued"] is not threading.current_thread()
+    finally:
+        client.stop()
+        client.close()
