@@ -217,7 +217,10 @@ def release_warnings_of_a_node_deleted_behind_its_holder(open_zk, inspector, cap
     lock = open_zk("zk_fair").lock("answer", timeout=10)
     first.acquire()
     if contended:
-        threading.Timer(0.3, first.release).start()
+        def release_once_queued():  # the lock is queued behind first
+            wait_for(lambda: len(inspector.get_children(first.parent)) == 2)
+            first.release()
+        threading.Thread(target=release_once_queued).start()
     else:
         first.release()
     assert lock.acquire()
