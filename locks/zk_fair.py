@@ -101,8 +101,7 @@ class ZkQueueLock(ZooKeeperLockBase):
         self._blocker_is_the_last = False  # ... and it is the only one ahead of us
         self._ours_by_watch = False  # it went: the lock is ours without looking
         self._hold: Hold | None = None
-        #: We waited in the queue for this hold, so others likely wait behind us.
-        self.contended = False
+        self._waited = False  # queued behind others for this hold: others likely queue behind us
         #: (parent, kind, owner) of our hold; the owner is the *acquiring* thread.
         self._hold_key: tuple[str, str, str] | None = None
 
@@ -133,12 +132,12 @@ class ZkQueueLock(ZooKeeperLockBase):
                 self._blocker, self._blocker_is_the_last = blockers[-1], len(blockers) == 1
                 return False
         self._ours_by_watch = False
-        self._hold = Hold(self.node, self.session_id, self._fencing_token, self.contended)
+        self._hold = Hold(self.node, self.session_id, self._fencing_token, self._waited)
         self.factory.holds[self._hold_key] = self._hold
         return True
 
     def _wait_for_release(self, seconds: float) -> None:
-        self.contended = True
+        self._waited = True
         event = self._watch(f"{self.parent}/{self._blocker}", seconds)
         self._ours_by_watch = (event == EventType.CHANGED  # handed over by its holder
                                or (event == EventType.DELETED and self._blocker_is_the_last))
