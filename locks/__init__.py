@@ -11,7 +11,7 @@ This package knows nothing of the shop: any program can lift a strategy.
 
 from __future__ import annotations
 
-from . import catalogue  # noqa: F401  (registers the strategies)
+from . import strategies  # noqa: F401  (registers the strategies)
 from .base import DistributedLock
 from .errors import (
     BackendUnavailable,

@@ -6,7 +6,7 @@ A backend implements two primitive steps:
 * ``_release()``: give the lock back; raise ``LockNotOwned`` or ``LockLost``
   when the backend shows it was no longer ours.
 
-and may override two more:
+and may override a few more:
 
 * ``_wait_for_release(seconds)``: how a waiter passes the time before its next
   attempt. The default sleeps with exponential backoff and jitter; a backend
@@ -15,6 +15,12 @@ and may override two more:
 * ``_still_held()``: ask the backend whether the lock is still ours. The
   default trusts our own bookkeeping, which is right only for locks that
   cannot expire.
+* ``_gave_up()``: a wait timed out (or the backend failed mid-wait): leave
+  any queue the wait joined.
+
+A backend names the errors that mean "it cannot be reached now" in
+``backend_errors``; the base turns them into ``BackendUnavailable`` in every
+public step, so no backend has to wrap ``acquire``/``release`` itself.
 
 The base gives every lock the same public face: ``acquire(blocking, timeout)``
 returning a bool, ``release()``, ``with``, ``held``, ``ensure_held()`` and
@@ -32,10 +38,10 @@ import socket
 import threading
 import time
 from abc import ABC, abstractmethod
-from types import TracebackType
 from collections.abc import Callable
+from types import TracebackType
 
-from .errors import LockError, LockLost, LockNotAcquired, LockNotOwned
+from .errors import BackendUnavailable, LockError, LockLost, LockNotAcquired, LockNotOwned
 from .metrics import MetricsRegistry
 from .metrics import metrics as default_metrics
 
@@ -75,6 +81,10 @@ class DistributedLock(ABC):
     max_poll_interval: float = 0.05
     #: A reentrant lock may be acquired again by its holder; each acquire needs a release.
     reentrant: bool = False
+    #: What the backend is called in errors, and its exceptions that mean "cannot be
+    #: reached now": every public step turns them into ``BackendUnavailable``.
+    backend: str = "backend"
+    backend_errors: tuple[type[BaseException], ...] = ()
 
     def __init__(
         self,
@@ -127,6 +137,10 @@ class DistributedLock(ABC):
     def _gave_up(self) -> None:  # noqa: B027 - a hook: most backends have nothing to undo
         """Called when a wait times out: leave any queue the wait joined."""
 
+    def _undo_failed_acquire(self) -> None:  # noqa: B027 - a hook, like _gave_up
+        """Called when the backend failed during ``acquire``: undo what the attempt may
+        have left there (a queued node). Most backends have nothing to undo."""
+
     # --- the public face --------------------------------------------------
 
     @property
@@ -141,6 +155,29 @@ class DistributedLock(ABC):
 
     def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
         """Take the lock; wait up to ``timeout`` seconds when blocking. True if taken."""
+        try:
+            return self._acquire(blocking, timeout)
+        except self.backend_errors as error:
+            self._undo_failed_acquire()
+            raise BackendUnavailable(self.name, self.backend, error) from error
+
+    def release(self) -> None:
+        """Give the lock back; raise ``LockNotOwned`` if this object does not hold it."""
+        try:
+            self._release_hold()
+        except self.backend_errors as error:
+            raise BackendUnavailable(self.name, self.backend, error) from error
+
+    def ensure_held(self) -> None:
+        """Raise ``LockLost`` unless the lock is still ours: call it just before writing."""
+        try:
+            self._ensure_held()
+        except self.backend_errors as error:
+            raise BackendUnavailable(self.name, self.backend, error) from error
+
+    # --- what the public steps do, on top of the backend's primitives ----
+
+    def _acquire(self, blocking: bool, timeout: float | None) -> bool:
         if self.held:
             if not self.reentrant:
                 raise RuntimeError(f"lock {self.name!r} is already held by this object")
@@ -169,8 +206,7 @@ class DistributedLock(ABC):
                 return False
             self._wait_for_release(remaining)
 
-    def release(self) -> None:
-        """Give the lock back; raise ``LockNotOwned`` if this object does not hold it."""
+    def _release_hold(self) -> None:
         if self._acquired_at is None:
             raise LockNotOwned(self.name, self.owner)
         if self._depth > 1:  # an inner release of a reentrant lock
@@ -188,8 +224,7 @@ class DistributedLock(ABC):
         self._metrics.record(self.strategy, "released", held_for)
         log.debug("released %s (%s) after %.4fs", self.name, self.strategy, held_for)
 
-    def ensure_held(self) -> None:
-        """Raise ``LockLost`` unless the lock is still ours: call it just before writing."""
+    def _ensure_held(self) -> None:
         if self._acquired_at is None:
             raise LockLost(self.name, "not acquired, or already released")
         if not self._still_held():

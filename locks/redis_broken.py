@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import time
 
-from .redis_lock import RedisLockBase, RedisLockFactory
+from .redis_support import RedisFactory, RedisLockBase
 
 #: Fault hooks (``LOCKSHOP_FAULTS``), for making the failures happen on demand.
 CRASH_AFTER_SETNX = "crash_after_setnx"
@@ -97,17 +97,17 @@ class GetThenDelLock(NaiveRedisLock):
         self.client.delete(self.key)
 
 
-class SetnxNoExpiryFactory(RedisLockFactory):
+class SetnxNoExpiryFactory(RedisFactory):
     lock_class = SetnxNoExpiryLock
 
 
-class SetnxThenExpireFactory(RedisLockFactory):
+class SetnxThenExpireFactory(RedisFactory):
     lock_class = SetnxThenExpireLock
 
 
-class PlainDelFactory(RedisLockFactory):
+class PlainDelFactory(RedisFactory):
     lock_class = PlainDelLock
 
 
-class GetThenDelFactory(RedisLockFactory):
+class GetThenDelFactory(RedisFactory):
     lock_class = GetThenDelLock

@@ -42,8 +42,8 @@ Redis Cluster.
 from __future__ import annotations
 
 from .errors import LockLost
-from .redis_lock import (FENCE_EPOCH, FENCE_PREFIX, NEXT_TOKEN_FUNCTION, RedisLock,
-                         RedisLockFactory, script)
+from .redis_lock import RedisLock
+from .redis_support import FENCE_EPOCH, FENCE_PREFIX, NEXT_TOKEN_FUNCTION, RedisFactory
 
 QUEUE_PREFIX = "lockshop:queue:"
 WAITING_PREFIX = "lockshop:waiting:"
@@ -156,16 +156,13 @@ class FairRedisLock(RedisLock):
         self._fair_keys = [self.key, self.queue, self.waiting, self.since,
                            FENCE_PREFIX + name, FENCE_EPOCH]
         self._handed_token: int | None = None
-        self._acquire_script = script(self.client, self.ACQUIRE)
-        self._release_script = script(self.client, self.RELEASE)
-        self._leave_script = script(self.client, self.LEAVE_QUEUE)
 
     def _try_acquire(self) -> bool:
         if self._handed_token is not None:  # handed over while we waited
             self._fencing_token, self._handed_token = self._handed_token, None
             return True
         alive_ms = int(self.fallback_poll * 1000 * 3)
-        token = self._acquire_script(keys=[*self._fair_keys, self.wake], args=[
+        token = self.run(self.ACQUIRE, keys=[*self._fair_keys, self.wake], args=[
             self.token, self.lease_ms, alive_ms, self.starving_after_ms])
         if not token:
             return False
@@ -181,16 +178,16 @@ class FairRedisLock(RedisLock):
             self._metrics.record(self.strategy, "wakeup")
 
     def _gave_up(self) -> None:
-        handed = self._leave_script(
-            keys=[self.key, self.queue, self.waiting, self.since, self.wake], args=[self.token])
+        handed = self.run(self.LEAVE_QUEUE, args=[self.token],
+                          keys=[self.key, self.queue, self.waiting, self.since, self.wake])
         if handed:  # it arrived as we gave up: pass it on rather than sit on it
             self._release()
 
     def _release(self) -> None:
-        if not self._release_script(keys=self._fair_keys, args=[
+        if not self.run(self.RELEASE, keys=self._fair_keys, args=[
                 self.token, self.lease_ms, WAKE_PREFIX, self.starving_after_ms]):
             raise LockLost(self.name, f"the {self.lease_ms} ms lease expired before release")
 
 
-class FairRedisFactory(RedisLockFactory):
+class FairRedisFactory(RedisFactory):
     lock_class = FairRedisLock

@@ -21,7 +21,7 @@ import uuid
 
 from .base import default_owner
 from .errors import LockLost
-from .redis_lock import RedisLockBase, RedisLockFactory, script
+from .redis_support import RedisFactory, RedisLockBase
 
 _PROCESS = uuid.uuid4().hex[:8]  # pids are reused; this is not
 
@@ -63,18 +63,18 @@ class ReentrantRedisLock(RedisLockBase):
         if not self.held:
             # The owner is the thread (or task) that acquires, not the one that made the object.
             self.holder = f"{_PROCESS}:{default_owner()}"
-        count = script(self.client, self.ACQUIRE)(keys=[self.key], args=[self.holder, self.lease_ms])
+        count = self.run(self.ACQUIRE, keys=[self.key], args=[self.holder, self.lease_ms])
         if count == 1:
             self._take_fencing_token()  # a new hold, not a re-entry
         return count > 0
 
     def _release(self) -> None:
-        if script(self.client, self.RELEASE)(keys=[self.key], args=[self.holder, self.lease_ms]) < 0:
+        if self.run(self.RELEASE, keys=[self.key], args=[self.holder, self.lease_ms]) < 0:
             raise LockLost(self.name, f"the {self.lease_ms} ms lease expired before release")
 
     def _still_held(self) -> bool:
         return bool(self.client.hexists(self.key, self.holder))
 
 
-class ReentrantRedisFactory(RedisLockFactory):
+class ReentrantRedisFactory(RedisFactory):
     lock_class = ReentrantRedisLock

@@ -22,7 +22,8 @@ import threading
 
 import redis
 
-from .redis_lock import RedisLock, RedisLockFactory, script
+from .redis_lock import RedisLock
+from .redis_support import RedisFactory
 
 
 class WatchdogRedisLock(RedisLock):
@@ -54,8 +55,8 @@ class WatchdogRedisLock(RedisLock):
         interval = self.lease_ms / 3 / 1000
         while not self._stop.wait(interval):
             try:
-                renewed = script(self.client, self.RENEW_IF_OURS)(
-                    keys=[self.key], args=[self.token, self.lease_ms])
+                renewed = self.run(self.RENEW_IF_OURS, keys=[self.key],
+                                   args=[self.token, self.lease_ms])
             except redis.RedisError as error:
                 renewed, reason = 0, f"renewal failed: {error}"
             else:
@@ -80,5 +81,5 @@ class WatchdogRedisLock(RedisLock):
         return self._lost_reason is None and super()._still_held()
 
 
-class WatchdogRedisFactory(RedisLockFactory):
+class WatchdogRedisFactory(RedisFactory):
     lock_class = WatchdogRedisLock

@@ -32,7 +32,8 @@ import redis
 
 from .base import DistributedLock
 from .errors import BackendUnavailable, LockLost
-from .redis_lock import KEY_PREFIX, RedisLock
+from .redis_lock import RedisLock
+from .redis_support import KEY_PREFIX
 from .registry import Backends, LockFactory, Strategy
 
 CLOCK_DRIFT_FACTOR = 0.01
@@ -51,9 +52,9 @@ class Redlock(DistributedLock):
         self._valid_until = 0.0
 
     def _try_acquire(self) -> bool:
-        started = time.monotonic()
+        started = self._clock()
         answers = fan_out(self.clients, "SET", self.key, self.token, "NX", "PX", self.lease_ms)
-        elapsed_ms = (time.monotonic() - started) * 1000
+        elapsed_ms = (self._clock() - started) * 1000
         drift_ms = self.lease_ms * CLOCK_DRIFT_FACTOR + CLOCK_DRIFT_MS
         validity_ms = self.lease_ms - elapsed_ms - drift_ms
         granted = sum(answer is not None and answer is not False and answer is not _UNREACHABLE
@@ -75,7 +76,7 @@ class Redlock(DistributedLock):
                                       "held it at release")
 
     def _still_held(self) -> bool:
-        return time.monotonic() < self._valid_until
+        return self._clock() < self._valid_until
 
     def _delete_everywhere(self) -> int:
         answers = fan_out(self.clients, "EVAL", RedisLock.COMPARE_AND_DELETE, 1, self.key,
@@ -121,19 +122,18 @@ def fan_out(clients: list[redis.Redis], *command) -> list:
 class RedlockFactory(LockFactory):
     lock_class = Redlock
 
-    def __init__(self, strategy: Strategy, backends: Backends, **options) -> None:
+    def __init__(self, strategy: Strategy, backends: Backends) -> None:
         if len(backends.redis_urls) < 3:
             raise ValueError("Redlock needs at least 3 independent Redis servers "
                              "(LOCKSHOP_REDIS_URLS)")
-        super().__init__(strategy, backends, **options)
+        super().__init__(strategy, backends)
         # A dead server must cost milliseconds, not the whole validity time.
         self.clients = [redis.Redis.from_url(url, socket_timeout=0.1,
                                              socket_connect_timeout=0.05)
                         for url in backends.redis_urls]
 
-    def lock(self, name: str, *, timeout: float = 5.0) -> Redlock:
-        return Redlock(name, clients=self.clients, lease_ms=self.backends.lease_ms, strategy=self.strategy.name,
-                       timeout=timeout)
+    def lock_arguments(self) -> dict:
+        return {"clients": self.clients, "lease_ms": self.backends.lease_ms}
 
     def available(self) -> bool:
         up = 0

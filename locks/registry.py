@@ -1,20 +1,19 @@
 """The strategy registry: every lock strategy by its stable name.
 
-A ``Strategy`` describes one entry of the catalogue (DESIGN.md, "Strategies")
+A ``Strategy`` describes one strategy (DESIGN.md, "Strategies")
 and knows how to open a ``LockFactory`` for it. Factories are opened once per
 process and hand out a fresh lock per critical section, sharing whatever the
 backend needs (a connection pool, a session) between them.
 
 The factory is named by a dotted path and imported only when opened, so that
-the catalogue can list a Redis strategy on a machine without redis-py and
+the list can show a Redis strategy on a machine without redis-py and
 say that it is unavailable, instead of failing to import.
 """
 
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from .base import DistributedLock
 from .errors import UnknownStrategy
@@ -43,20 +42,27 @@ class LockFactory:
     #: Whether its locks exclude anyone at all (only ``none``'s do not).
     excludes: bool = True
 
-    def __init__(self, strategy: Strategy, backends: Backends, **lock_options: Any) -> None:
+    def __init__(self, strategy: Strategy, backends: Backends) -> None:
         self.strategy = strategy
         self.backends = backends
-        self.lock_options = lock_options
 
-    def lock(self, name: str, *, timeout: float = 5.0) -> DistributedLock:
-        """A new, unheld lock on ``name``."""
-        return self.lock_class(name, strategy=self.strategy.name, timeout=timeout,
-                               **self.lock_options)
+    def lock(self, name: str, *, timeout: float = 5.0, label: str | None = None) -> DistributedLock:
+        """A new, unheld lock on ``name``. ``label`` names its figures in the metrics
+        (default: the strategy's name), so that locks held for other reasons (a
+        scheduled job's) are counted apart."""
+        return self.lock_class(name, strategy=label or self.strategy.name, timeout=timeout,
+                               **self.lock_arguments())
 
-    def read_lock(self, name: str, *, timeout: float = 5.0) -> DistributedLock:
+    def read_lock(self, name: str, *, timeout: float = 5.0,
+                  label: str | None = None) -> DistributedLock:
         """A lock for readers of ``name``. Only a read/write lock lets readers share it;
         for every other strategy it is the exclusive lock (correct, if slower)."""
-        return self.lock(name, timeout=timeout)
+        return self.lock(name, timeout=timeout, label=label)
+
+    def lock_arguments(self) -> dict:
+        """What every lock of this factory is given besides its name: the backend's
+        connections and settings."""
+        return {}
 
     def available(self) -> bool:
         """Whether the backend answers right now."""
@@ -68,7 +74,7 @@ class LockFactory:
 
 @dataclass(frozen=True)
 class Strategy:
-    """One row of the catalogue."""
+    """One lock strategy: its name, what it is, what a load run should show."""
 
     name: str
     family: str
@@ -80,7 +86,6 @@ class Strategy:
     requires: tuple[str, ...] = ()
     #: Why it fails, for the ones that are broken on purpose or by scope.
     failure_mode: str = ""
-    options: dict[str, Any] = field(default_factory=dict)
     #: Only for locks that exclude within one process and no further (``local``).
     correct_within_one_process: bool | None = None
 
@@ -93,14 +98,14 @@ class Strategy:
     def open(self, backends: Backends) -> LockFactory:
         module_name, _, class_name = self.factory.partition(":")
         factory_class = getattr(importlib.import_module(module_name), class_name)
-        return factory_class(self, backends, **self.options)
+        return factory_class(self, backends)
 
 
 _strategies: dict[str, Strategy] = {}
 
 
 def register(strategy: Strategy) -> Strategy:
-    """Add ``strategy`` to the catalogue; its name must be new."""
+    """Add ``strategy`` to the list; its name must be new."""
     if strategy.name in _strategies:
         raise ValueError(f"strategy {strategy.name!r} is already registered")
     _strategies[strategy.name] = strategy
@@ -116,7 +121,7 @@ def get(name: str) -> Strategy:
 
 
 def names() -> list[str]:
-    """Every registered name, in catalogue order."""
+    """Every registered name, in teaching order."""
     return list(_strategies)
 
 

@@ -30,12 +30,23 @@ from __future__ import annotations
 import time
 import uuid
 
-from sqlalchemy import (BigInteger, Column, Engine, Integer, MetaData, String, Table, delete,
-                        insert, select, update)
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Engine,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    delete,
+    insert,
+    select,
+    update,
+)
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from .base import DistributedLock
-from .errors import BackendUnavailable, LockLost
+from .errors import LockLost
 from .registry import Backends, LockFactory, Strategy
 
 metadata = MetaData()
@@ -61,6 +72,10 @@ def now_ms() -> int:
 class TableLock(DistributedLock):
     """Mutual exclusion through a row with a unique key, with a lease."""
 
+    backend = "database"
+    #: Any database error in a lock step: its connection, its server, its disk.
+    backend_errors = (DBAPIError,)
+
     def __init__(self, name: str, *, engine: Engine, lease_ms: int, **options) -> None:
         super().__init__(name, **options)
         self._engine = engine
@@ -82,7 +97,7 @@ class TableLock(DistributedLock):
         except DBAPIError as error:
             if _is_busy(error):
                 return False  # SQLite's write lock was busy: just another "not now"
-            raise BackendUnavailable(self.name, "database", error) from error
+            raise  # the base says BackendUnavailable
 
     def _release(self) -> None:
         with self._engine.begin() as db:
@@ -129,18 +144,17 @@ def _is_busy(error: DBAPIError) -> bool:
 class TableLockFactory(LockFactory):
     lock_class = TableLock
 
-    def __init__(self, strategy: Strategy, backends: Backends, **options) -> None:
+    def __init__(self, strategy: Strategy, backends: Backends) -> None:
         if not backends.database_url:
             raise ValueError("the table lock needs a database URL")
         from sqlalchemy import create_engine
-        super().__init__(strategy, backends, **options)
+        super().__init__(strategy, backends)
         self.engine = create_engine(_driver_url(backends.database_url), pool_pre_ping=True,
                                     **_engine_options(backends.database_url))
         _create_tables(self.engine)
 
-    def lock(self, name: str, *, timeout: float = 5.0) -> TableLock:
-        return TableLock(name, engine=self.engine, lease_ms=self.backends.lease_ms,
-                         strategy=self.strategy.name, timeout=timeout)
+    def lock_arguments(self) -> dict:
+        return {"engine": self.engine, "lease_ms": self.backends.lease_ms}
 
     def available(self) -> bool:
         try:

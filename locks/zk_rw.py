@@ -20,8 +20,8 @@ need not stop other stocktakes.
 
 from __future__ import annotations
 
-from .zk_base import ROOT
-from .zk_fair import ZkQueueFactory, ZkQueueLock
+from .zk_fair import ZkQueueLock
+from .zk_support import ROOT, QueueFactory
 
 RW_ROOT = f"{ROOT}/rw"
 
@@ -41,10 +41,10 @@ class ZkReadLock(ZkQueueLock):
         return [child for child in queue[:queue.index(mine)] if child.startswith("write-")]
 
 
-class ZkReadWriteFactory(ZkQueueFactory):
+class ZkReadWriteFactory(QueueFactory):
     lock_class = ZkWriteLock
     shared_reads = True
 
-    def read_lock(self, name: str, *, timeout: float = 5.0) -> ZkReadLock:
-        return ZkReadLock(name, factory=self, strategy=self.strategy.name, timeout=timeout,
-                          **self.lock_options)
+    def read_lock(self, name: str, *, timeout: float = 5.0, label: str | None = None) -> ZkReadLock:
+        return ZkReadLock(name, strategy=label or self.strategy.name, timeout=timeout,
+                          **self.lock_arguments())

@@ -22,7 +22,7 @@ from __future__ import annotations
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
 from .errors import LockLost
-from .zk_base import ROOT, UNREACHABLE, ZooKeeperFactory, ZooKeeperLockBase
+from .zk_support import ROOT, UNREACHABLE, ZooKeeperFactory, ZooKeeperLockBase
 
 SIMPLE_ROOT = f"{ROOT}/simple"
 

@@ -1,4 +1,9 @@
-"""ZooKeeper locks: what they share (one session per factory, its states, the errors).
+"""What every ZooKeeper lock needs and its recipe does not: a student may skip this file.
+
+One session per factory and its states, requests that give up in time, nodes
+left behind by a lost answer, the errors, and two speed-ups of the hand-off
+(``_delete_own_node``). The recipes themselves are in ``zk_simple``,
+``zk_fair`` and ``zk_rw``.
 
 A ZooKeeper lock is held by a *session*, not by a process: the lock is an
 ephemeral node, which the server deletes when the session that created it
@@ -42,16 +47,22 @@ from __future__ import annotations
 
 import logging
 import threading
+import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from kazoo.client import KazooState
-from kazoo.exceptions import (ConnectionClosedError, ConnectionLoss, NoNodeError,
-                              OperationTimeoutError, SessionExpiredError)
+from kazoo.exceptions import (
+    ConnectionClosedError,
+    ConnectionLoss,
+    NoNodeError,
+    OperationTimeoutError,
+    SessionExpiredError,
+)
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import EventType, ZnodeStat
 
-from .base import DistributedLock
-from .errors import BackendUnavailable
+from .base import DistributedLock, default_owner
 from .registry import Backends, LockFactory, Strategy
 from .zk_client import new_client
 
@@ -75,6 +86,9 @@ UNREACHABLE = (ConnectionLoss, SessionExpiredError, ConnectionClosedError,
 class ZooKeeperLockBase(DistributedLock):
     """A lock whose state is ephemeral nodes of the factory's session."""
 
+    backend = "zookeeper"
+    backend_errors = UNREACHABLE
+
     def __init__(self, name: str, *, factory: ZooKeeperFactory, **options) -> None:
         super().__init__(name, **options)
         self.factory = factory
@@ -84,26 +98,8 @@ class ZooKeeperLockBase(DistributedLock):
         #: The session our node belongs to.
         self.session_id: int | None = None
 
-    # The public steps, with ZooKeeper's errors turned into ours.
-
-    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
-        try:
-            return super().acquire(blocking, timeout)
-        except UNREACHABLE as error:
-            self._gave_up()  # do not leave a queued node behind
-            raise BackendUnavailable(self.name, "zookeeper", error) from error
-
-    def release(self) -> None:
-        try:
-            super().release()
-        except UNREACHABLE as error:
-            raise BackendUnavailable(self.name, "zookeeper", error) from error
-
-    def ensure_held(self) -> None:
-        try:
-            super().ensure_held()
-        except UNREACHABLE as error:
-            raise BackendUnavailable(self.name, "zookeeper", error) from error
+    def _undo_failed_acquire(self) -> None:
+        self._gave_up()  # do not leave a queued node behind
 
     def _still_held(self) -> bool:
         if self.client.state != KazooState.CONNECTED:
@@ -201,15 +197,15 @@ class ZooKeeperLockBase(DistributedLock):
 class ZooKeeperFactory(LockFactory):
     """One kazoo client, hence one session, shared by every lock of the strategy."""
 
-    def __init__(self, strategy: Strategy, backends: Backends, **options) -> None:
+    def __init__(self, strategy: Strategy, backends: Backends) -> None:
         if not backends.zk_hosts:
             raise ValueError("ZooKeeper locks need ZooKeeper hosts (host:port,...)")
-        super().__init__(strategy, backends, **options)
+        super().__init__(strategy, backends)
         self.client = new_client(
             backends.zk_hosts, timeout=backends.lease_ms / 1000,
             # Reconnect quickly and forever: a shop must recover without a restart.
             connection_retry={"max_tries": -1, "delay": 0.1, "backoff": 2, "max_delay": 1.0})
-        self._orphans: set[tuple[str, int]] = set()
+        self._orphans: set[tuple[str, str, int]] = set()  # (parent, match, session)
         self._orphans_guard = threading.Lock()
         self._ensured: set[str] = set()
         self._connected = threading.Event()
@@ -220,9 +216,8 @@ class ZooKeeperFactory(LockFactory):
         # starting. Until the session is up every lock step answers "unavailable".
         self.client.start_async()
 
-    def lock(self, name: str, *, timeout: float = 5.0) -> ZooKeeperLockBase:
-        return self.lock_class(name, factory=self, strategy=self.strategy.name,
-                               timeout=timeout, **self.lock_options)
+    def lock_arguments(self) -> dict:
+        return {"factory": self}
 
     def available(self) -> bool:
         # A factory that was just opened gets its moment to connect first.
@@ -336,3 +331,116 @@ class ZooKeeperFactory(LockFactory):
         self._connected.set()
         if self._orphans:
             self.client.handler.spawn(self.delete_orphans)
+
+
+# --- the queue locks' plumbing (zk_fair, zk_rw) ----------------------------------------
+
+def sequence(child: str) -> int:
+    """ZooKeeper's sequence suffix: always the last ten digits of the name."""
+    return int(child[-10:])
+
+
+@dataclass
+class Hold:
+    """One owner's hold on one lock: its node, and how many acquires it has not released."""
+
+    node: str
+    session_id: int
+    fencing_token: int
+    #: Its acquire had to wait: the release waits for ZooKeeper's answer.
+    contended: bool = False
+    count: int = 1
+
+
+class QueueLockBase(ZooKeeperLockBase):
+    """Re-entry, joining the queue in one round trip, and leaving it: what a queue
+    lock does besides its recipe."""
+
+    root = ROOT
+    #: The first part of our node's name ("lock", "read", "write").
+    kind = "lock"
+
+    def __init__(self, name: str, **options) -> None:
+        if "/" in name:
+            raise ValueError(f"a ZooKeeper lock name cannot contain '/': {name!r}")
+        super().__init__(name, **options)
+        self.parent = f"{self.root}/{name}"
+        #: Ours alone: finds our node again when the answer to its create was lost.
+        self.guid = uuid.uuid4().hex
+        self._hold: Hold | None = None
+        #: (parent, kind, owner) of our hold; the owner is the *acquiring* thread or task.
+        self._hold_key: tuple[str, str, str] | None = None
+
+    def _reenter(self) -> bool:
+        """Count one more acquire if this owner already holds the lock (with this lock
+        object, or another one from the same factory)."""
+        if self.held:
+            self._hold.count += 1
+            return True
+        self._hold_key = (self.parent, self.kind, default_owner())
+        hold = self.factory.holds.get(self._hold_key)
+        if hold is None or hold.session_id != self.factory.session_id():
+            return False
+        hold.count += 1
+        self._hold = hold
+        self.node, self.session_id, self._fencing_token = (hold.node, hold.session_id,
+                                                           hold.fencing_token)
+        return True
+
+    def _start_hold(self, contended: bool) -> None:
+        self._hold = Hold(self.node, self.session_id, self._fencing_token, contended)
+        self.factory.holds[self._hold_key] = self._hold
+
+    def _end_hold(self) -> Hold | None:
+        """One release: the hold when it was the last one, None for an inner release."""
+        hold = self._hold
+        hold.count -= 1
+        if hold.count > 0:
+            return None
+        self.factory.holds.pop(self._hold_key, None)
+        self._hold = None
+        self.node, self.session_id = hold.node, hold.session_id
+        return hold
+
+    def _join_queue(self) -> list[str]:
+        """Create our sequential node and list the queue: one round trip for both,
+        since ZooKeeper applies one session's requests in order."""
+        self.factory.ensure_path(self.parent)
+        self.factory.check_connected()
+        session = self.factory.session_id()
+        try:
+            created = self.client.create_async(f"{self.parent}/{self.kind}-{self.guid}-",
+                                               self.owner.encode(), ephemeral=True,
+                                               sequence=True, include_data=True)
+            listed = self.client.get_children_async(self.parent)
+            path, stat = created.get(timeout=OPERATION_TIMEOUT)
+            children = listed.get(timeout=OPERATION_TIMEOUT)
+        except UNREACHABLE:
+            self.factory.forget_later(self.parent, self.guid, session)
+            raise
+        self._created(path, stat)
+        return children
+
+    def _list_queue(self) -> list[str]:
+        return self.factory.call(self.client.get_children_async, self.parent)
+
+    def _leave_queue(self) -> None:
+        """Delete our node, wherever it is in the queue, found by our guid."""
+        session = self.session_id or self.factory.session_id()
+        self.node = None
+        try:
+            self.factory.check_connected()
+            for child in self._list_queue():
+                if f"-{self.guid}-" in child:
+                    self.factory.call(self.client.delete_async, f"{self.parent}/{child}")
+        except NoNodeError:
+            pass
+        except UNREACHABLE:
+            self.factory.forget_later(self.parent, self.guid, session)
+
+
+class QueueFactory(ZooKeeperFactory):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        #: (parent, kind, owner) -> Hold: who holds what, for re-entry.
+        self.holds: dict[tuple[str, str, str], Hold] = {}

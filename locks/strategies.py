@@ -1,4 +1,4 @@
-"""The catalogue: every lock strategy this package offers, in teaching order.
+"""The strategies: every lock this package offers, in teaching order.
 
 Names are stable: the API, the CLI, reports and tests use them.
 """
