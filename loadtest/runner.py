@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import locustfile_path
+from loadtest import locustfile_path
 
 
 @dataclass(frozen=True)

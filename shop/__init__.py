@@ -1,6 +1,5 @@
-"""lockshop: a small multi-instance shop whose order path can be guarded by
-any strategy in ``locks``, and an audit that tells which ones oversell."""
+"""The served app: what gunicorn runs (``shop.wsgi:app``).
 
-from .app import create_app
-
-__all__ = ["create_app"]
+It never imports the tooling around it (``lockshop``) nor the load tests;
+``tests/test_boundaries.py`` holds it to that.
+"""

@@ -8,12 +8,12 @@ from flask import Flask, Response
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
-from .config import Config, locks_backends
-from .db import backend_name, make_engine, make_sessions
-from .models import Base
-from .settings import seed_settings
-from .state import ShopState
-from .strategies import Strategies
+from shop.config import Config, locks_backends
+from shop.orders.strategies import Strategies
+from shop.state import ShopState
+from shop.store.db import backend_name, make_engine, make_sessions
+from shop.store.models import Base
+from shop.store.settings import seed_settings
 
 INSTANCE_HEADER = "X-Lockshop-Instance"
 
@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 def create_app(config: Config | None = None) -> Flask:
     """Build a shop instance: one per process, all sharing one database."""
     config = config or Config.from_env()
-    app = Flask(__name__)
+    app = Flask(__name__, static_folder=None)
     app.json.sort_keys = False
     app.config["MAX_CONTENT_LENGTH"] = 1024 * 1024
 
@@ -35,8 +35,8 @@ def create_app(config: Config | None = None) -> Flask:
     seed_settings(sessions, state.default_settings)
     app.extensions["lockshop"] = state
 
-    from .api import register_api
-    from .web import web
+    from shop.api import register_api
+    from shop.web.views import web
     register_api(app)
     app.register_blueprint(web)
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import os
 import socket
-from dataclasses import dataclass, field, fields, replace
 from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
 
 PREFIX = "LOCKSHOP_"
 DEFAULT_DATABASE_URL = "sqlite:///.lockshop/lockshop.db"  # relative to the working directory

@@ -10,15 +10,14 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from locks import LockError
-
-from .config import Config
-from .errors import ShopError
-from .metrics import counters
-from .models import Order
-from .orders import OrderContext, OrderRequest
-from .settings import ClusterSettings, read_settings
-from .stocktake import Stocktake, take_stocktake
-from .strategies import Strategies
+from shop.config import Config
+from shop.errors import ShopError, Unprocessable
+from shop.metrics import counters
+from shop.orders.order_path import OrderContext, OrderRequest
+from shop.orders.stocktake import Stocktake, take_stocktake
+from shop.orders.strategies import Strategies
+from shop.store.models import Order
+from shop.store.settings import JOB_GUARDS, ClusterSettings, read_settings, write_settings
 
 
 @dataclass
@@ -28,12 +27,12 @@ class ShopState:
     sessions: sessionmaker[Session]
     strategies: Strategies
     _election: object = field(default=None, repr=False)
-    _election_guard: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _election_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def leader_election(self):
         """This instance as a candidate to run the jobs (started on first use)."""
         from locks.zk_election import LeaderElection
-        with self._election_guard:
+        with self._election_lock:
             if self._election is None:
                 factory = self.strategies.lock_factory("zk_fair")
                 self._election = LeaderElection(factory, "jobs").start()
@@ -47,6 +46,26 @@ class ShopState:
         """The cluster's current settings, read fresh from the database."""
         with self.sessions.begin() as session:
             return read_settings(session, self.default_settings)
+
+    def change_settings(self, *, strategy: str | None = None, job_guard: str | None = None,
+                        **values: int | None) -> ClusterSettings:
+        """Check a change of the cluster's settings, write it for every instance, and
+        return the settings now in force. ``Unprocessable`` (and nothing written) for a
+        strategy or job guard that does not exist or cannot run here."""
+        if strategy is not None:
+            if strategy not in self.strategies.names():
+                raise Unprocessable(f"unknown strategy {strategy!r}", known=self.strategies.names())
+            self.strategies.refuse_unusable(strategy)
+        if job_guard is not None:
+            if job_guard not in JOB_GUARDS:
+                raise Unprocessable(f"'job_guard' must be one of {', '.join(JOB_GUARDS)}",
+                                    known=list(JOB_GUARDS))
+            if job_guard == "leader" and not self.strategies.available("zk_fair"):
+                raise Unprocessable("leader election needs ZooKeeper (LOCKSHOP_ZK_HOSTS), "
+                                    "and it cannot be reached", requires=["zookeeper"])
+        with self.sessions.begin() as session:
+            write_settings(session, strategy=strategy, job_guard=job_guard, **values)
+        return self.settings()
 
     def context(self) -> OrderContext:
         """Who works, and how: this instance under the cluster's current settings."""

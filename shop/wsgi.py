@@ -4,8 +4,8 @@ Configuration comes from ``LOCKSHOP_*`` environment variables. Imported in
 the worker process, which also runs this instance's job scheduler.
 """
 
-from .app import create_app
-from .scheduler import JobScheduler
+from shop.app import create_app
+from shop.jobs.scheduler import JobScheduler
 
 app = create_app()
 JobScheduler(app.extensions["lockshop"]).start()

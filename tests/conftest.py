@@ -14,15 +14,18 @@ from pathlib import Path
 
 import pytest
 
-from shop import create_app
-from shop.app import create_schema
-from shop.db import make_engine, make_sessions
-from shop.catalogue import reset_catalogue
+from lockshop.cluster.launcher import Cluster
+from lockshop.cluster.redis_servers import RedisServer, redis_server_binary
+from lockshop.cluster.scratch import scratch_database, server_error
+from lockshop.cluster.zookeeper_servers import (
+    ZooKeeperEnsemble,
+    ZooKeeperServer,
+    zookeeper_installed,
+)
+from shop.app import create_app, create_schema
 from shop.config import Config
-from shop.launcher import Cluster
-from shop.scratch import scratch_database, server_error
-from shop.servers import RedisServer, redis_server_binary
-from shop.zk_servers import ZooKeeperEnsemble, ZooKeeperServer, zookeeper_installed
+from shop.store.db import make_engine, make_sessions
+from shop.store.products import reset_products
 
 POSTGRES_ADMIN_URL = os.environ.get("LOCKSHOP_TEST_POSTGRES_ADMIN_URL",
                                     "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
@@ -141,7 +144,7 @@ def make_app():
     def build(database_url: str, **config):
         app = create_app(Config(database_url=database_url, instance="test", **config))
         app.config["TESTING"] = True
-        reset_catalogue(app.extensions["lockshop"].sessions)
+        reset_products(app.extensions["lockshop"].sessions)
         apps.append(app)
         return app
 

@@ -6,16 +6,18 @@ import os
 import signal
 import threading
 import time
+from collections import Counter
 
 import requests
-
 from sqlalchemy import select
 
 from locks import Backends
+from lockshop.cluster.client import ShopClient
+from lockshop.cluster.launcher import Cluster
 from shop.errors import SeatTaken, SoldOut
-from shop.models import Order, Product, Setting
-from shop.orders import OrderContext, OrderRequest
-from shop.strategies import Strategies
+from shop.orders.order_path import OrderContext, OrderRequest
+from shop.orders.strategies import Strategies
+from shop.store.models import Order, Product, Setting
 
 
 def snapshot(app) -> dict:
@@ -110,3 +112,49 @@ def hold_and_stop(cluster, instance: int, product: int = 1) -> threading.Thread:
     thread.start()
     time.sleep(0.5)  # inside the critical section now, holding the lock
     return thread
+
+
+# --- a flash sale on real instances ---------------------------------------------------
+
+FLASH_SALE_STOCK = 10
+FLASH_SALE_BUYERS = 30
+FLASH_SALE_DELAY_MS = 100
+
+
+def flash_sale(cluster: Cluster, strategy: str, instances: int) -> tuple[dict, Counter]:
+    """``FLASH_SALE_BUYERS`` buy one unit each, spread over the first ``instances`` instances.
+
+    Every buyer is released at once by a barrier, and the business delay (far
+    longer than a request's own work) keeps each critical section open long
+    enough that sections on different instances must overlap.
+    """
+    admin = ShopClient(cluster.urls[0])
+    admin.reset([{"sku": "hot", "stock": FLASH_SALE_STOCK}])
+    admin.set_settings(strategy=strategy, business_delay_ms=FLASH_SALE_DELAY_MS)
+    targets = cluster.urls[:instances]
+    start = threading.Barrier(FLASH_SALE_BUYERS)
+    served_by: Counter = Counter()
+    statuses: Counter = Counter()
+
+    def buyer(n: int) -> None:
+        with requests.Session() as http:
+            start.wait()
+            response = http.post(f"{targets[n % len(targets)]}/api/orders",
+                                 json={"product_id": 1}, timeout=60)
+            statuses[response.status_code] += 1
+            served_by[response.headers["X-Lockshop-Instance"]] += 1
+
+    threads = [threading.Thread(target=buyer, args=(n,)) for n in range(FLASH_SALE_BUYERS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert set(statuses) <= {201, 409}, statuses
+    return admin.audit(), served_by
+
+
+def wait_until_available(factory, seconds: float = 10.0) -> None:
+    """A ZooKeeper factory connects in the background: give it its moment."""
+    deadline = time.monotonic() + seconds
+    while not factory.available() and time.monotonic() < deadline:
+        time.sleep(0.02)

@@ -8,11 +8,10 @@ import random
 import pytest
 
 import locks
-from shop.orders import lock_name
-
 from helpers import send, snapshot
+from shop.orders.order_path import lock_name
 
-ITEM, OTHER_ITEM, TICKET = 1, 2, 3  # the default catalogue's ids
+ITEM, OTHER_ITEM, TICKET = 1, 2, 3  # the default products' ids
 
 BAD_ORDERS = [
     # (body as sent, status, error code)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from sqlalchemy import insert
 
-from shop.audit import take_audit
-from shop.models import Order, Product, Seat
+from shop.store.audit import take_audit
+from shop.store.models import Order, Product, Seat
 
 
 def craft(sessions, *, products: list[dict], orders: list[dict], seats: list[dict] = ()) -> None:

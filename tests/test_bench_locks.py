@@ -6,8 +6,8 @@ Only what the harness *sees* is asserted, never how fast anything is.
 
 from __future__ import annotations
 
+from lockshop.bench.harness import Endpoints
 from shop import bench_locks
-from shop.bench_locks import Endpoints
 
 
 def test_a_lock_that_lets_two_in_loses_increments(redis_server):

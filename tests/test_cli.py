@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 import requests
 
-from shop.cli import main
-from shop.strategies import catalogue
-from shop.processes import port_is_free
+from lockshop.cli import main
+from lockshop.cluster.processes import port_is_free
+from shop.orders.strategies import all_strategies
 
 
 def run_cli(*args: str, cwd: Path, env: dict | None = None, timeout: float = 60):
-    return subprocess.run([sys.executable, "-m", "shop.cli", *args], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "lockshop.cli", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, **(env or {})})
 
@@ -52,7 +52,7 @@ def test_unknown_strategy_is_one_line(tmp_path, sqlite_url):
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         "lockshop: error: unknown strategy 'nope'; known: "
-        + ", ".join(s.name for s in catalogue())]
+        + ", ".join(s.name for s in all_strategies())]
 
 
 def test_bad_environment_is_one_line(tmp_path):
@@ -75,8 +75,9 @@ def test_reset_settings_and_audit(tmp_path, sqlite_url, capsys):
 
 def test_audit_exits_1_when_the_audit_is_not_correct(tmp_path, sqlite_url, capsys):
     from sqlalchemy import update
-    from shop.db import make_engine, make_sessions
-    from shop.models import Product
+
+    from shop.store.db import make_engine, make_sessions
+    from shop.store.models import Product
 
     assert main(["--database-url", sqlite_url, "reset"]) == 0
     engine = make_engine(sqlite_url)
@@ -102,7 +103,7 @@ def two_free_ports_below_the_ephemeral_range() -> int:
 def test_up_starts_instances_and_stops_them_all_on_sigterm(tmp_path):
     port = two_free_ports_below_the_ephemeral_range()
     process = subprocess.Popen(
-        [sys.executable, "-m", "shop.cli", "up", "--instances", "2", "--port", str(port),
+        [sys.executable, "-m", "lockshop.cli", "up", "--instances", "2", "--port", str(port),
          "--strategy", "local"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         text=True)
     try:

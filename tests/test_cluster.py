@@ -7,21 +7,17 @@ enough that sections on different instances must overlap.
 
 from __future__ import annotations
 
-import threading
-from collections import Counter
-
 import pytest
 import requests
 
-from shop.client import ShopClient
+from helpers import FLASH_SALE_STOCK as STOCK
+from helpers import flash_sale
+from lockshop.cluster.client import ShopClient
+from lockshop.cluster.launcher import Cluster
 from shop.config import Config
-from shop.launcher import Cluster
 
 pytestmark = pytest.mark.cluster
 
-STOCK = 10
-BUYERS = 30
-DELAY_MS = 100
 
 
 @pytest.fixture(scope="module")
@@ -30,33 +26,6 @@ def cluster(tmp_path_factory):
     with Cluster(Config(database_url=f"sqlite:///{runtime / 'shop.db'}"), instances=3,
                  runtime_dir=runtime) as cluster:
         yield cluster
-
-
-def flash_sale(cluster: Cluster, strategy: str, instances: int) -> tuple[dict, Counter]:
-    """BUYERS buy one unit each, spread over the first ``instances`` instances."""
-    admin = ShopClient(cluster.urls[0])
-    admin.reset([{"sku": "hot", "stock": STOCK}])
-    admin.set_settings(strategy=strategy, business_delay_ms=DELAY_MS)
-    targets = cluster.urls[:instances]
-    start = threading.Barrier(BUYERS)
-    served_by: Counter = Counter()
-    statuses: Counter = Counter()
-
-    def buyer(n: int) -> None:
-        with requests.Session() as http:
-            start.wait()
-            response = http.post(f"{targets[n % len(targets)]}/api/orders",
-                                 json={"product_id": 1}, timeout=60)
-            statuses[response.status_code] += 1
-            served_by[response.headers["X-Lockshop-Instance"]] += 1
-
-    threads = [threading.Thread(target=buyer, args=(n,)) for n in range(BUYERS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert set(statuses) <= {201, 409}, statuses
-    return admin.audit(), served_by
 
 
 @pytest.mark.parametrize("strategy", ["none", "local"])

@@ -17,8 +17,8 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
+from lockshop.cluster.launcher import gunicorn_arguments
 from shop.config import PREFIX, Config
-from shop.launcher import gunicorn_arguments
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOPS = ["shop-1", "shop-2", "shop-3"]

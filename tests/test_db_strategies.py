@@ -7,20 +7,18 @@ this load, and each strategy here must not.
 
 from __future__ import annotations
 
-
 import pytest
 from sqlalchemy import select, text
 
-from locks import LockNotAcquired
-from shop.audit import take_audit
 from helpers import concurrent_sale, runner_for
-from shop.catalogue import ProductSpec, reset_catalogue
-from shop.db import backend_name
+from locks import Backends, LockNotAcquired
 from shop.errors import Unprocessable
-from shop.models import ProductKind, Seat
-from shop.orders import OrderContext, OrderRequest
-from shop.strategies import Strategies
-from locks import Backends
+from shop.orders.order_path import OrderContext, OrderRequest
+from shop.orders.strategies import Strategies
+from shop.store.audit import take_audit
+from shop.store.db import backend_name
+from shop.store.models import ProductKind, Seat
+from shop.store.products import ProductSpec, reset_products
 
 STRATEGIES = ["for_update", "pg_advisory", "optimistic", "atomic"]
 BUYERS = 12
@@ -41,7 +39,7 @@ def sale(sessions, name: str, requests: list[OrderRequest], delay_ms: int = 50) 
 
 @pytest.mark.parametrize("database_url,name", cases(STRATEGIES), indirect=["database_url"])
 def test_items_are_never_oversold(sessions, database_url, name):
-    reset_catalogue(sessions, (ProductSpec("x", "x", ProductKind.ITEM, stock=STOCK),))
+    reset_products(sessions, (ProductSpec("x", "x", ProductKind.ITEM, stock=STOCK),))
     outcome = sale(sessions, name, [OrderRequest(1)] * BUYERS)
     audit = take_audit(sessions)
     assert outcome == {"ok": STOCK, "refused": BUYERS - STOCK}
@@ -51,7 +49,7 @@ def test_items_are_never_oversold(sessions, database_url, name):
 
 @pytest.mark.parametrize("database_url,name", cases(STRATEGIES), indirect=["database_url"])
 def test_seats_are_never_double_booked(sessions, database_url, name):
-    reset_catalogue(sessions, (ProductSpec("t", "t", ProductKind.TICKET,
+    reset_products(sessions, (ProductSpec("t", "t", ProductKind.TICKET,
                                            seats=("A1", "A2", "A3")),))
     requests = [OrderRequest(1)] * 6 + [OrderRequest(1, seat="A2")] * 3
     outcome = sale(sessions, name, requests)
@@ -64,7 +62,7 @@ def test_seats_are_never_double_booked(sessions, database_url, name):
 
 
 def test_optimistic_retries_are_counted(sessions, database_url):
-    reset_catalogue(sessions, (ProductSpec("x", "x", ProductKind.ITEM, stock=100),))
+    reset_products(sessions, (ProductSpec("x", "x", ProductKind.ITEM, stock=100),))
     sale(sessions, "optimistic", [OrderRequest(1)] * 8, delay_ms=20)
     product = take_audit(sessions).products[0]
     assert product.sold == 8 and product.correct
@@ -93,7 +91,7 @@ def test_advisory_lock_cannot_be_switched_on_over_sqlite(client):
                          indirect=["database_url"])
 def test_a_held_row_or_advisory_lock_gives_503_and_changes_nothing(sessions, database_url, name):
     runner = runner_for(sessions, name)
-    reset_catalogue(sessions, (ProductSpec("x", "x", ProductKind.ITEM, stock=STOCK),))
+    reset_products(sessions, (ProductSpec("x", "x", ProductKind.ITEM, stock=STOCK),))
     context = OrderContext("test", name, business_delay_ms=0, lock_timeout_ms=300)
     dialect = backend_name(database_url)
     holder = sessions()

@@ -13,7 +13,7 @@ import time
 import pytest
 import requests
 
-from shop.client import ShopClient
+from lockshop.cluster.client import ShopClient
 
 pytestmark = pytest.mark.cluster
 

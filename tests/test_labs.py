@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from shop.labs import LABS, run_lab
-from shop.servers import redis_server_binary
-
 from conftest import require
+from lockshop.cluster.redis_servers import redis_server_binary
+from lockshop.workshop.labs import LABS, run_lab
 
 pytestmark = pytest.mark.cluster
 

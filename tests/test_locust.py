@@ -7,9 +7,9 @@ import csv
 import pytest
 
 from loadtest.runner import run_locust
-from shop.client import ShopClient
+from lockshop.cluster.client import ShopClient
+from lockshop.cluster.launcher import Cluster
 from shop.config import Config
-from shop.launcher import Cluster
 
 pytestmark = [pytest.mark.cluster, pytest.mark.locust]
 

@@ -8,7 +8,7 @@ import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from shop.client import ShopClient
+from lockshop.cluster.client import ShopClient
 
 
 def scrape(text: str) -> dict[tuple[str, tuple], float]:

@@ -10,12 +10,12 @@ from __future__ import annotations
 import pytest
 
 import locks
-from shop.audit import take_audit
 from helpers import concurrent_sale
-from shop.catalogue import ProductSpec, reset_catalogue
 from shop.errors import SoldOut
-from shop.models import ProductKind
-from shop.orders import OrderContext, OrderRequest, pay_order, place_order
+from shop.orders.order_path import OrderContext, OrderRequest, pay_order, place_order
+from shop.store.audit import take_audit
+from shop.store.models import ProductKind
+from shop.store.products import ProductSpec, reset_products
 
 BUYERS = 12
 STOCK = 5
@@ -26,7 +26,7 @@ def sale(sessions, strategy: str, requests: list[OrderRequest], delay_ms: int = 
 
 
 def test_no_lock_oversells_items(sessions):
-    reset_catalogue(sessions, (ProductSpec("x", "x", ProductKind.ITEM, stock=STOCK),))
+    reset_products(sessions, (ProductSpec("x", "x", ProductKind.ITEM, stock=STOCK),))
     outcome = sale(sessions, "none", [OrderRequest(1)] * BUYERS)
     audit = take_audit(sessions).products[0]
     assert outcome["ok"] == BUYERS  # everyone read stock 5 and bought
@@ -39,7 +39,7 @@ def test_no_lock_oversells_items(sessions):
 
 
 def test_no_lock_double_books_seats(sessions):
-    reset_catalogue(sessions, (ProductSpec("t", "t", ProductKind.TICKET, seats=("A1", "A2", "A3")),))
+    reset_products(sessions, (ProductSpec("t", "t", ProductKind.TICKET, seats=("A1", "A2", "A3")),))
     sale(sessions, "none", [OrderRequest(1)] * 6)
     audit = take_audit(sessions).products[0]
     assert audit.double_booked_seats == 1  # all six picked the first free seat, A1
@@ -47,7 +47,7 @@ def test_no_lock_double_books_seats(sessions):
 
 
 def test_local_lock_is_correct_within_one_process(sessions):
-    reset_catalogue(sessions, (ProductSpec("x", "x", ProductKind.ITEM, stock=STOCK),
+    reset_products(sessions, (ProductSpec("x", "x", ProductKind.ITEM, stock=STOCK),
                                ProductSpec("t", "t", ProductKind.TICKET, seats=("A1", "A2"))))
     outcome = sale(sessions, "local", [OrderRequest(1)] * BUYERS + [OrderRequest(2)] * 4,
                    delay_ms=20)
@@ -58,7 +58,7 @@ def test_local_lock_is_correct_within_one_process(sessions):
 
 
 def test_named_seat_and_payment(sessions):
-    reset_catalogue(sessions, (ProductSpec("t", "t", ProductKind.TICKET, seats=("A1", "A2")),))
+    reset_products(sessions, (ProductSpec("t", "t", ProductKind.TICKET, seats=("A1", "A2")),))
     factory = locks.open_factory("local")
     context = OrderContext("test", "local", 0, 1000)
     order = place_order(sessions, factory, OrderRequest(1, seat="A2"), context)

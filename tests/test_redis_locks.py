@@ -13,15 +13,20 @@ import redis
 import requests
 
 import locks
+from helpers import flash_sale, hold_and_stop, order, pause_the_holder
 from locks import Backends, LockLost
-from shop.audit import take_audit
-from shop.catalogue import ProductSpec, reset_catalogue
-from shop.client import ShopClient
-from shop.models import ProductKind
-from shop.orders import OrderContext, OrderRequest, insert_order, read_stock, write_stock
-
-from helpers import hold_and_stop, order, pause_the_holder
-from test_cluster import flash_sale
+from locks.redlock import Redlock
+from lockshop.cluster.client import ShopClient
+from shop.orders.order_path import (
+    OrderContext,
+    OrderRequest,
+    insert_order,
+    read_stock,
+    write_stock,
+)
+from shop.store.audit import take_audit
+from shop.store.models import ProductKind
+from shop.store.products import ProductSpec, reset_products
 
 LEASE_MS = 200
 
@@ -89,7 +94,7 @@ def test_get_then_del_deletes_a_lock_taken_in_its_window(redis_server):
 
 def test_two_holders_at_once_oversell(sessions, redis_server):
     """The oversell that follows: B and C both hold the lock and both read stock 1."""
-    reset_catalogue(sessions, (ProductSpec("x", "x", ProductKind.ITEM, stock=1),))
+    reset_products(sessions, (ProductSpec("x", "x", ProductKind.ITEM, stock=1),))
     a, b, c = two_holders_after_a_slow_release(redis_server, "redis_plain_del")
     a.release()  # deletes B's key
     assert c.acquire(blocking=False)
@@ -266,12 +271,12 @@ def test_watchdog_holds_through_a_section_longer_than_the_lease_and_stops_after(
 
 
 def test_watchdog_holder_learns_of_a_lost_lock_before_commit(sessions, redis_server):
-    reset_catalogue(sessions, (ProductSpec("x", "x", ProductKind.ITEM, stock=5),))
+    reset_products(sessions, (ProductSpec("x", "x", ProductKind.ITEM, stock=5),))
     made = factory(redis_server, "redis_watchdog")
     client = redis.Redis.from_url(redis_server.url)
     stolen = threading.Timer(0.1, lambda: client.set("lockshop:lock:product:1", "thief"))
     stolen.start()  # someone takes the key over while the order is in its business delay
-    from shop.orders import place_order
+    from shop.orders.order_path import place_order
     with pytest.raises(LockLost):
         place_order(sessions, made, OrderRequest(1),
                     OrderContext("test", "redis_watchdog", 400, 1000))
@@ -352,6 +357,21 @@ def test_redlock_refuses_with_three_of_five_servers_down(start_redis):
         made.lock("minority").acquire()
     for server in servers[3:]:  # nothing left behind on the two that answered
         assert redis.Redis.from_url(server.url).exists("lockshop:lock:minority") == 0
+
+
+def test_redlock_validity_runs_on_the_injected_clock(start_redis):
+    """Validity is lease - time spent acquiring - drift, measured on the lock's own
+    clock: a pause past it (here, the clock moved on) and the lock is no longer held,
+    though every server still has the key."""
+    made, _ = redlock_factory(start_redis)
+    now = [1000.0]
+    lock = Redlock("validity", clock=lambda: now[0], **made.lock_arguments())
+    assert lock.acquire(blocking=False)
+    now[0] += 1.97  # of a 2 s lease: validity is 2 s less drift (22 ms) less the acquiring
+    lock.ensure_held()
+    now[0] += 0.01
+    with pytest.raises(LockLost):
+        lock.ensure_held()
 
 
 @pytest.mark.cluster

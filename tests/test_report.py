@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from shop.audit import take_audit
-from shop.db import make_engine, make_sessions
+from shop.store.audit import take_audit
+from shop.store.db import make_engine, make_sessions
 
 pytestmark = [pytest.mark.cluster, pytest.mark.locust]
 
@@ -20,7 +20,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 def report(tmp_path_factory):
     folder = tmp_path_factory.mktemp("report") / "out"
     done = subprocess.run(
-        [sys.executable, "-m", "shop.cli", "report", "--output", str(folder),
+        [sys.executable, "-m", "lockshop.cli", "report", "--output", str(folder),
          "--strategies", "none,atomic", "--instances", "2", "--users", "8", "--run-time", "2"],
         capture_output=True, text=True, timeout=300, cwd=folder.parent)
     return folder, done

@@ -13,12 +13,12 @@ import requests
 import locks
 from locks import Backends, LockLost
 from locks.table_lock import TableLock
-from shop.audit import take_audit
-from shop.catalogue import ProductSpec, reset_catalogue
-from shop.client import ShopClient
+from lockshop.cluster.client import ShopClient
 from shop.errors import StaleWriteRejected
-from shop.models import ProductKind
-from shop.orders import OrderContext, OrderRequest, place_order
+from shop.orders.order_path import OrderContext, OrderRequest, place_order
+from shop.store.audit import take_audit
+from shop.store.models import ProductKind
+from shop.store.products import ProductSpec, reset_products
 
 
 @pytest.fixture
@@ -41,6 +41,21 @@ def test_an_expired_lease_is_taken_over_and_the_old_holder_learns_it(table_facto
         first.release()  # must not delete the new holder's row
     second.ensure_held()
     second.release()
+
+
+def test_a_database_error_in_any_step_is_backend_unavailable(table_factory):
+    """Acquire, the check before commit, and release all say BackendUnavailable (a 503),
+    never a raw database error: here the lock table is gone under a holder's feet."""
+    lock = table_factory.lock("vanishing")
+    assert lock.acquire()
+    with table_factory.engine.begin() as db:
+        db.exec_driver_sql("DROP TABLE lockshop_locks")
+    with pytest.raises(locks.BackendUnavailable, match="database unavailable"):
+        lock.ensure_held()
+    with pytest.raises(locks.BackendUnavailable):
+        lock.release()
+    with pytest.raises(locks.BackendUnavailable):
+        table_factory.lock("vanishing").acquire(blocking=False)
 
 
 def test_fencing_tokens_grow_with_every_acquisition(table_factory):
@@ -79,7 +94,7 @@ class UnfencedFactory:
 
 def paused_holder_race(sessions, guard) -> list[str]:
     """A holder pauses past its lease; a second buyer takes over and writes first."""
-    reset_catalogue(sessions, (ProductSpec("x", "x", ProductKind.ITEM, stock=10),))
+    reset_products(sessions, (ProductSpec("x", "x", ProductKind.ITEM, stock=10),))
     outcomes: list[str] = []
 
     def buy(delay_ms: int) -> None:

@@ -18,7 +18,8 @@ def test_dashboard_shows_the_audit_strategy_and_instance(client):
 
 def test_dashboard_marks_an_incorrect_audit(app, client):
     from sqlalchemy import update
-    from shop.models import Product
+
+    from shop.store.models import Product
     with app.extensions["lockshop"].sessions.begin() as session:
         session.execute(update(Product).where(Product.id == 1).values(stock=90))
     assert "NOT correct" in client.get("/panel").get_data(as_text=True)

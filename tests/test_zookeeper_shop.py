@@ -14,10 +14,8 @@ from collections import Counter
 import pytest
 import requests
 
-from shop.client import ShopClient
-
-from helpers import hold_and_stop, order, pause_the_holder
-from test_cluster import flash_sale
+from helpers import flash_sale, hold_and_stop, order, pause_the_holder
+from lockshop.cluster.client import ShopClient
 
 pytestmark = pytest.mark.cluster
 
@@ -137,7 +135,7 @@ def test_a_stocktake_under_the_read_lock_never_sees_half_a_sale(start_cluster, z
     cluster = start_cluster(2, zk_hosts=zookeeper.address)
     counts = stocktakes_during_a_sale(cluster, "zk_rw")
     assert len(counts) > 5
-    assert {c["guard"] for c in counts} == {"shared"}
+    assert {c["read_lock"] for c in counts} == {"shared"}
     assert all(c["consistent"] for c in counts), [c for c in counts if not c["consistent"]]
     assert counts[-1]["sold"] > 0  # the sale went on meanwhile
 
@@ -147,5 +145,5 @@ def test_without_a_lock_a_stocktake_tears(start_cluster):
     # the two reads.
     cluster = start_cluster(2)
     counts = stocktakes_during_a_sale(cluster, "none")
-    assert {c["guard"] for c in counts} == {"none"}
+    assert {c["read_lock"] for c in counts} == {"none"}
     assert any(not c["consistent"] for c in counts)

@@ -1,4 +1,4 @@
-"""Admin: reset the catalogue, switch the cluster's strategy, read the audit.
+"""Admin: reset the products, switch the cluster's strategy, read the audit.
 
 When an admin token is configured, every request here must carry it as
 ``Authorization: Bearer <token>`` (or ``X-Admin-Token: <token>``).
@@ -11,21 +11,18 @@ import hmac
 from flask import Blueprint, jsonify, request
 from sqlalchemy import select
 
-from ..audit import take_audit
-from ..catalogue import DEFAULT_CATALOGUE, parse_catalogue, reset_catalogue
-from ..errors import BadRequest, Unauthorized, Unprocessable
-from ..models import JobRun
-from ..settings import JOB_GUARDS, MAX_BUSINESS_DELAY_MS, MAX_JOB_MS, write_settings
-from ..state import shop
-from .validation import json_object, only_fields, whole_number
+from shop.api import schemas
+from shop.api.spec import ADMIN, answers, spec
+from shop.errors import Unauthorized
+from shop.state import shop
+from shop.store.audit import take_audit
+from shop.store.models import JobRun, ProductKind
+from shop.store.products import DEFAULT_PRODUCTS, ProductSpec, reset_products, seat_labels
 
 admin = Blueprint("admin", __name__, url_prefix="/api/admin")
 
 #: How many job runs ``GET /api/admin/jobs`` shows, newest last.
 RUNS_SHOWN = 200
-#: Job settings the API accepts, with their lowest value (-1: half the interval).
-JOB_FIELDS = {"job_interval_ms": 0, "unpaid_expiry_ms": 0, "reminder_after_ms": 0,
-              "job_lock_at_least_ms": -1}
 
 
 @admin.before_request
@@ -45,65 +42,58 @@ def require_token():
 
 
 @admin.post("/reset")
+@spec.validate(json=schemas.Reset, resp=answers(200, schemas.ResetDone, 400, 401, 422),
+               security=ADMIN, tags=["admin"])
 def reset():
-    """Delete all orders and restore the catalogue (the one given, or the default)."""
-    body = json_object(required=False)
-    only_fields(body, {"products"})
-    specs = parse_catalogue(body["products"]) if "products" in body else DEFAULT_CATALOGUE
+    """Delete all orders and restore the products (the ones given, or the default ones)."""
+    body: schemas.Reset | None = request.context.json
+    specs = (tuple(_product_spec(p) for p in body.products)
+             if body is not None and body.products else DEFAULT_PRODUCTS)
     state = shop()
-    reset_catalogue(state.sessions, specs)
-    return jsonify({"reset": True, "products": len(specs), "audit": take_audit(state.sessions).as_dict()})
+    reset_products(state.sessions, specs)
+    return jsonify({"reset": True, "products": len(specs),
+                    "audit": take_audit(state.sessions).as_dict()})
 
 
 @admin.get("/settings")
+@spec.validate(resp=answers(200, schemas.Settings, 401), security=ADMIN, tags=["admin"])
 def show_settings():
     """Show the cluster-wide settings."""
     return jsonify(shop().settings().as_dict())
 
 
 @admin.put("/settings")
+@spec.validate(json=schemas.SettingsChange, resp=answers(200, schemas.Settings, 400, 401, 422),
+               security=ADMIN, tags=["admin"])
 def change_settings():
-    """Switch the strategy and/or the business delay for every instance at once."""
-    body = json_object()
-    only_fields(body, {"strategy", "business_delay_ms", *JOB_FIELDS, "job_guard"})
-    if not body:
-        raise BadRequest("give 'strategy', 'business_delay_ms' or a job setting")
-    state = shop()
-    strategy = body.get("strategy")
-    if strategy is not None:
-        if not isinstance(strategy, str):
-            raise BadRequest("'strategy' must be a string")
-        if strategy not in state.strategies.names():
-            raise Unprocessable(f"unknown strategy {strategy!r}", known=state.strategies.names())
-        state.strategies.refuse_unusable(strategy)
-    delay = (whole_number(body, "business_delay_ms", low=0, high=MAX_BUSINESS_DELAY_MS)
-             if "business_delay_ms" in body else None)
-    jobs = {name: whole_number(body, name, low=low, high=MAX_JOB_MS)
-            for name, low in JOB_FIELDS.items() if name in body}
-    guard = body.get("job_guard")
-    if guard is not None:
-        if guard not in JOB_GUARDS:
-            raise Unprocessable(f"'job_guard' must be one of {', '.join(JOB_GUARDS)}",
-                                known=list(JOB_GUARDS))
-        if guard == "leader" and not state.strategies.available("zk_fair"):
-            raise Unprocessable("leader election needs ZooKeeper (LOCKSHOP_ZK_HOSTS), "
-                                "and it cannot be reached", requires=["zookeeper"])
-    with state.sessions.begin() as session:
-        write_settings(session, strategy=strategy, business_delay_ms=delay, job_guard=guard,
-                       **jobs)
-    return jsonify(state.settings().as_dict())
+    """Change the strategy, the business delay or the jobs, for every instance at once."""
+    body: schemas.SettingsChange = request.context.json
+    return jsonify(shop().change_settings(**body.model_dump(exclude_unset=True)).as_dict())
 
 
 @admin.get("/audit")
+@spec.validate(resp=answers(200, schemas.Audit, 401), security=ADMIN, tags=["admin"])
 def audit():
     """The audit, from the database: oversold, lost updates, double-booked seats."""
     return jsonify(take_audit(shop().sessions).as_dict())
 
 
 @admin.get("/jobs")
+@spec.validate(resp=answers(200, schemas.JobRuns, 401), security=ADMIN, tags=["admin"])
 def job_runs():
-    """The latest job runs: which instance ran which fire time, under which guard."""
+    """The latest scheduled-job runs: fire time, instance, guard, outcome."""
     with shop().sessions.begin() as session:
         runs = session.execute(select(JobRun).order_by(JobRun.id.desc()).limit(RUNS_SHOWN)
                                ).scalars().all()
         return jsonify({"runs": [run.as_dict() for run in reversed(runs)]})
+
+
+def _product_spec(product: schemas.NewProduct) -> ProductSpec:
+    kind = ProductKind(product.kind)
+    name = product.name or product.sku
+    if kind is ProductKind.ITEM:
+        return ProductSpec(product.sku, name, kind, stock=product.stock or 0,
+                           price_cents=product.price_cents)
+    seats = product.seats if product.seats is not None else 40
+    return ProductSpec(product.sku, name, kind, price_cents=product.price_cents,
+                       seats=tuple(seats) if isinstance(seats, list) else seat_labels(seats))

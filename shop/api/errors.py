@@ -14,9 +14,8 @@ from sqlalchemy.exc import DBAPIError
 from werkzeug.exceptions import HTTPException
 
 from locks import BackendUnavailable, LockError, LockLost, LockNotAcquired, UnknownStrategy
-
-from ..db import is_unavailable
-from ..errors import ShopError
+from shop.errors import ShopError
+from shop.store.db import is_unavailable
 
 log = logging.getLogger(__name__)
 

@@ -1,14 +1,13 @@
-"""About the service itself: health, the strategy catalogue, the OpenAPI document."""
+"""About the service itself: health, the strategies, the OpenAPI document."""
 
 from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify
 
-import locks
-
-from ..state import shop
-from ..metrics import counters, render_prometheus
-from .openapi import openapi_document
+from shop.api import schemas
+from shop.api.spec import answers, spec
+from shop.metrics import CONTENT_TYPE, render_prometheus
+from shop.state import shop
 
 meta = Blueprint("meta", __name__, url_prefix="/api")
 prometheus = Blueprint("prometheus", __name__)
@@ -17,17 +16,18 @@ prometheus = Blueprint("prometheus", __name__)
 @prometheus.get("/metrics")
 def metrics():
     """This instance's lock and order metrics, in Prometheus text format."""
-    return Response(render_prometheus(locks.metrics, counters),
-                    content_type="text/plain; version=0.0.4; charset=utf-8")
+    return Response(render_prometheus(), content_type=CONTENT_TYPE)
 
 
 @meta.get("/health")
+@spec.validate(resp=answers(200, schemas.Health), tags=["service"])
 def health():
     """Say that this instance is up, and which one it is."""
     return jsonify({"status": "ok", "instance": shop().config.instance})
 
 
 @meta.get("/strategies")
+@spec.validate(resp=answers(200, schemas.StrategyList), tags=["service"])
 def strategies():
     """List every strategy: family, expected correctness, and whether it is usable now."""
     state = shop()
@@ -35,6 +35,7 @@ def strategies():
 
 
 @meta.get("/openapi.json")
+@spec.validate(resp=answers(200, schemas.OpenAPIDocument), tags=["service"])
 def openapi():
-    """The OpenAPI 3.1 description of this API."""
-    return jsonify(openapi_document())
+    """This API's OpenAPI 3.1 document (the same as /api/docs/openapi.json)."""
+    return jsonify(spec.spec)

@@ -5,15 +5,18 @@ from __future__ import annotations
 from flask import Blueprint, jsonify
 from sqlalchemy import select
 
-from ..errors import NotFound
-from ..models import LIVE_STATUSES, Order, Product, ProductKind, Seat
-from ..state import shop
-from .validation import path_id
+from shop.api import schemas
+from shop.api.spec import answers, spec
+from shop.api.validation import path_id
+from shop.errors import NotFound
+from shop.state import shop
+from shop.store.models import LIVE_STATUSES, Order, Product, ProductKind, Seat
 
 products = Blueprint("products", __name__, url_prefix="/api/products")
 
 
 @products.get("")
+@spec.validate(resp=answers(200, schemas.ProductList), tags=["products"])
 def list_products():
     """List every product with its stock."""
     with shop().sessions.begin() as session:
@@ -22,6 +25,7 @@ def list_products():
 
 
 @products.get("/<int:product_id>")
+@spec.validate(resp=answers(200, schemas.Product, 404), tags=["products"])
 def show_product(product_id: int):
     """Show one product; a ticket comes with its seats and who holds them."""
     path_id(product_id, "product")
@@ -36,6 +40,7 @@ def show_product(product_id: int):
 
 
 @products.get("/<int:product_id>/stocktake")
+@spec.validate(resp=answers(200, schemas.Stocktake, 404, 503), tags=["products"])
 def stocktake(product_id: int):
     """Count the product in two reads under the strategy's read lock; say if they add up."""
     path_id(product_id, "product")

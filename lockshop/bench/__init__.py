@@ -1,0 +1,2 @@
+"""Benchmarks that print and write their figures: the database strategies
+through the whole shop, and the Redis and ZooKeeper locks on their own."""

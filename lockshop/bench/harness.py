@@ -1,0 +1,223 @@
+"""The lock benchmark harness, shared by ``lockshop bench redis`` and ``bench zookeeper``.
+
+Two measures, for any lock that can be put behind one tiny interface
+(``make(name) -> (acquire, release)``, built in the process that uses it):
+
+* **uncontended**: acquire+release pairs per second in one process, on one name;
+* **contended**: 8 processes, each in a loop of acquire, ``GET`` a Redis
+  counter, ``SET`` it plus one, release. Sections per second over all of
+  them, the time each acquire waited (p50, p99, max: a starved waiter
+  shows in the max), and the median *hand-off*: from one holder calling
+  release to the next holder's acquire returning, the time the lock itself
+  costs each section when there is always someone waiting. The counter
+  must equal the number of sections: a lock that let two in would lose
+  increments, and the row says so.
+
+Each figure is the median of three rounds, the kinds taking turns (for
+contended, the whole median round, but with the lost increments of every
+round). A family module gives ``lock_maker(kind, endpoints)`` for its peers
+and raw loops; our own strategies are opened by name from ``locks``.
+Figures are printed and written as JSON; tests never assert them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import json
+import multiprocessing
+import os
+import platform
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import redis
+
+import locks
+from locks import Backends
+from lockshop.table import format_table
+
+LEASE_MS = 10_000
+CONTENDED_PROCESSES = 8
+#: Modules whose ``lock_maker`` knows the peers of a family.
+FAMILIES = ("lockshop.bench.redis_locks", "lockshop.bench.zookeeper_locks")
+
+Maker = Callable[[str], tuple[Callable[[], object], Callable[[], object]]]
+#: Every figure is the median of this many rounds, the kinds taking turns, so
+#: that a slow moment of a shared machine does not land on one kind.
+ROUNDS = 3
+#: What ``lock_maker`` opened in this process, closed by ``close_opened``.
+_opened: list[Callable[[], object]] = []
+
+
+@dataclass(frozen=True)
+class Endpoints:
+    """Where the benchmark's servers are; the counter lives on ``redis_url``."""
+
+    redis_url: str
+    redis_urls: tuple[str, ...] = ()
+    zk_hosts: str | None = None
+
+
+@dataclass
+class Figures:
+    measure: str
+    lock: str
+    per_second: float
+    p50_ms: float | None = None
+    p99_ms: float | None = None
+    max_ms: float | None = None
+    handoff_p50_ms: float | None = None
+    lost_increments: int | None = None
+
+
+def lock_maker(kind: str, endpoints: Endpoints) -> Maker:
+    """A function name -> (acquire, release) for ``kind``, built in the calling process."""
+    for module in FAMILIES:
+        make = importlib.import_module(module).lock_maker(kind, endpoints)
+        if make is not None:
+            return make
+    factory = locks.open_factory(kind, Backends(
+        redis_url=endpoints.redis_url, redis_urls=endpoints.redis_urls,
+        zk_hosts=endpoints.zk_hosts, lease_ms=LEASE_MS))
+    _opened.append(factory.close)
+    deadline = time.monotonic() + 10
+    while not factory.available() and time.monotonic() < deadline:
+        time.sleep(0.01)  # a ZooKeeper session is opened in the background
+
+    def ours(name):
+        lock = factory.lock(name, timeout=30)
+        return lock.acquire, lock.release
+    return ours
+
+
+def opened(close: Callable[[], object]) -> None:
+    """Remember something a family's ``lock_maker`` opened, to close it after the measure."""
+    _opened.append(close)
+
+
+def close_opened() -> None:
+    while _opened:
+        _opened.pop()()
+
+
+def uncontended(kind: str, endpoints: Endpoints, seconds: float) -> float:
+    """Pairs per second in one round of ``seconds``."""
+    make = lock_maker(kind, endpoints)
+    name = f"bench-{uuid.uuid4().hex[:8]}"
+    pairs = 0
+    try:
+        deadline = time.perf_counter() + seconds
+        while time.perf_counter() < deadline:
+            acquire, release = make(name)
+            acquire()
+            release()
+            pairs += 1
+    finally:
+        close_opened()
+    return pairs / seconds
+
+
+def _contended_worker(kind: str, endpoints: Endpoints, name: str, start_at: float,
+                      seconds: float) -> tuple[list[float], list[tuple[float, float]]]:
+    """Each acquire's wait, and each section's (acquired, release called) wall-clock times."""
+    make = lock_maker(kind, endpoints)
+    client = redis.Redis.from_url(endpoints.redis_url)
+    counter = f"{name}:counter"
+    waits: list[float] = []
+    sections: list[tuple[float, float]] = []
+    while time.time() < start_at:
+        time.sleep(0.001)
+    deadline = start_at + seconds
+    while time.time() < deadline:
+        acquire, release = make(name)
+        asked = time.perf_counter()
+        acquire()
+        acquired = time.time()
+        waits.append(time.perf_counter() - asked)
+        value = int(client.get(counter) or 0)  # the read-modify-write under the lock
+        client.set(counter, value + 1)
+        sections.append((acquired, time.time()))
+        release()
+    return waits, sections
+
+
+def contended(kind: str, endpoints: Endpoints, seconds: float) -> Figures:
+    name = f"bench-{uuid.uuid4().hex[:8]}"
+    context = multiprocessing.get_context("spawn")  # no state shared with this process
+    start_at = time.time() + 3.0  # time for every process to start and connect
+    with context.Pool(CONTENDED_PROCESSES) as pool:
+        results = pool.starmap(_contended_worker, [(kind, endpoints, name, start_at, seconds)]
+                               * CONTENDED_PROCESSES)
+    waits = sorted(w for ws, _ in results for w in ws)
+    sections = sorted(section for _, ss in results for section in ss)
+    # Every process reads the same wall clock, so sections of different
+    # processes can be put in one line: a hand-off is the gap between them.
+    handoffs = [after[0] - before[1] for before, after in itertools.pairwise(sections)]
+    counted = int(redis.Redis.from_url(endpoints.redis_url).get(f"{name}:counter") or 0)
+    return Figures("contended sections/s", kind, round(len(waits) / seconds, 1),
+                   p50_ms=round(1000 * statistics.median(waits), 2),
+                   p99_ms=round(1000 * waits[int(0.99 * (len(waits) - 1))], 2),
+                   max_ms=round(1000 * waits[-1], 2),
+                   handoff_p50_ms=round(1000 * statistics.median(handoffs), 2),
+                   lost_increments=len(waits) - counted)
+
+
+def measure(endpoints: Endpoints, seconds: float, *, uncontended_kinds: tuple[str, ...],
+            contended_kinds: tuple[str, ...]) -> list[Figures]:
+    rounds: dict[str, list[float]] = {kind: [] for kind in uncontended_kinds}
+    for number in range(1, ROUNDS + 1):
+        for kind in uncontended_kinds:
+            say(f"uncontended, round {number} of {ROUNDS}: {kind}…")
+            rounds[kind].append(uncontended(kind, endpoints, seconds))
+    figures = [Figures("uncontended pairs/s", kind, round(statistics.median(rates), 1))
+               for kind, rates in rounds.items()]
+    contended_rounds: dict[str, list[Figures]] = {kind: [] for kind in contended_kinds}
+    for number in range(1, ROUNDS + 1):
+        for kind in contended_kinds:
+            say(f"contended, {CONTENDED_PROCESSES} processes, round {number} of {ROUNDS}: {kind}…")
+            contended_rounds[kind].append(contended(kind, endpoints, seconds))
+    # The round with the median throughput, whole (its waits belong to its
+    # rate), but with the increments lost in every round: none may hide.
+    figures += [replace(sorted(runs, key=lambda f: f.per_second)[len(runs) // 2],
+                        lost_increments=sum(f.lost_increments for f in runs))
+                for runs in contended_rounds.values()]
+    return figures
+
+
+def report(title: str, figures: list[Figures], output: Path, seconds: float,
+           ratios: list[str], settings: dict | None = None) -> None:
+    """Print the table and the ratios; write everything as JSON to ``output``."""
+    def show(value):
+        return "-" if value is None else value
+
+    print()
+    print(format_table(("measure", "lock", "per second", "wait p50 ms", "p99 ms", "max ms",
+                        "hand-off p50 ms", "lost increments"),
+                       [(f.measure, f.lock, f.per_second, show(f.p50_ms), show(f.p99_ms),
+                         show(f.max_ms), show(f.handoff_p50_ms), show(f.lost_increments))
+                        for f in figures]))
+    print()
+    for line in ratios:
+        print(line)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps({
+        "benchmark": title, "seconds_per_measure": seconds,
+        "contended_processes": CONTENDED_PROCESSES, "settings": settings or {},
+        "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0],
+                    "platform": platform.platform()},
+        "figures": [asdict(f) for f in figures], "ratios": ratios}, indent=2) + "\n")
+    print(f"written to {output}")
+
+
+def rate(figures: list[Figures], measure: str, kind: str) -> float:
+    return next(f.per_second for f in figures if f.measure.startswith(measure) and f.lock == kind)
+
+
+def say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)

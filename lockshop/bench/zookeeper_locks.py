@@ -1,0 +1,83 @@
+"""``lockshop bench zookeeper``: our ZooKeeper locks against kazoo's own ``Lock`` recipe.
+
+On a standalone ZooKeeper of its own (settings in ``shop.zk_servers``:
+``forceSync=yes``, ZooKeeper's default, so every create and delete is
+fsynced) plus a Redis server for the contended section's counter, with the
+harness of ``shop.bench_locks``:
+
+* **uncontended**: a raw ephemeral create + delete loop (the ceiling: two
+  writes), ``zk_simple``, ``zk_fair``, ``zk_rw`` (its write lock) and kazoo's
+  ``Lock``;
+* **contended**: 8 processes, the same locks.
+
+kazoo's ``Lock`` is used as its documentation shows: one object per process,
+acquired and released again and again (a new one per section would add a
+round trip to check its parent path). It runs twice: on a client as kazoo
+makes it, and on the client our locks use (``locks.zk_client``: the same
+kazoo, waiting with ``poll``). The first is what a kazoo user gets; the
+second compares the recipes alone, on equal clients.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import uuid
+from contextlib import ExitStack
+from pathlib import Path
+
+from kazoo.client import KazooClient
+
+from locks.zk_client import new_client
+from lockshop.bench.harness import Endpoints, Figures, Maker, measure, opened, rate, report
+from lockshop.cluster.redis_servers import RedisServer
+from lockshop.cluster.zookeeper_servers import TICK_MS, ZooKeeperServer
+
+OURS = ("zk_simple", "zk_fair", "zk_rw")
+RAW = "raw create + delete"
+KAZOO = "kazoo Lock"
+KAZOO_ON_OUR_CLIENT = "kazoo Lock, our client"
+PEERS = (KAZOO, KAZOO_ON_OUR_CLIENT)
+
+
+def lock_maker(kind: str, endpoints: Endpoints) -> Maker | None:
+    """The ZooKeeper peers of our locks, by name; None for a kind that is not one of them."""
+    if kind not in (RAW, *PEERS):
+        return None
+    client = (KazooClient(endpoints.zk_hosts) if kind == KAZOO
+              else new_client(endpoints.zk_hosts, timeout=10))
+    client.start(timeout=10)
+    opened(client.stop)
+    client.ensure_path("/bench")
+    if kind == RAW:
+        def raw(name):
+            path = f"/bench/{name}"
+            return (lambda: client.create(path, ephemeral=True)), (lambda: client.delete(path))
+        return raw
+    recipes = {}
+
+    def kazoo_lock(name):
+        if name not in recipes:
+            recipes[name] = client.Lock(f"/bench/kazoo/{name}", uuid.uuid4().hex)
+        lock = recipes[name]
+        return (lambda: lock.acquire(timeout=30)), lock.release
+    return kazoo_lock
+
+
+def bench_zookeeper(*, seconds: float = 3.0, output: Path) -> list[Figures]:
+    # The servers stop (the stack unwinds) before their folder is removed.
+    with (tempfile.TemporaryDirectory(prefix="lockshop-bench-zk-",
+                                      ignore_cleanup_errors=True) as folder,
+          ExitStack() as stack):
+        runtime = Path(folder)
+        counter = stack.enter_context(RedisServer(runtime, "redis")).url
+        zookeeper = stack.enter_context(ZooKeeperServer(runtime, "zookeeper"))
+        figures = measure(Endpoints(counter, zk_hosts=zookeeper.address), seconds,
+                          uncontended_kinds=(RAW, *OURS, *PEERS),
+                          contended_kinds=(*OURS, *PEERS))
+    ratios = [f"{measure_name} vs {peer}: " + ", ".join(
+        f"{k} {rate(figures, measure_name, k) / rate(figures, measure_name, peer):.2f}x"
+        for k in OURS) for measure_name in ("uncontended", "contended") for peer in PEERS]
+    report("zookeeper locks", figures, output, seconds, ratios, settings={
+        "zookeeper": "standalone, Debian package", "tickTime_ms": TICK_MS,
+        "forceSync": "yes", "session_timeout_ms": 10_000})
+    return figures

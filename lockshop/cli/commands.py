@@ -1,0 +1,258 @@
+"""What each ``lockshop`` command does, once its arguments are parsed."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import time
+from pathlib import Path
+
+from sqlalchemy import select
+from sqlalchemy.engine import make_url
+
+from locks import UnknownStrategy
+from lockshop.cluster.client import ShopClient
+from lockshop.cluster.scratch import DEFAULT_SERVERS
+from lockshop.table import format_table
+from shop.app import create_schema
+from shop.config import Config, locks_backends
+from shop.orders.strategies import Strategies, all_strategies
+from shop.store.audit import take_audit
+from shop.store.db import backend_name, make_engine, make_sessions, normalise_url
+from shop.store.models import Product
+from shop.store.products import reset_products
+from shop.store.settings import ClusterSettings, read_settings, write_settings
+
+
+class CliError(Exception):
+    """Something the user can fix; printed as one line."""
+
+
+# --- commands -------------------------------------------------------------------
+
+def cmd_up(args: argparse.Namespace, config: Config) -> int:
+    from lockshop.workshop.runs import own_servers
+
+    _raise_on_sigterm()
+    with own_servers(config, args.runtime_dir) as config:
+        return _serve(config, args)
+
+
+def _serve(config: Config, args: argparse.Namespace) -> int:
+    from lockshop.cluster.launcher import Cluster
+
+    cluster = Cluster(config, instances=args.instances, port=args.port, host=args.host,
+                      threads=args.threads, runtime_dir=args.runtime_dir)
+    sessions = make_sessions(make_engine(cluster.config.database_url))
+    with cluster:
+        _apply_start_options(sessions, cluster.config, args)
+        print(f"lockshop: {args.instances} instance(s) on {_describe_db(cluster.config.database_url)}")
+        if config.redis_url:
+            print(f"  redis: {config.redis_url}")
+        if config.redis_urls:
+            print(f"  redlock servers: {', '.join(config.redis_urls)}")
+        if config.zk_hosts:
+            print(f"  zookeeper: {config.zk_hosts}")
+        for instance in cluster.instances:
+            print(f"  {instance.name}  {instance.url}   (log: {instance.log_path})")
+        print(f"dashboard: {cluster.urls[0]}/    API: {cluster.urls[0]}/api/openapi.json")
+        print("Ctrl-C stops them all.", flush=True)
+        try:
+            while all(i.process.poll() is None for i in cluster.instances):
+                time.sleep(0.5)
+        except KeyboardInterrupt:
+            print("\nstopping…", flush=True)
+            return 0
+        dead = [i for i in cluster.instances if i.process.poll() is not None]
+        raise CliError(f"{dead[0].name} exited with {dead[0].process.returncode}; "
+                       f"see {dead[0].log_path}; stopped the others")
+
+
+def cmd_demo(args: argparse.Namespace, config: Config) -> int:
+    from lockshop.workshop.demo import run_demo
+
+    return run_demo(config, instances=args.instances, users=args.users,
+                    run_time_s=args.run_time, business_delay_ms=args.business_delay_ms,
+                    strategies=_names(args.strategies), keep=args.keep,
+                    server_admin_url=_server_admin_url(args))
+
+
+def cmd_lab(args: argparse.Namespace, config: Config) -> int:
+    from lockshop.cluster.redis_servers import redis_server_binary
+    from lockshop.workshop.labs import LABS, run_lab
+
+    if args.name != "all" and args.name not in LABS:
+        raise CliError(f"no lab named {args.name!r}; choose from {', '.join(LABS)} or all")
+    if redis_server_binary() is None:
+        raise CliError("redis-server is not installed (./run installs it)")
+    names = list(LABS) if args.name == "all" else [args.name]
+    results = [run_lab(name) for name in names]
+    return 0 if all(results) else 1
+
+
+def cmd_report(args: argparse.Namespace, config: Config) -> int:
+    from lockshop.workshop.report import SCENARIOS, run_report
+
+    scenarios = _names(args.scenarios)
+    unknown = sorted(set(scenarios or []) - set(SCENARIOS))
+    if unknown:
+        raise CliError(f"unknown scenario(s) {', '.join(unknown)}; "
+                       f"choose from {', '.join(SCENARIOS)}")
+    return run_report(config, output=args.output, instances=args.instances, users=args.users,
+                      run_time_s=args.run_time, business_delay_ms=args.business_delay_ms,
+                      strategies=_names(args.strategies), scenarios=scenarios,
+                      server_admin_url=_server_admin_url(args))
+
+
+def cmd_bench(args: argparse.Namespace, config: Config) -> int:
+    output = args.output or Path("bench-results") / f"{args.family}.json"
+    if args.family == "redis":
+        from lockshop.bench.redis_locks import bench_redis
+        from lockshop.cluster.redis_servers import redis_server_binary
+        if redis_server_binary() is None:
+            raise CliError("redis-server is not installed (./run installs it)")
+        bench_redis(seconds=args.run_time or 3, output=output)
+        return 0
+    if args.family == "zookeeper":
+        from lockshop.bench.zookeeper_locks import bench_zookeeper
+        from lockshop.cluster.redis_servers import redis_server_binary
+        from lockshop.cluster.zookeeper_servers import zookeeper_installed
+        if not zookeeper_installed() or redis_server_binary() is None:
+            raise CliError("the ZooKeeper benchmark needs ZooKeeper and redis-server "
+                           "(./run installs both)")
+        bench_zookeeper(seconds=args.run_time or 3, output=output)
+        return 0
+    from lockshop.bench.database import bench_database
+
+    databases = _names(args.databases) or []
+    unknown = sorted(set(databases) - {"sqlite", "postgresql", "mysql"})
+    if unknown:
+        raise CliError(f"unknown database(s) {', '.join(unknown)}; "
+                       "choose from sqlite, postgresql, mysql")
+    names = _names(args.strategies)
+    for name in names or []:
+        known = [s.name for s in all_strategies()]
+        if name not in known:
+            raise UnknownStrategy(name, known)
+    bench_database(config, databases=databases, strategies=names,
+                   servers={"postgresql": args.postgres_url, "mysql": args.mysql_url},
+                   instances=args.instances, users=args.users,
+                   run_time_s=args.run_time or 6, business_delay_ms=args.business_delay_ms,
+                   output=output)
+    return 0
+
+
+def cmd_audit(args: argparse.Namespace, config: Config) -> int:
+    if args.url:
+        audit_dict = ShopClient(args.url, config.admin_token).audit()
+    else:
+        audit_dict = take_audit(_sessions(config)).as_dict()
+    if args.json:
+        print(json.dumps(audit_dict, indent=2))
+    else:
+        print(format_audit(audit_dict))
+    return 0 if audit_dict["correct"] else 1
+
+
+def cmd_reset(args: argparse.Namespace, config: Config) -> int:
+    reset_products(_sessions(config, create=True))
+    print("products restored, orders deleted")
+    return 0
+
+
+def cmd_settings(args: argparse.Namespace, config: Config) -> int:
+    sessions = _sessions(config)
+    if args.strategy is not None:
+        _check_strategy(config, args.strategy)
+    with sessions.begin() as session:
+        write_settings(session, strategy=args.strategy, business_delay_ms=args.business_delay_ms,
+                       job_guard=args.job_guard, job_interval_ms=args.job_interval_ms,
+                       unpaid_expiry_ms=args.unpaid_expiry_ms,
+                       reminder_after_ms=args.reminder_after_ms)
+    with sessions.begin() as session:
+        current = read_settings(session, ClusterSettings.from_config(config))
+    print(f"strategy {current.strategy}, business delay {current.business_delay_ms} ms")
+    guard = "leader election" if current.job_guard == "leader" else "the strategy"
+    print(f"jobs every {current.job_interval_ms} ms (0: off), guarded by {guard}; unpaid orders "
+          f"expire after {current.unpaid_expiry_ms} ms, reminded after "
+          f"{current.reminder_after_ms} ms")
+    return 0
+
+
+def cmd_strategies(args: argparse.Namespace, config: Config) -> int:
+    rows = [(s.name, s.family, "yes" if s.correct_across_instances else "no",
+             ", ".join(s.requires) or "-", s.summary) for s in all_strategies()]
+    print(format_table(("name", "family", "correct across instances", "needs", "what it is"),
+                       rows))
+    return 0
+
+
+# --- helpers --------------------------------------------------------------------
+
+def format_audit(audit: dict) -> str:
+    rows = [(p["product_id"], p["sku"], p["kind"], p["initial"], p["remaining"], p["sold"],
+             p["oversold"], p["lost_updates"], p["double_booked_seats"], p["retries"],
+             p["stale_writes_rejected"], "yes" if p["correct"] else "NO") for p in audit["products"]]
+    table = format_table(("id", "sku", "kind", "initial", "remaining", "sold", "oversold",
+                          "lost updates", "double-booked", "retries", "stale writes", "correct"),
+                         rows)
+    jobs = audit["jobs"]
+    return (f"{table}\n\njobs: {jobs['runs']} runs for {jobs['fire_times']} fire times "
+            f"({jobs['duplicate_runs']} duplicate), {jobs['orders_expired']} orders expired "
+            f"({jobs['stock_restored_more_than_once']} restorations too many), "
+            f"{jobs['reminders']} reminders ({jobs['duplicate_reminders']} duplicate)\n"
+            f"audit: {'correct' if audit['correct'] else 'NOT correct'}")
+
+
+def _sessions(config: Config, create: bool = False):
+    url = normalise_url(config.database_url)
+    if backend_name(url) == "sqlite" and not create:
+        path = make_url(url).database
+        if not path or not Path(path).is_file():
+            raise CliError(f"no database at {path}: start the shop with 'lockshop up' "
+                           "or set LOCKSHOP_DATABASE_URL / --database-url")
+    from lockshop.cluster.launcher import absolute_sqlite_url
+    engine = make_engine(absolute_sqlite_url(url))
+    create_schema(engine)
+    return make_sessions(engine)
+
+
+def _server_admin_url(args: argparse.Namespace) -> str | None:
+    if args.database == "sqlite":
+        return None
+    return args.server_url or DEFAULT_SERVERS[args.database]
+
+
+def _check_strategy(config: Config, name: str) -> None:
+    """``UnknownStrategy`` names the known ones; a wrong database is said too."""
+    strategies = Strategies(locks_backends(config), backend_name(config.database_url))
+    strategies.get(name)
+    strategies.refuse_unusable(name)
+
+
+def _apply_start_options(sessions, config: Config, args: argparse.Namespace) -> None:
+    if args.strategy is not None:
+        _check_strategy(config, args.strategy)
+    with sessions.begin() as session:
+        write_settings(session, strategy=args.strategy, business_delay_ms=args.business_delay_ms)
+        empty = session.scalar(select(Product.id).limit(1)) is None
+    if args.reset or empty:
+        reset_products(sessions)
+
+
+def _describe_db(url: str) -> str:
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def _raise_on_sigterm() -> None:
+    # SIGTERM takes the same clean path as Ctrl-C: stop every instance.
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, handler)
+
+
+def _names(raw: str | None) -> list[str] | None:
+    if raw is None:
+        return None
+    return [n.strip() for n in raw.split(",") if n.strip()]

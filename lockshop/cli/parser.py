@@ -1,0 +1,141 @@
+"""The ``lockshop`` command's arguments: every command, its options, and their checks."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from lockshop.cli import commands
+from lockshop.cluster.scratch import DEFAULT_SERVERS
+from shop.store.settings import JOB_GUARDS, MAX_BUSINESS_DELAY_MS, MAX_JOB_MS
+
+DEFAULT_RUNTIME_DIR = Path(".lockshop")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="lockshop", description="A shop that shows which locking strategies oversell.")
+    parser.add_argument("--database-url", help="overrides LOCKSHOP_DATABASE_URL "
+                        "(default: sqlite:///.lockshop/lockshop.db)")
+    subcommands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
+
+    up = subcommands.add_parser("up", help="start N instances on one database until Ctrl-C")
+    up.add_argument("--instances", type=positive, default=3)
+    up.add_argument("--port", type=port_number, default=8000, help="first port (default 8000)")
+    up.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
+    up.add_argument("--threads", type=positive, default=16, help="threads per instance")
+    up.add_argument("--strategy", help="switch the cluster to this strategy at start")
+    up.add_argument("--business-delay-ms", type=delay, help="set the business delay at start")
+    up.add_argument("--reset", action="store_true", help="restore the default products at start")
+    up.add_argument("--runtime-dir", type=Path, default=DEFAULT_RUNTIME_DIR)
+    up.set_defaults(run=commands.cmd_up)
+
+    demo = subcommands.add_parser("demo", help="run a flash sale per strategy and print the table")
+    demo.add_argument("--instances", type=positive, default=3)
+    demo.add_argument("--users", type=positive, default=24, help="Locust users per run")
+    demo.add_argument("--run-time", type=positive, default=8, help="seconds per run")
+    demo.add_argument("--business-delay-ms", type=delay, default=20)
+    demo.add_argument("--strategies", help="comma-separated names (default: every available one)")
+    demo.add_argument("--keep", action="store_true", help="keep the runtime folder (logs, CSV)")
+    add_database_options(demo)
+    demo.set_defaults(run=commands.cmd_demo)
+
+    lab = subcommands.add_parser("lab", help="make one broken-on-purpose lock fail, step by step")
+    lab.add_argument("name", help="a lab's name, or all")
+    lab.set_defaults(run=commands.cmd_lab)
+
+    report = subcommands.add_parser("report", help="run every strategy through the scenarios; "
+                                 "write report.md, report.html, charts, Locust files, JSON")
+    report.add_argument("--output", type=Path, default=Path("report"))
+    report.add_argument("--instances", type=positive, default=3)
+    report.add_argument("--users", type=positive, default=24)
+    report.add_argument("--run-time", type=positive, default=8, help="seconds per run")
+    report.add_argument("--business-delay-ms", type=delay, default=20)
+    report.add_argument("--strategies", help="comma-separated names (default: every usable one)")
+    report.add_argument("--scenarios", help="comma-separated: flash_sale, seat_sale (default: both)")
+    add_database_options(report)
+    report.set_defaults(run=commands.cmd_report)
+
+    bench = subcommands.add_parser("bench", help="measure strategies; print and write the figures")
+    bench.add_argument("family", choices=["database", "redis", "zookeeper"],
+                       help="which family to measure")
+    bench.add_argument("--databases", default="sqlite,postgresql,mysql",
+                       help="comma-separated: sqlite, postgresql, mysql (default: all three)")
+    bench.add_argument("--postgres-url", default=DEFAULT_SERVERS["postgresql"],
+                       help="an admin URL; the benchmark creates and drops its own database")
+    bench.add_argument("--mysql-url", default=DEFAULT_SERVERS["mysql"])
+    bench.add_argument("--strategies", help="comma-separated names (default: the family's)")
+    bench.add_argument("--instances", type=positive, default=3)
+    bench.add_argument("--users", type=positive, default=24)
+    bench.add_argument("--run-time", type=positive, default=None,
+                       help="seconds per run (default: 6 for database, 3 for redis)")
+    bench.add_argument("--business-delay-ms", type=delay, default=0)
+    bench.add_argument("--output", type=Path,
+                       help="JSON file (default: bench-results/<family>.json)")
+    bench.set_defaults(run=commands.cmd_bench)
+
+    audit = subcommands.add_parser("audit", help="print the audit; exit 1 if it is not correct")
+    audit.add_argument("--url", help="ask this instance instead of the database")
+    audit.add_argument("--json", action="store_true", help="print JSON")
+    audit.set_defaults(run=commands.cmd_audit)
+
+    reset = subcommands.add_parser("reset", help="delete all orders and restore the default products")
+    reset.set_defaults(run=commands.cmd_reset)
+
+    settings = subcommands.add_parser("settings", help="show or change the cluster's settings")
+    settings.add_argument("--strategy")
+    settings.add_argument("--business-delay-ms", type=delay)
+    settings.add_argument("--job-guard", choices=JOB_GUARDS,
+                          help="what guards the scheduled jobs")
+    for name in ("job-interval-ms", "unpaid-expiry-ms", "reminder-after-ms"):
+        settings.add_argument(f"--{name}", type=job_ms)
+    settings.set_defaults(run=commands.cmd_settings)
+
+    strategies = subcommands.add_parser("strategies", help="list the strategies")
+    strategies.set_defaults(run=commands.cmd_strategies)
+    return parser
+
+
+def add_database_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--database", choices=["sqlite", "postgresql", "mysql"],
+                         default="sqlite", help="run on a scratch database of this machine's "
+                         "PostgreSQL or MariaDB server (default: a fresh SQLite file)")
+    command.add_argument("--server-url", help="the admin URL of that server (default: "
+                         "postgresql://postgres@127.0.0.1:5432/postgres, mysql://root@127.0.0.1:3306/)")
+
+
+# --- argument types ------------------------------------------------------------
+
+def positive(raw: str) -> int:
+    value = whole_number(raw)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def port_number(raw: str) -> int:
+    value = whole_number(raw)
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"not a port: {value}")
+    return value
+
+
+def delay(raw: str) -> int:
+    value = whole_number(raw)
+    if not 0 <= value <= MAX_BUSINESS_DELAY_MS:
+        raise argparse.ArgumentTypeError(f"must be 0 to {MAX_BUSINESS_DELAY_MS} ms, got {value}")
+    return value
+
+
+def job_ms(raw: str) -> int:
+    value = whole_number(raw)
+    if not 0 <= value <= MAX_JOB_MS:
+        raise argparse.ArgumentTypeError(f"must be 0 to {MAX_JOB_MS} ms, got {value}")
+    return value
+
+
+def whole_number(raw: str) -> int:
+    try:
+        return int(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {raw!r}") from None

@@ -1,0 +1,135 @@
+"""Start several shop instances on one machine: separate OS processes,
+each under gunicorn (one worker process, many threads), on consecutive ports,
+all on one database.
+
+One worker process per instance is deliberate: an "instance" is then exactly
+one process, so the in-process strategy ``local`` means "one lock table per
+instance", as it would on separate hosts.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from sqlalchemy.engine import make_url
+
+from lockshop.cluster.processes import (
+    StartError,
+    free_port,
+    port_is_free,
+    spawn,
+    stop,
+    wait_for_http,
+)
+from shop.app import create_schema
+from shop.config import Config
+from shop.store.db import backend_name, make_engine, make_sessions, normalise_url
+from shop.store.settings import ClusterSettings, seed_settings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Instance:
+    name: str
+    url: str
+    process: subprocess.Popen
+    log_path: Path
+
+
+class Cluster:
+    """N shop instances; a context manager that stops them all on exit."""
+
+    def __init__(self, config: Config, *, instances: int = 3, port: int | None = None,
+                 host: str = "127.0.0.1", threads: int = 16, runtime_dir: Path) -> None:
+        if instances < 1:
+            raise ValueError("at least one instance is needed")
+        self.config = replace(config, database_url=absolute_sqlite_url(config.database_url))
+        self.count, self.first_port, self.host, self.threads = instances, port, host, threads
+        self.runtime_dir = runtime_dir
+        self.instances: list[Instance] = []
+
+    @property
+    def urls(self) -> list[str]:
+        return [i.url for i in self.instances]
+
+    def start(self) -> Cluster:
+        self.runtime_dir.mkdir(parents=True, exist_ok=True)
+        self._prepare_database()
+        ports = self._ports()
+        try:
+            for n, port in enumerate(ports, start=1):
+                self.instances.append(self._spawn(f"shop-{n}", port))
+            for instance in self.instances:
+                wait_for_http(f"{instance.url}/api/health", instance.process, instance.log_path)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        for instance in reversed(self.instances):
+            stop(instance.process)
+        self.instances.clear()
+
+    def __enter__(self) -> Cluster:
+        return self.start()
+
+    def __exit__(self, *exc_info) -> None:
+        self.stop()
+
+    def _prepare_database(self) -> None:
+        # Once, before any instance starts, so that instances never race to
+        # create tables (they would cope, but the logs would be noisy).
+        engine = make_engine(self.config.database_url)
+        try:
+            create_schema(engine)
+            seed_settings(make_sessions(engine),
+                          ClusterSettings.from_config(self.config))
+        finally:
+            engine.dispose()
+
+    def _ports(self) -> list[int]:
+        if self.first_port is None:
+            return [free_port(self.host) for _ in range(self.count)]
+        ports = list(range(self.first_port, self.first_port + self.count))
+        taken = [p for p in ports if not port_is_free(p, self.host)]
+        if taken:
+            raise StartError(f"port(s) {', '.join(map(str, taken))} on {self.host} are in use; "
+                             "choose another --port")
+        return ports
+
+    def _spawn(self, name: str, port: int) -> Instance:
+        env = {**os.environ, **replace(self.config, instance=name).to_env()}
+        command = [sys.executable, "-m", "gunicorn",
+                   *gunicorn_arguments(f"{self.host}:{port}", self.threads),
+                   "--name", f"lockshop-{name}", "--error-logfile", "-"]
+        log_path = self.runtime_dir / f"{name}.log"
+        process = spawn(command, env=env, log_path=log_path)
+        return Instance(name, f"http://{self.host}:{port}", process, log_path)
+
+
+def gunicorn_arguments(bind: str, threads: int = 16) -> list[str]:
+    """How an instance is served, here and in docker-compose.yml (a test keeps them equal)."""
+    return ["shop.wsgi:app", "--bind", bind, "--workers", "1", "--worker-class", "gthread",
+            "--threads", str(threads), "--graceful-timeout", "5",
+            # Its default socket path is one per user: instances would share it.
+            "--no-control-socket"]
+
+
+def absolute_sqlite_url(url: str) -> str:
+    """Children may run elsewhere: pin a relative SQLite path to this directory."""
+    url = normalise_url(url)
+    if backend_name(url) != "sqlite":
+        return url
+    parsed = make_url(url)
+    if not parsed.database or parsed.database == ":memory:":
+        raise ValueError("instances cannot share an in-memory SQLite database; give a file")
+    path = Path(parsed.database).expanduser().resolve()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return parsed.set(database=str(path)).render_as_string(hide_password=False)

@@ -1,0 +1,146 @@
+"""Child processes: free ports, start, wait until ready, stop cleanly.
+
+Used for the shop instances and for the Redis and ZooKeeper servers (``ServerProcess``).
+Every child runs in its own session so that Ctrl-C reaches the launcher
+alone, which then stops the children in order; and every child asks the
+kernel to SIGTERM it if the launcher dies without cleaning up.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+
+PR_SET_PDEATHSIG = 1
+
+
+class StartError(RuntimeError):
+    """A child process did not become ready."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port that was free a moment ago (the kernel's pick)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+        return True
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def spawn(command: Sequence[str], *, env: dict[str, str], log_path: Path,
+          cwd: Path | None = None) -> subprocess.Popen:
+    """Start ``command`` with its output going to ``log_path``."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("ab") as log:
+        return subprocess.Popen(list(command), env=env, cwd=cwd, stdout=log,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True, preexec_fn=_die_with_parent)
+
+
+def wait_for_http(url: str, process: subprocess.Popen, log_path: Path,
+                  timeout: float = 30.0) -> None:
+    """Return once ``url`` answers 200; ``StartError`` with the log's tail otherwise."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise StartError(f"{url} exited with {process.returncode}: {last_line(log_path)} "
+                             f"(log: {log_path})")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass
+        time.sleep(0.1)
+    raise StartError(f"{url} not ready after {timeout:g}s: {last_line(log_path)} (log: {log_path})")
+
+
+def stop(process: subprocess.Popen, grace: float = 10.0) -> int | None:
+    """SIGTERM the child's process group, then SIGKILL whatever is left after ``grace``."""
+    if process.poll() is None:
+        _signal_group(process, signal.SIGTERM)
+        try:
+            process.wait(grace)
+        except subprocess.TimeoutExpired:
+            _signal_group(process, signal.SIGKILL)
+            process.wait()
+    return process.returncode
+
+
+def _signal_group(process: subprocess.Popen, sig: signal.Signals) -> None:
+    try:
+        os.killpg(process.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def last_line(path: Path) -> str:
+    """The last non-empty line of a log, usually the reason a server stopped."""
+    try:
+        lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return "(no log)"
+    return lines[-1].strip() if lines else "(empty log)"
+
+
+class ServerProcess:
+    """A server process we started and may stop, kill (a crash), pause and resume.
+
+    Subclasses set ``self.process`` in ``start()`` and return ``self``.
+    """
+
+    process: subprocess.Popen | None = None
+    #: How long a SIGTERM may take before SIGKILL.
+    stop_grace: float = 5.0
+
+    def start(self):  # pragma: no cover - every subclass has its own
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.resume()  # a paused server cannot act on SIGTERM
+            stop(self.process, grace=self.stop_grace)
+            self.process = None
+
+    def kill(self) -> None:
+        """SIGKILL: the server is gone at once, as in a crash."""
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
+            self.process = None
+
+    def pause(self) -> None:
+        """SIGSTOP: the server still holds its connections but answers nothing."""
+        os.kill(self.process.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.kill(self.process.pid, signal.SIGCONT)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc_info) -> None:
+        self.stop()

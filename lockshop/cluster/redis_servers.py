@@ -1,0 +1,71 @@
+"""Redis servers of our own: started on free ports in a runtime folder.
+
+The launcher, the demo and the tests start them when no Redis URL is
+configured, so that every run has servers it may kill, pause and restart
+(the failure modes are the lesson) without touching anyone else's Redis.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import time
+from pathlib import Path
+
+from lockshop.cluster.processes import ServerProcess, StartError, free_port, spawn
+
+
+def redis_server_binary() -> str | None:
+    return shutil.which("redis-server")
+
+
+class RedisServer(ServerProcess):
+    """One redis-server: no persistence, bound to 127.0.0.1."""
+
+    def __init__(self, runtime_dir: Path, name: str = "redis", port: int | None = None) -> None:
+        self.runtime_dir = runtime_dir
+        self.name = name
+        self.port = port or free_port()
+        self.process = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> RedisServer:
+        binary = redis_server_binary()
+        if binary is None:
+            raise StartError("redis-server is not installed (Debian: apt-get install redis-server)")
+        folder = self.runtime_dir / self.name
+        folder.mkdir(parents=True, exist_ok=True)
+        self.process = spawn([binary, "--port", str(self.port), "--bind", "127.0.0.1",
+                              "--save", "", "--appendonly", "no", "--dir", str(folder)],
+                             env=dict(os.environ), log_path=folder / "redis.log")
+        self._wait_until_ready(folder / "redis.log")
+        return self
+
+    def restart(self) -> RedisServer:
+        """Start again on the same port (empty: it keeps nothing on disk)."""
+        self.stop()
+        return self.start()
+
+    def _wait_until_ready(self, log_path: Path, timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise StartError(f"redis-server on port {self.port} exited "
+                                 f"with {self.process.returncode} (log: {log_path})")
+            if _pong(self.port):
+                return
+            time.sleep(0.05)
+        raise StartError(f"redis-server on port {self.port} did not answer (log: {log_path})")
+
+
+def _pong(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as connection:
+            connection.sendall(b"PING\r\n")
+            return connection.recv(16).startswith(b"+PONG")
+    except OSError:
+        return False

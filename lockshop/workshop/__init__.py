@@ -1,0 +1,1 @@
+"""What a workshop runs: load runs per strategy, the demo, the labs and the report."""

@@ -1,0 +1,222 @@
+"""One load run per strategy: what the demo and the report both do.
+
+A run resets the products, switches the cluster to the strategy, runs a
+Locust scenario headless against some of the instances, and reads the audit
+(the database's truth) and the instances' ``/metrics`` (the cost in lock
+waits), before and after, so that each run is measured on its own.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sys
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager, nullcontext
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from loadtest.runner import LocustResult, run_locust
+from lockshop.cluster.client import ShopClient
+from lockshop.cluster.launcher import Cluster
+from lockshop.cluster.processes import StartError
+from lockshop.cluster.redis_servers import RedisServer, redis_server_binary
+from lockshop.cluster.scratch import scratch_database, server_error
+from lockshop.cluster.zookeeper_servers import ZooKeeperServer, zookeeper_installed
+from shop.config import DEFAULT_DATABASE_URL, Config, locks_backends
+from shop.errors import Unprocessable
+from shop.orders.strategies import ShopStrategy, Strategies
+from shop.store.db import backend_name
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    title: str
+    locustfile: str
+    products: tuple[dict, ...]
+
+
+FLASH_SALE = Scenario("flash_sale", "Flash sale", "flash_sale", (
+    {"sku": "keyboard", "name": "Mechanical keyboard", "kind": "item", "stock": 150},
+    {"sku": "mug", "name": "Lockshop mug", "kind": "item", "stock": 150},
+    {"sku": "concert", "name": "Concert, rows A-F", "kind": "ticket", "seats": 60},
+))
+SEAT_SALE = Scenario("seat_sale", "Seat sale", "seat_sale", (
+    {"sku": "arena", "name": "Arena, rows A-J", "kind": "ticket", "seats": 100},
+    {"sku": "club", "name": "Club night", "kind": "ticket", "seats": 30},
+))
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    strategy: ShopStrategy
+    instances: int
+
+    @property
+    def expected_correct(self) -> bool:
+        return self.strategy.expected_correct(self.instances)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    scenario: Scenario
+    run: PlannedRun
+    audit: dict
+    locust: LocustResult
+    lock: dict  # wait/hold means and p95s in ms, herd wake-ups, from /metrics
+
+    @property
+    def correct(self) -> bool:
+        return bool(self.audit["correct"])
+
+    @property
+    def as_expected(self) -> bool:
+        return self.correct == self.run.expected_correct
+
+
+#: Families whose failures need a kill, a fault hook or a short lease, not just
+#: load: a plain sale would show them correct. Their tests stage each failure.
+STAGED_FAILURES = ("redis-broken",)
+
+
+def plan(strategies: Strategies, instances: int, names: list[str] | None) -> list[PlannedRun]:
+    """A run per strategy (``local`` twice); by default those that can run here under load."""
+    if names:
+        for name in names:
+            strategies.refuse_unusable(name)  # also UnknownStrategy for a typo
+        chosen = [strategies.get(n) for n in names]
+    else:
+        chosen = [s for s in map(strategies.get, strategies.names())
+                  if s.family not in STAGED_FAILURES and usable(strategies, s.name)
+                  and strategies.available(s.name)]
+    runs = []
+    for strategy in chosen:
+        if strategy.correct_within_one_process is not None and instances > 1:
+            runs.append(PlannedRun(strategy, 1))  # the in-process lock, where it works
+        runs.append(PlannedRun(strategy, instances))
+    return runs
+
+
+def usable(strategies: Strategies, name: str) -> bool:
+    try:
+        strategies.refuse_unusable(name)
+        return True
+    except Unprocessable:  # a strategy for another database
+        return False
+
+
+@contextmanager
+def stage(config: Config, runtime: Path, server_admin_url: str | None = None,
+          instances: int = 3) -> Iterator[tuple[Cluster, Strategies, Config]]:
+    """A cluster on a fresh database of its own (SQLite, or a scratch one on a server)."""
+    if server_admin_url:
+        problem = server_error(server_admin_url)
+        if problem:
+            raise StartError(f"cannot use the database server: {problem}")
+        database = scratch_database(server_admin_url, "lockshop_run")
+    else:
+        database = nullcontext(config.database_url if config.database_url != DEFAULT_DATABASE_URL
+                                else f"sqlite:///{runtime / 'shop.db'}")
+    with database as url, own_servers(config, runtime) as config:
+        config = replace(config, database_url=url,
+                         admin_token=config.admin_token or secrets.token_urlsafe(16))
+        strategies = Strategies(locks_backends(config), backend_name(url))
+        try:
+            with Cluster(config, instances=instances, runtime_dir=runtime) as cluster:
+                yield cluster, strategies, config
+        finally:
+            strategies.close()  # before its servers stop: no client left reconnecting
+
+
+#: Independent servers started for Redlock when none are configured.
+REDLOCK_SERVERS = 5
+
+
+@contextmanager
+def own_servers(config: Config, runtime: Path) -> Iterator[Config]:
+    """Start servers of our own where no address is configured and the server is
+    installed: one Redis for the single-server locks, five independent ones for
+    Redlock, and a standalone ZooKeeper."""
+    with ExitStack() as stack:
+        if redis_server_binary() is not None:
+            if not config.redis_url:
+                server = stack.enter_context(RedisServer(runtime / "servers", "redis"))
+                config = replace(config, redis_url=server.url)
+            if not config.redis_urls:
+                servers = [stack.enter_context(RedisServer(runtime / "servers", f"redlock-{n}"))
+                           for n in range(1, REDLOCK_SERVERS + 1)]
+                config = replace(config, redis_urls=tuple(s.url for s in servers))
+        if zookeeper_installed() and not config.zk_hosts:
+            zookeeper = stack.enter_context(ZooKeeperServer(runtime / "servers", "zookeeper"))
+            config = replace(config, zk_hosts=zookeeper.address)
+        yield config
+
+
+def run_sale(cluster: Cluster, config: Config, scenario: Scenario, run: PlannedRun, *,
+             users: int, run_time_s: int, business_delay_ms: int, folder: Path,
+             html: bool = False) -> RunResult:
+    admin = ShopClient(cluster.urls[0], config.admin_token)
+    admin.reset(list(scenario.products))
+    # The jobs fire every second during the run: the report counts the fire times
+    # that ran on more than one instance (nothing expires in so short a run).
+    admin.set_settings(strategy=run.strategy.name, business_delay_ms=business_delay_ms,
+                       job_guard="strategy", job_interval_ms=1000)
+    targets = cluster.urls[:run.instances]
+    before = [scrape_lock_metrics(url) for url in targets]
+    folder.mkdir(parents=True, exist_ok=True)
+    result = run_locust(targets, locustfile=scenario.locustfile, users=users,
+                        run_time_s=run_time_s, admin_token=config.admin_token or "",
+                        csv_prefix=folder / "locust",
+                        extra_args=("--html", str(folder / "locust.html")) if html else ())
+    after = [scrape_lock_metrics(url) for url in targets]
+    return RunResult(scenario, run, admin.audit(), result,
+                     lock_figures(before, after, run.strategy.name))
+
+
+# --- lock figures from /metrics -------------------------------------------------------
+
+def scrape_lock_metrics(base_url: str) -> dict:
+    """One instance's lock figures from ``/metrics``: (sample, strategy, le) -> value."""
+    samples: dict[tuple[str, str, str], float] = {}
+    for family in text_string_to_metric_families(ShopClient(base_url, timeout=10).metrics()):
+        for sample in family.samples:
+            samples[(sample.name, sample.labels.get("strategy", ""),
+                     sample.labels.get("le", ""))] = sample.value
+    return samples
+
+
+def lock_figures(before: list[dict], after: list[dict], strategy: str) -> dict:
+    """Wait and hold times (mean, p95 bucket bound, in ms) and herd wake-ups over the run."""
+    def delta(name: str, le: str = "") -> float:
+        return sum(a.get((name, strategy, le), 0.0) - b.get((name, strategy, le), 0.0)
+                   for b, a in zip(before, after, strict=True))
+
+    figures = {"herd_wakeups": int(delta("lockshop_lock_herd_wakeups_total"))}
+    for kind in ("wait", "hold"):
+        metric = f"lockshop_lock_{kind}_seconds"
+        count = delta(f"{metric}_count")
+        figures[f"{kind}_mean_ms"] = round(1000 * delta(f"{metric}_sum") / count, 2) if count else None
+        figures[f"{kind}_p95_ms"] = _p95_bound(after, before, metric, strategy, count)
+    return figures
+
+
+def _p95_bound(after, before, metric: str, strategy: str, count: float) -> float | None:
+    """The upper bound of the histogram bucket that holds the 95th percentile."""
+    if not count:
+        return None
+    bounds = sorted({float(le) for (name, s, le) in after[0]
+                     if name == f"{metric}_bucket" and s == strategy and le != "+Inf"})
+    for bound in bounds:
+        le = repr(bound)
+        seen = sum(a.get((f"{metric}_bucket", strategy, le), 0.0)
+                   - b.get((f"{metric}_bucket", strategy, le), 0.0)
+                   for b, a in zip(before, after, strict=True))
+        if seen >= 0.95 * count:
+            return round(bound * 1000, 2)
+    return None  # above the last bucket
+
+
+def say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)

@@ -1,0 +1,256 @@
+"""The API's bodies as pydantic models: what validates a request is what the
+OpenAPI document shows (``shop.api.spec`` generates it from these).
+
+Requests are strict: no field the model does not name, no ``"1"`` for a
+number, no ``true`` for a count. Answers allow more fields than they name, so
+that adding a field to an answer is never a breaking change.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
+
+from shop.orders.order_path import MAX_QUANTITY
+from shop.store.products import MAX_PRODUCTS, MAX_SEATS, MAX_STOCK, SKU_PATTERN
+from shop.store.settings import MAX_BUSINESS_DELAY_MS, MAX_JOB_MS
+
+#: Ids are 32-bit on every database we support; a larger one cannot exist.
+MAX_ID = 2**31 - 1
+SEAT_LABEL = r"^[A-Za-z0-9]{1,16}$"
+
+
+class Request(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class Answer(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+# --- requests -----------------------------------------------------------------------
+
+class NewOrder(Request):
+    """An order: ``quantity`` of an item, or one seat of a ticket."""
+
+    product_id: int = Field(ge=1, le=MAX_ID)
+    quantity: int = Field(1, ge=1, le=MAX_QUANTITY, description="must be 1 for a ticket")
+    seat: str | None = Field(None, pattern=SEAT_LABEL,
+                             description="tickets only; omit for the first free seat")
+
+
+class NewProduct(Request):
+    """One product of a reset: an item with ``stock``, or a ticket with ``seats``."""
+
+    sku: str = Field(pattern=SKU_PATTERN.pattern)
+    name: str | None = Field(None, min_length=1, max_length=200, description="default: the sku")
+    kind: Literal["item", "ticket"] = "item"
+    stock: int | None = Field(None, ge=0, le=MAX_STOCK, description="items only")
+    seats: int | list[str] | None = Field(
+        None, description="tickets only: a count (labelled A1..A10, B1..) or the labels; "
+                          "default 40")
+    price_cents: int = Field(0, ge=0, le=10**9)
+
+    @model_validator(mode="after")
+    def stock_for_items_seats_for_tickets(self) -> NewProduct:
+        if self.kind == "item" and self.seats is not None:
+            raise ValueError(f"{self.sku} is an item: give 'stock', not 'seats'")
+        if self.kind == "ticket" and self.stock is not None:
+            raise ValueError(f"{self.sku} is a ticket: give 'seats' (a count or labels), "
+                             "not 'stock'")
+        if isinstance(self.seats, int) and not 1 <= self.seats <= MAX_SEATS:
+            raise ValueError(f"'seats' must be 1 to {MAX_SEATS}, got {self.seats}")
+        if isinstance(self.seats, list):
+            labels = self.seats
+            if not 1 <= len(labels) <= MAX_SEATS or not all(
+                    len(label) <= 16 and SKU_PATTERN.match(label) for label in labels):
+                raise ValueError(f"'seats' must list 1-{MAX_SEATS} labels of up to 16 "
+                                 "letters and digits")
+            if len(set(labels)) != len(labels):
+                raise ValueError("'seats' has the same label twice")
+        return self
+
+
+class Reset(Request):
+    """What to sell after the reset; without ``products``, the default ones."""
+
+    products: list[NewProduct] | None = Field(None, min_length=1, max_length=MAX_PRODUCTS)
+
+    @model_validator(mode="after")
+    def one_sku_each(self) -> Reset:
+        skus = [p.sku for p in self.products or ()]
+        if len(set(skus)) != len(skus):
+            raise ValueError("every product needs its own 'sku'")
+        return self
+
+
+class SettingsChange(Request):
+    """Any of the cluster's settings; every instance follows at once."""
+
+    model_config = ConfigDict(json_schema_extra={"minProperties": 1})
+
+    strategy: str | None = None
+    business_delay_ms: int | None = Field(None, ge=0, le=MAX_BUSINESS_DELAY_MS)
+    job_guard: Literal["strategy", "leader"] | None = Field(
+        None, description="what guards the scheduled jobs: the strategy's lock, "
+                          "or ZooKeeper leader election")
+    job_interval_ms: int | None = Field(None, ge=0, le=MAX_JOB_MS, description="0: jobs off")
+    unpaid_expiry_ms: int | None = Field(None, ge=0, le=MAX_JOB_MS)
+    reminder_after_ms: int | None = Field(None, ge=0, le=MAX_JOB_MS)
+    job_lock_at_least_ms: int | None = Field(None, ge=-1, le=MAX_JOB_MS,
+                                             description="-1: half the interval")
+
+    @model_validator(mode="after")
+    def something_to_change(self) -> SettingsChange:
+        if not self.model_fields_set:  # malformed, not impossible: a 400
+            raise PydanticCustomError("nothing_to_change",
+                                      "give 'strategy', 'business_delay_ms' or a job setting")
+        return self
+
+
+# --- answers --------------------------------------------------------------------------
+
+class Error(Answer):
+    """Every refusal: a code to act on, and a sentence for a person."""
+
+    error: str = Field(examples=["sold_out"])
+    message: str
+
+
+class Seat(Answer):
+    label: str
+    taken: bool
+    orders: list[int]
+
+
+class Product(Answer):
+    id: int
+    sku: str
+    name: str
+    kind: Literal["item", "ticket"]
+    price_cents: int
+    initial_stock: int
+    stock: int = Field(description="for tickets: free seats")
+    seats: list[Seat] | None = None
+
+
+class ProductList(Answer):
+    products: list[Product]
+
+
+class Stocktake(Answer):
+    product_id: int
+    initial: int
+    stock: int
+    sold: int
+    strategy: str
+    read_lock: Literal["shared", "exclusive", "none", "snapshot"] = Field(
+        description="a read lock readers share, an exclusive lock, no lock, or one transaction")
+    consistent: bool = Field(description="stock + sold == initial")
+
+
+class Order(Answer):
+    id: int
+    product_id: int
+    quantity: int
+    seat: str | None
+    status: Literal["pending", "paid", "cancelled", "expired"]
+    instance: str
+    strategy: str
+    created_at: datetime
+    paid_at: datetime | None
+
+
+class Strategy(Answer):
+    name: str
+    family: str
+    summary: str
+    correct_across_instances: bool
+    failure_mode: str
+    requires: list[str]
+    available: bool
+
+
+class StrategyList(Answer):
+    current: str
+    strategies: list[Strategy]
+
+
+class Settings(Answer):
+    strategy: str
+    business_delay_ms: int
+    job_guard: Literal["strategy", "leader"]
+    job_interval_ms: int
+    unpaid_expiry_ms: int
+    reminder_after_ms: int
+    job_lock_at_least_ms: int
+
+
+class ProductAudit(Answer):
+    product_id: int
+    initial: int
+    remaining: int
+    sold: int
+    oversold: int
+    lost_updates: int
+    double_booked_seats: int
+    retries: int
+    stale_writes_rejected: int
+    correct: bool
+
+
+class JobsAudit(Answer):
+    correct: bool
+    runs: int
+    fire_times: int
+    duplicate_runs: int
+    lost_runs: int
+    orders_expired: int
+    stock_restored_more_than_once: int
+    reminders: int
+    duplicate_reminders: int
+
+
+class Audit(Answer):
+    correct: bool
+    totals: dict[str, int]
+    products: list[ProductAudit]
+    jobs: JobsAudit
+
+
+class ResetDone(Answer):
+    reset: bool
+    products: int
+    audit: Audit
+
+
+class JobRun(Answer):
+    id: int
+    job: str
+    fire_time: datetime
+    instance: str
+    guard: str
+    outcome: Literal["running", "done", "lost"]
+    handled: int
+    started_at: datetime
+
+
+class JobRuns(Answer):
+    runs: list[JobRun]
+
+
+class Health(Answer):
+    status: Literal["ok"]
+    instance: str
+
+
+class OpenAPIDocument(Answer):
+    """This document: OpenAPI 3.1."""
+
+    openapi: str
+    info: dict
+    paths: dict
+    components: dict

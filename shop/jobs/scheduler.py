@@ -1,0 +1,265 @@
+"""The job scheduler: every instance fires every job at every slot of the schedule.
+
+Fire times are the multiples of the interval on the wall clock, so that all
+instances agree on them (an instance whose clock is late agrees late). At each
+fire time, each instance runs each job under its **guard**, ShedLock's way:
+
+* **skip, don't queue**: the guard is tried once, without waiting. If another
+  instance holds it, this instance skips the fire time: the job is being
+  done, and doing it again later would be doing it twice;
+* **hold at least** (``job_lock_at_least_ms``, half the interval unless set):
+  a quick job keeps its lock until that long after its fire time, so that an
+  instance whose clock is a little late, and fires a little later, finds the
+  lock still held instead of running the same fire time again. An instance
+  that only gets the guard after that window (or half the interval, if
+  longer) skips the fire time: it is too late to tell whether it ran;
+* **hold at most** (the lock's lease, ``LOCKSHOP_LOCK_LEASE_MS``): a job that
+  runs longer than that counts its lock as lost and stops before its next
+  write, as a lease-based lock may have expired by then.
+
+The guards:
+
+* ``strategy`` (the default): the current strategy. A lock strategy guards
+  the job with its lock named ``job:<job>``; a transaction strategy with a
+  claim, a row ``(job, fire_time)`` under a unique key in ``job_claims``
+  (ShedLock's JDBC provider does the same). ``none`` guards nothing: every
+  instance runs every fire time.
+* ``leader``: ZooKeeper leader election (``locks.zk_election``): only the
+  leader runs jobs; when it dies, another instance is elected.
+
+Every run that is not skipped is recorded in ``job_runs``; the audit counts
+fire times run more than once, stock restored more than once, and duplicate
+reminders.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from contextlib import suppress
+from datetime import UTC, datetime
+
+from sqlalchemy import update
+from sqlalchemy.exc import IntegrityError
+
+from locks import DistributedLock, LockError, LockLost
+from shop.jobs.tasks import JOBS, JobContext
+from shop.orders.order_path import OrderContext
+from shop.store.models import JobClaim, JobRun
+from shop.store.settings import ClusterSettings
+
+log = logging.getLogger(__name__)
+
+#: How often the scheduler looks at the clock (and at the settings).
+TICK_S = 0.05
+#: A fire time that began this recently when the jobs were switched on still fires:
+#: instances that notice the switch on either side of a fire time agree on it.
+JUST_BEGUN_MS = 250
+
+
+class JobScheduler:
+    """A background thread that fires the jobs of one instance."""
+
+    def __init__(self, state, clock: Callable[[], float] = time.time) -> None:
+        self.state = state
+        self._skew_s = state.config.clock_skew_ms / 1000
+        self._clock = clock
+        self._last_slot: dict[str, int] = {}
+        self._interval = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="lockshop-jobs", daemon=True)
+
+    def start(self) -> JobScheduler:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def now(self) -> float:
+        """This instance's clock, in seconds: the machine's, plus its configured skew."""
+        return self._clock() + self._skew_s
+
+    def _loop(self) -> None:
+        while not self._stop.wait(TICK_S):
+            try:
+                self._tick()
+            except Exception:  # a database hiccup must not kill the scheduler
+                log.exception("job scheduler tick failed")
+
+    def _tick(self) -> None:
+        settings = self.state.settings()
+        if settings.job_guard == "leader":
+            self._stand_for_election()
+        interval = settings.job_interval_ms
+        if interval != self._interval:  # switched on, off, or to another schedule
+            self._interval, self._last_slot = interval, {}
+        if interval <= 0:
+            return
+        now_ms = int(self.now() * 1000)
+        slot = now_ms - now_ms % interval
+        for job in JOBS:
+            if self._last_slot.get(job) is None:
+                # Start with the next fire time, or this one if it has just begun.
+                just_begun = now_ms - slot < JUST_BEGUN_MS
+                self._last_slot[job] = slot - interval if just_begun else slot
+            if slot > self._last_slot[job]:
+                self._last_slot[job] = slot
+                fire_time = datetime.fromtimestamp(slot / 1000, UTC).replace(tzinfo=None)
+                threading.Thread(target=self.fire, args=(job, fire_time, settings),
+                                 name=f"job-{job}", daemon=True).start()
+
+    def _stand_for_election(self) -> None:
+        """Join the election as soon as the guard is the leader, not at the first fire
+        time: an election takes a moment, and a fire time with no leader yet is lost."""
+        try:
+            self.state.leader_election()
+        except Exception as error:  # no ZooKeeper configured: fire() will say so
+            log.debug("cannot stand for election: %s", error)
+
+    def fire(self, job: str, fire_time: datetime, settings: ClusterSettings) -> str:
+        """Run ``job`` for ``fire_time`` under its guard; return "done", "skipped" or "lost"."""
+        try:
+            guard = JobGuard.for_settings(self.state, job, fire_time, settings)
+        except Exception as error:  # e.g. leader election with no ZooKeeper configured
+            log.warning("%s at %s: skipped, no guard to be had: %s", job, fire_time, error)
+            return "skipped"
+        started = time.monotonic()
+        if not guard.take():
+            log.debug("%s at %s: skipped, %s holds it elsewhere", job, fire_time, guard.name)
+            return "skipped"
+        # Both bounds count from the fire time, not from when we got the guard:
+        # an instance whose attempt was slow (a busy database, a slow backend)
+        # must not find the guard free only because the first runner's minimum
+        # hold ran out before it even asked.
+        fire_s = fire_time.replace(tzinfo=UTC).timestamp()
+        hold_at_least_s = settings.job_hold_at_least_ms / 1000
+        try:
+            if self.now() > fire_s + max(hold_at_least_s, settings.job_interval_ms / 2000):
+                log.info("%s at %s: skipped, too late for this fire time", job, fire_time)
+                return "skipped"
+            return self._run(job, fire_time, settings, guard, started)
+        finally:
+            # Hold at least until the fire time's minimum hold is over.
+            self._stop.wait(max(0.0, fire_s + hold_at_least_s - self.now()))
+            guard.give_back()
+
+    def _run(self, job: str, fire_time: datetime, settings: ClusterSettings,
+             guard: JobGuard, started: float) -> str:
+        sessions = self.state.sessions
+        with sessions.begin() as session:
+            run = JobRun(job=job, fire_time=fire_time, instance=self.state.config.instance,
+                         guard=guard.name)
+            session.add(run)
+            session.flush()
+            run_id = run.id
+        at_most_s = self.state.config.lock_lease_ms / 1000
+
+        def still_ours() -> None:
+            if time.monotonic() - started > at_most_s:
+                raise LockLost(f"job:{job}", "the job ran longer than its lock may be held")
+            guard.ensure_held()
+
+        config = self.state.config
+        order_context = OrderContext(instance=config.instance, strategy=settings.strategy,
+                                     business_delay_ms=0,
+                                     lock_timeout_ms=config.lock_timeout_ms)
+        context = JobContext(instance=config.instance, fire_time=fire_time,
+                             now=datetime.fromtimestamp(self.now(), UTC).replace(tzinfo=None),
+                             business_delay_ms=settings.business_delay_ms,
+                             still_ours=still_ours,
+                             exclude_orders=lambda product_id: self.state.strategies.excluding_orders(
+                                 settings.strategy, product_id, order_context))
+        outcome, handled = "done", 0
+        try:
+            handled = JOBS[job](sessions, context, settings)
+        except LockError as error:
+            outcome = "lost"
+            log.warning("%s at %s stopped before writing: %s", job, fire_time, error)
+        with sessions.begin() as session:
+            session.execute(update(JobRun).where(JobRun.id == run_id)
+                            .values(outcome=outcome, handled=handled))
+        return outcome
+
+
+class JobGuard:
+    """What a job holds while it runs: a lock, a claim, leadership, or nothing."""
+
+    name = "none"
+
+    @staticmethod
+    def for_settings(state, job: str, fire_time: datetime,
+                     settings: ClusterSettings) -> JobGuard:
+        if settings.job_guard == "leader":
+            return LeaderGuard(state.leader_election())
+        factory = state.strategies.lock_factory(settings.strategy)
+        if factory is None:
+            return ClaimGuard(state, job, fire_time, settings.strategy)
+        # Counted apart from the order locks: a job's lock is held for half an
+        # interval, and would swamp the hold times of the sale's locks.
+        lock = factory.lock(f"job:{job}", timeout=0, label=f"{settings.strategy} (jobs)")
+        return LockGuard(lock, settings.strategy)
+
+    def take(self) -> bool:
+        return True
+
+    def ensure_held(self) -> None:
+        pass
+
+    def give_back(self) -> None:
+        pass
+
+
+class LockGuard(JobGuard):
+    """The strategy's lock, tried once: held elsewhere means skip."""
+
+    def __init__(self, lock: DistributedLock, strategy: str) -> None:
+        self.lock, self.name = lock, strategy
+
+    def take(self) -> bool:
+        try:
+            return self.lock.acquire(blocking=False)
+        except LockError as error:  # its backend is down: safer to skip than to run unguarded
+            log.warning("job lock unavailable, skipping: %s", error)
+            return False
+
+    def ensure_held(self) -> None:
+        self.lock.ensure_held()
+
+    def give_back(self) -> None:
+        with suppress(LockError):  # a lost lock has nothing to give back
+            self.lock.release()
+
+
+class ClaimGuard(JobGuard):
+    """A transaction strategy's guard: the first instance to insert (job, fire_time) runs it."""
+
+    def __init__(self, state, job: str, fire_time: datetime, strategy: str) -> None:
+        self.state, self.job, self.fire_time, self.name = state, job, fire_time, strategy
+
+    def take(self) -> bool:
+        try:
+            with self.state.sessions.begin() as session:
+                session.add(JobClaim(job=self.job, fire_time=self.fire_time,
+                                     instance=self.state.config.instance))
+            return True
+        except IntegrityError:
+            return False  # claimed by another instance
+
+
+class LeaderGuard(JobGuard):
+    """Only the elected leader runs jobs."""
+
+    name = "leader"
+
+    def __init__(self, election) -> None:
+        self.election = election
+
+    def take(self) -> bool:
+        return self.election.is_leader()
+
+    def ensure_held(self) -> None:
+        self.election.ensure_leader()

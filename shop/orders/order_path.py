@@ -1,0 +1,279 @@
+"""The order path: the classic read-check-write, deliberately non-atomic.
+
+Steps, as in every article on distributed locks:
+
+1. **read** the stock (and, for a ticket, which seats are taken);
+2. **check** that the order fits;
+3. wait the **business delay**, standing in for a payment check or a slow
+   service call; it widens the race window so that a broken strategy fails
+   every time rather than by luck;
+4. **write** ``stock = <what we read> - quantity`` and
+5. **insert** the order, in one transaction.
+
+Where the lock hands out a fencing token, step 4 writes only if the token
+is newer than the last one written for the product (see ``write_stock``).
+
+Steps 1 and 4-5 are separate transactions on purpose: that is how most code
+that loads an object, thinks, and saves it behaves, and it is the window a
+lock must close. The lock is taken before step 1 and released only after the
+write transaction has committed. Releasing it before the commit is a classic
+bug: the next holder would read the stock before our write is visible.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from locks import DistributedLock, LockError, LockFactory, LockNotAcquired
+from shop.errors import (
+    NotFound,
+    OrderNotPending,
+    SeatTaken,
+    SoldOut,
+    StaleWriteRejected,
+    Unprocessable,
+)
+from shop.metrics import counters
+from shop.store.models import (
+    LIVE_STATUSES,
+    Order,
+    OrderStatus,
+    Product,
+    ProductKind,
+    Seat,
+    StaleWrite,
+    utcnow,
+)
+
+log = logging.getLogger(__name__)
+
+#: The most units one order may ask for.
+MAX_QUANTITY = 100
+
+
+@dataclass(frozen=True)
+class OrderRequest:
+    product_id: int
+    quantity: int = 1
+    seat: str | None = None
+
+
+@dataclass(frozen=True)
+class OrderContext:
+    """Who takes the order and how: the instance, the strategy, the delay."""
+
+    instance: str
+    strategy: str
+    business_delay_ms: int
+    lock_timeout_ms: int
+
+
+def lock_name(product_id: int) -> str:
+    """One lock per product: orders for different products never wait for each other."""
+    return f"product:{product_id}"
+
+
+def place_order(sessions: sessionmaker[Session], lock_factory: LockFactory, request: OrderRequest,
+                context: OrderContext, sleep: Callable[[float], None] = time.sleep) -> Order:
+    """Run the order path under a lock from ``lock_factory``; return the new order."""
+    kind = check_request(sessions, request)
+    lock = lock_factory.lock(lock_name(request.product_id), timeout=context.lock_timeout_ms / 1000)
+    if not lock.acquire():
+        raise LockNotAcquired(lock.name, lock.default_timeout)
+    try:
+        # 1. read (a short transaction of its own)
+        with sessions.begin() as session:
+            stock, free = read_stock(session, request.product_id, kind)
+        # 2. check
+        seat = check_fits(request, kind, stock, free)
+        # 3. the business delay: the race window
+        business_delay(context, sleep)
+        # 4. write and 5. insert, in one transaction
+        try:
+            with sessions.begin() as session:
+                write_stock(session, request.product_id, stock - request.quantity,
+                            fencing_token=lock.fencing_token)
+                order = insert_order(session, request, seat, context)
+                # Last moment to find out that the lock expired or its session
+                # ended: raising here rolls the whole write back.
+                lock.ensure_held()
+        except StaleWriteRejected:
+            record_stale_write(sessions, request.product_id, lock.fencing_token, context)
+            raise
+        return order
+    finally:
+        _release_quietly(lock)
+
+
+# --- the steps, shared by every strategy ------------------------------------------
+
+def read_stock(session: Session, product_id: int, kind: ProductKind, *,
+               for_update: bool = False) -> tuple[int | None, list[str]]:
+    """Step 1: the stock and, for a ticket, the free seats. ``for_update`` locks the row."""
+    query = select(Product.stock).where(Product.id == product_id)
+    stock = session.scalar(query.with_for_update() if for_update else query)
+    return stock, free_seats(session, product_id) if kind is ProductKind.TICKET else []
+
+
+def check_fits(request: OrderRequest, kind: ProductKind, stock: int | None,
+               free: list[str]) -> str | None:
+    """Step 2: refuse what does not fit; for a ticket, return the seat to take."""
+    if stock is None:
+        raise NotFound(f"product {request.product_id} was removed")
+    if stock < request.quantity:
+        raise SoldOut(f"product {request.product_id} is sold out "
+                      f"({stock} left, {request.quantity} asked)", remaining=stock)
+    return _choose_seat(request, free) if kind is ProductKind.TICKET else None
+
+
+def business_delay(context: OrderContext, sleep: Callable[[float], None] = time.sleep) -> None:
+    """Step 3: the time a real shop spends between check and write."""
+    if context.business_delay_ms:
+        sleep(context.business_delay_ms / 1000)
+
+
+def write_stock(session: Session, product_id: int, new_stock: int,
+                fencing_token: int | None = None) -> None:
+    """Step 4: the blind write of an absolute value, as load-modify-save code does.
+
+    With a fencing token, the write lands only if no newer token has written
+    this product's stock: the check and the write are one UPDATE, so a holder
+    whose lease ran out while it paused cannot slip in between.
+    """
+    if fencing_token is None:
+        session.execute(update(Product).where(Product.id == product_id).values(stock=new_stock))
+        return
+    written = session.execute(
+        update(Product).where(Product.id == product_id, Product.fence < fencing_token)
+        .values(stock=new_stock, fence=fencing_token))
+    if written.rowcount != 1:
+        raise StaleWriteRejected(f"product {product_id}: fencing token {fencing_token} is older "
+                                 "than the last one written; the lock had moved on, nothing "
+                                 "was written", token=fencing_token)
+
+
+def add_stock(session: Session, product_id: int, quantity: int,
+              fencing_token: int | None = None) -> None:
+    """Give ``quantity`` back to the stock, for a writer outside the order path.
+
+    An increment rather than a blind write, and it bumps the version, so that
+    an optimistic order that read before it fails its compare-and-set. It must
+    still run under the strategy's guard (``Strategies.excluding_orders``): a
+    locked order's read-check-write would otherwise overwrite it. With a
+    fencing token, as ``write_stock``.
+    """
+    query = update(Product).where(Product.id == product_id)
+    values = {"stock": Product.stock + quantity, "version": Product.version + 1}
+    if fencing_token is not None:
+        query = query.where(Product.fence < fencing_token)
+        values["fence"] = fencing_token
+    if session.execute(query.values(**values)).rowcount != 1:
+        raise StaleWriteRejected(f"product {product_id}: fencing token {fencing_token} is "
+                                 "older than the last one written", token=fencing_token)
+
+
+def record_stale_write(sessions: sessionmaker[Session], product_id: int, token: int | None,
+                       context: OrderContext) -> None:
+    """Keep a refused write for the audit (its own transaction: the order's was rolled back)."""
+    counters.add("stale_writes", strategy=context.strategy)
+    with sessions.begin() as session:
+        session.add(StaleWrite(product_id=product_id, token=token or 0,
+                               instance=context.instance, strategy=context.strategy))
+
+
+def insert_order(session: Session, request: OrderRequest, seat: str | None,
+                 context: OrderContext, attempts: int = 1) -> Order:
+    """Step 5: the order row (and, for a ticket, a blind claim of its seat)."""
+    order = Order(product_id=request.product_id, quantity=request.quantity, seat=seat,
+                  status=OrderStatus.PENDING.value, instance=context.instance,
+                  strategy=context.strategy, attempts=attempts)
+    session.add(order)
+    session.flush()
+    if seat is not None:
+        session.execute(update(Seat).where(Seat.product_id == request.product_id,
+                                           Seat.label == seat).values(order_id=order.id))
+    return order
+
+
+def pay_order(sessions: sessionmaker[Session], order_id: int) -> Order:
+    """Mark a pending order paid; 404 if unknown, 409 if it is not pending."""
+    with sessions.begin() as session:
+        # One conditional UPDATE: two payments of one order cannot both succeed.
+        paid = session.execute(
+            update(Order).where(Order.id == order_id, Order.status == OrderStatus.PENDING.value)
+            .values(status=OrderStatus.PAID.value, paid_at=utcnow()))
+        order = session.get(Order, order_id)
+        if order is None:
+            raise NotFound(f"order {order_id} not found")
+        if paid.rowcount == 0:
+            raise OrderNotPending(f"order {order_id} is {order.status}, not pending",
+                                  status=order.status)
+        return order
+
+
+def get_order(sessions: sessionmaker[Session], order_id: int) -> Order:
+    with sessions.begin() as session:
+        order = session.get(Order, order_id)
+        if order is None:
+            raise NotFound(f"order {order_id} not found")
+        return order
+
+
+# --- helpers ----------------------------------------------------------------
+
+def check_request(sessions: sessionmaker[Session], request: OrderRequest) -> ProductKind:
+    """Refuse what can be refused before taking a lock (unknown product, wrong kind)."""
+    if not 1 <= request.quantity <= MAX_QUANTITY:
+        raise Unprocessable(f"'quantity' must be between 1 and {MAX_QUANTITY}, "
+                            f"got {request.quantity}")
+    with sessions.begin() as session:
+        kind = session.scalar(select(Product.kind).where(Product.id == request.product_id))
+        if kind is None:
+            raise NotFound(f"product {request.product_id} not found")
+        if kind == ProductKind.ITEM.value:
+            if request.seat is not None:
+                raise Unprocessable(f"product {request.product_id} is an item: it has no seats")
+            return ProductKind.ITEM
+        if request.quantity != 1:
+            raise Unprocessable("a ticket order is for exactly one seat (quantity 1)")
+        if request.seat is not None and session.scalar(
+                select(Seat.id).where(Seat.product_id == request.product_id,
+                                      Seat.label == request.seat)) is None:
+            raise Unprocessable(f"product {request.product_id} has no seat {request.seat!r}")
+        return ProductKind.TICKET
+
+
+def free_seats(session: Session, product_id: int) -> list[str]:
+    """Seat labels in seat-map order, less those held by a live order."""
+    taken = set(session.scalars(select(Order.seat).where(
+        Order.product_id == product_id, Order.status.in_(LIVE_STATUSES),
+        Order.seat.is_not(None))))
+    labels = session.scalars(select(Seat.label).where(Seat.product_id == product_id)
+                             .order_by(Seat.id))
+    return [label for label in labels if label not in taken]
+
+
+def _choose_seat(request: OrderRequest, free: list[str]) -> str:
+    """The named seat if it is free; otherwise the first free one."""
+    if request.seat is None:
+        if not free:
+            raise SoldOut(f"product {request.product_id} has no free seat", remaining=0)
+        return free[0]
+    if request.seat not in free:
+        raise SeatTaken(f"seat {request.seat} is taken", seat=request.seat)
+    return request.seat
+
+
+def _release_quietly(lock: DistributedLock) -> None:
+    # A failed release must not hide the order's own outcome (committed or
+    # not, it is decided by now); the lock's metrics count it and we log it.
+    try:
+        lock.release()
+    except LockError as error:
+        log.warning("releasing %s after the order failed: %s", lock.name, error)

@@ -1,0 +1,230 @@
+"""Transaction strategies: the database guards the order path itself.
+
+Each runs the order in ONE transaction, so nothing is released before the
+commit: the row lock and the advisory lock end with the transaction, and a
+compare-and-set or conditional UPDATE is atomic by construction.
+
+* ``for_update``: ``SELECT stock ... FOR UPDATE`` locks the product row until
+  commit; a second buyer's SELECT waits. InnoDB locks *index records*: the
+  primary key makes this a single-row lock, whereas a FOR UPDATE on an
+  unindexed column would lock every row it scans. SQLite has no row locks;
+  its equivalent is ``BEGIN IMMEDIATE``, which takes the database's write
+  lock up front, so the read that follows already excludes other writers.
+* ``pg_advisory``: ``pg_advisory_xact_lock(class, product)``, a lock on a
+  number that PostgreSQL releases at commit or rollback. PostgreSQL only:
+  MySQL's ``GET_LOCK`` is held by the session, not the transaction, and
+  SQLite has nothing of the kind, so the strategy refuses other databases.
+* ``optimistic``: no lock. Read stock and version, and write with
+  ``... WHERE version = :read``; zero rows updated means someone sold in
+  between, so read again and retry (bounded, with jittered backoff). The
+  attempts are stored with the order, so the audit can count retries.
+* ``atomic``: "you may not need a lock". ``UPDATE ... SET stock = stock - :q
+  WHERE stock >= :q`` checks and writes in one statement; a seat is claimed
+  with ``UPDATE seats SET order_id = :id WHERE ... AND order_id IS NULL``.
+
+Lock waits are bounded by the shop's lock timeout (``lock_timeout`` on
+PostgreSQL, ``innodb_lock_wait_timeout`` on MariaDB, the busy timeout on
+SQLite); a wait that runs out is a 503, as for every other lock.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Callable
+
+from sqlalchemy import func, select, text, update
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import Session, sessionmaker
+
+from locks import LockNotAcquired
+from locks import metrics as lock_metrics
+from shop.errors import SeatTaken, ServiceUnavailable, SoldOut
+from shop.metrics import counters
+from shop.orders.order_path import (
+    OrderContext,
+    OrderRequest,
+    business_delay,
+    check_fits,
+    check_request,
+    free_seats,
+    insert_order,
+    lock_name,
+    read_stock,
+    write_stock,
+)
+from shop.store.db import SQLITE_BEGIN, SQLITE_BUSY_MS
+from shop.store.models import Order, Product, ProductKind, Seat
+
+Sleep = Callable[[float], None]
+
+#: First number of pg_advisory_xact_lock(class, object): "LS", lockshop's own.
+ADVISORY_CLASS = 0x4C53
+OPTIMISTIC_MAX_ATTEMPTS = 20
+
+
+class TooMuchContention(ServiceUnavailable):
+    code = "too_much_contention"
+
+
+def place_for_update(sessions: sessionmaker[Session], request: OrderRequest,
+                     context: OrderContext, sleep: Sleep = time.sleep) -> Order:
+    kind = check_request(sessions, request)
+    with TransactionLock(request, context) as lock:
+        with sessions.begin() as session:
+            _begin_write_transaction(session, context)
+            stock, free = read_stock(session, request.product_id, kind, for_update=True)
+            lock.acquired()
+            seat = check_fits(request, kind, stock, free)
+            business_delay(context, sleep)  # the row stays locked meanwhile
+            write_stock(session, request.product_id, stock - request.quantity)
+            order = insert_order(session, request, seat, context)
+        # the commit released the row lock
+    return order
+
+
+def place_pg_advisory(sessions: sessionmaker[Session], request: OrderRequest,
+                      context: OrderContext, sleep: Sleep = time.sleep) -> Order:
+    kind = check_request(sessions, request)
+    with TransactionLock(request, context) as lock:
+        with sessions.begin() as session:
+            _begin_write_transaction(session, context)
+            session.execute(select(func.pg_advisory_xact_lock(ADVISORY_CLASS, request.product_id)))
+            lock.acquired()
+            # Under READ COMMITTED each statement sees what was committed
+            # before it began, so this read comes after the last holder's write.
+            stock, free = read_stock(session, request.product_id, kind)
+            seat = check_fits(request, kind, stock, free)
+            business_delay(context, sleep)
+            write_stock(session, request.product_id, stock - request.quantity)
+            order = insert_order(session, request, seat, context)
+        # the commit released the advisory lock
+    return order
+
+
+def place_optimistic(sessions: sessionmaker[Session], request: OrderRequest,
+                     context: OrderContext, sleep: Sleep = time.sleep) -> Order:
+    kind = check_request(sessions, request)
+    for attempt in range(1, OPTIMISTIC_MAX_ATTEMPTS + 1):
+        with sessions.begin() as session:
+            # Version and stock in ONE statement, and before the seats: under
+            # READ COMMITTED (PostgreSQL's default) every statement sees a new
+            # snapshot, so reading them separately can pair an old stock with
+            # a new version, and the compare-and-set then writes a stale stock.
+            version, stock = session.execute(
+                select(Product.version, Product.stock)
+                .where(Product.id == request.product_id)).one_or_none() or (None, None)
+            free = free_seats(session, request.product_id) if kind is ProductKind.TICKET else []
+        seat = check_fits(request, kind, stock, free)
+        business_delay(context, sleep)
+        with sessions.begin() as session:
+            # Compare-and-set: any sale since our read has bumped the version
+            # (for a ticket too, so the seat we chose is still free).
+            written = session.execute(
+                update(Product)
+                .where(Product.id == request.product_id, Product.version == version)
+                .values(stock=stock - request.quantity, version=version + 1))
+            if written.rowcount == 1:
+                return insert_order(session, request, seat, context, attempts=attempt)
+        # Lost the race: back off a little (jittered, growing) and read again.
+        counters.add("retries", strategy=context.strategy)
+        sleep(random.uniform(0, 0.002 * 2 ** min(attempt, 6)))
+    raise TooMuchContention(f"product {request.product_id}: {OPTIMISTIC_MAX_ATTEMPTS} "
+                            "attempts all conflicted; try again", attempts=OPTIMISTIC_MAX_ATTEMPTS)
+
+
+def place_atomic(sessions: sessionmaker[Session], request: OrderRequest,
+                 context: OrderContext, sleep: Sleep = time.sleep) -> Order:
+    kind = check_request(sessions, request)
+    business_delay(context, sleep)  # the business step still takes its time; nothing is held
+    with sessions.begin() as session:
+        taken = session.execute(
+            update(Product)
+            .where(Product.id == request.product_id, Product.stock >= request.quantity)
+            .values(stock=Product.stock - request.quantity))
+        if taken.rowcount != 1:
+            raise SoldOut(f"product {request.product_id} is sold out")
+        if kind is ProductKind.ITEM:
+            return insert_order(session, request, None, context)
+        return _claim_a_seat(session, request, context)
+
+
+def _claim_a_seat(session: Session, request: OrderRequest, context: OrderContext) -> Order:
+    """Insert the order, then claim the named seat or the first one nobody holds."""
+    order = insert_order(session, request, None, context)
+    candidates = [request.seat] if request.seat else list(session.scalars(
+        select(Seat.label).where(Seat.product_id == request.product_id,
+                                 Seat.order_id.is_(None)).order_by(Seat.id)))
+    for label in candidates:
+        claimed = session.execute(
+            update(Seat).where(Seat.product_id == request.product_id, Seat.label == label,
+                               Seat.order_id.is_(None)).values(order_id=order.id))
+        if claimed.rowcount == 1:
+            order.seat = label
+            return order
+    # Raising rolls back the stock decrement and the order with it.
+    if request.seat:
+        raise SeatTaken(f"seat {request.seat} is taken", seat=request.seat)
+    raise SoldOut(f"product {request.product_id} has no free seat", remaining=0)
+
+
+# --- bounded lock waits ---------------------------------------------------------------
+
+def _begin_write_transaction(session: Session, context: OrderContext) -> None:
+    dialect = session.get_bind().dialect.name
+    if dialect == "sqlite":
+        session.connection(execution_options={SQLITE_BEGIN: "IMMEDIATE",
+                                              SQLITE_BUSY_MS: context.lock_timeout_ms})
+    elif dialect == "postgresql":
+        session.execute(text(f"SET LOCAL lock_timeout = '{int(context.lock_timeout_ms)}ms'"))
+    else:  # MySQL / MariaDB: whole seconds, per connection
+        seconds = max(1, math.ceil(context.lock_timeout_ms / 1000))
+        session.execute(text(f"SET SESSION innodb_lock_wait_timeout = {seconds}"))
+
+
+class TransactionLock:
+    """A lock the database holds for a transaction: times its wait and hold for
+    the metrics, and turns "lock wait timed out" into ``LockNotAcquired`` (503)."""
+
+    def __init__(self, request: OrderRequest, context: OrderContext) -> None:
+        self.name = lock_name(request.product_id)
+        self.strategy = context.strategy
+        self.timeout = context.lock_timeout_ms / 1000
+        self.started = time.monotonic()
+        self.acquired_at: float | None = None
+
+    def acquired(self) -> None:
+        self.acquired_at = time.monotonic()
+        lock_metrics.record(self.strategy, "acquired", self.acquired_at - self.started)
+
+    def __enter__(self) -> TransactionLock:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        # Whatever happened, the commit or the rollback has released the lock.
+        if self.acquired_at is not None:
+            lock_metrics.record(self.strategy, "released", time.monotonic() - self.acquired_at)
+        elif isinstance(exc, OperationalError) and _is_lock_timeout(exc):
+            lock_metrics.record(self.strategy, "timeout", time.monotonic() - self.started)
+            raise LockNotAcquired(self.name, self.timeout) from exc
+
+
+def _is_lock_timeout(error: OperationalError) -> bool:
+    sqlstate = getattr(error.orig, "sqlstate", None)  # psycopg
+    code = error.orig.args[0] if getattr(error.orig, "args", None) else None  # PyMySQL
+    return (sqlstate == "55P03" or code == 1205
+            or "database is locked" in str(error.orig))  # PostgreSQL, MariaDB, SQLite
+
+
+# --- how another writer of a product's stock joins each strategy's exclusion ---------
+# Called first thing in that writer's transaction (the expiry job's restore).
+
+def lock_row_for_update(session: Session, product_id: int, context: OrderContext) -> None:
+    _begin_write_transaction(session, context)
+    session.execute(select(Product.id).where(Product.id == product_id).with_for_update())
+
+
+def lock_pg_advisory(session: Session, product_id: int, context: OrderContext) -> None:
+    _begin_write_transaction(session, context)
+    session.execute(select(func.pg_advisory_xact_lock(ADVISORY_CLASS, product_id)))

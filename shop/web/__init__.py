@@ -1,0 +1,1 @@
+"""The web pages: the dashboard and the buy page, with their templates and styles."""

@@ -1,0 +1,111 @@
+"""The house plan, held by the code's own imports (every import statement,
+including those inside functions):
+
+* ``locks`` stands alone: it never imports the shop, its tooling or the load tests;
+* the served app (``shop``) never imports its tooling (``lockshop``) nor the load tests;
+* the load tests talk to the shop over HTTP only;
+* no module imports itself back through others (no cycle).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("locks", "shop", "lockshop", "loadtest")
+
+#: package -> the packages it must never import.
+FORBIDDEN = {
+    "locks": {"shop", "lockshop", "loadtest"},
+    "shop": {"lockshop", "loadtest"},
+    "loadtest": {"shop", "lockshop", "locks"},
+}
+
+
+def module_paths() -> dict[str, Path]:
+    modules = {}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            modules[".".join(parts)] = path
+    return modules
+
+
+def imports_of(module: str, path: Path, known: set[str]) -> set[str]:
+    """The project's modules that ``module`` imports, anywhere in its file."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(parent + ([base] if base else []))
+            # "from pkg import mod" imports the module pkg.mod; "from mod import name", mod.
+            found.update(f"{base}.{a.name}" if f"{base}.{a.name}" in known else base
+                         for a in node.names)
+    return {name for name in found if name.split(".")[0] in PACKAGES}
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    modules = module_paths()
+    return {name: imports_of(name, path, set(modules)) for name, path in modules.items()}
+
+
+@pytest.mark.parametrize("package", sorted(FORBIDDEN))
+def test_a_package_never_imports_what_it_must_not(graph, package):
+    crossings = sorted(f"{module} imports {target}"
+                       for module, targets in graph.items() if module.split(".")[0] == package
+                       for target in targets if target.split(".")[0] in FORBIDDEN[package])
+    assert crossings == []
+
+
+def test_the_served_app_is_all_under_shop(graph):
+    """gunicorn's entry point, and everything it reaches, stays inside ``shop`` and ``locks``."""
+    reached, todo = set(), ["shop.wsgi"]
+    while todo:
+        module = todo.pop()
+        if module not in reached:
+            reached.add(module)
+            todo.extend(graph.get(module, ()))
+    assert {m.split(".")[0] for m in reached} <= {"shop", "locks"}
+    assert "shop.api" in reached and "shop.web.views" in reached  # the walk did walk
+
+
+def test_no_import_cycle(graph):
+    cycle = find_cycle(graph)
+    assert cycle is None, " -> ".join(cycle)
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of ``graph`` as a path that ends where it starts, or None."""
+    done: set[str] = set()
+
+    def visit(node: str, path: list[str]) -> list[str] | None:
+        if node in path:
+            return path[path.index(node):] + [node]
+        if node in done:
+            return None
+        for target in sorted(graph.get(node, ())):
+            if target != node and (cycle := visit(target, path + [node])):
+                return cycle
+        done.add(node)
+        return None
+
+    for start in sorted(graph):
+        if cycle := visit(start, []):
+            return cycle
+    return None
