@@ -22,7 +22,7 @@ so a clock running ahead takes over a live lock early; and a holder paused
 longer than its lease (GC, SIGSTOP, a slow disk) overlaps with the next
 holder. Both are why the token exists: the shop writes stock only with a
 token newer than the last one it stored, so the late holder's write is
-refused (see ``shop.orders``).
+refused (see ``shop.orders.order_path``).
 """
 
 from __future__ import annotations

@@ -17,7 +17,12 @@ from shop.orders.order_path import OrderContext, OrderRequest
 from shop.orders.stocktake import Stocktake, take_stocktake
 from shop.orders.strategies import Strategies
 from shop.store.models import Order
-from shop.store.settings import JOB_GUARDS, ClusterSettings, read_settings, write_settings
+from shop.store.settings import (
+    JOB_GUARDS,
+    ClusterSettings,
+    read_settings,
+    write_settings,
+)
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """``lockshop bench redis``: the Redis locks against a raw loop and other libraries.
 
 On Redis servers of its own (one, plus five for Redlock), with the harness
-of ``shop.bench_locks``:
+of ``lockshop.bench.harness``:
 
 * **uncontended**: a raw ``SET NX PX`` + ``DEL`` loop (the ceiling: one
   round trip each), each of our correct Redis locks, redis-py's ``Lock`` and
@@ -19,7 +19,15 @@ from pathlib import Path
 
 import redis
 
-from lockshop.bench.harness import LEASE_MS, Endpoints, Figures, Maker, measure, rate, report
+from lockshop.bench.harness import (
+    LEASE_MS,
+    Endpoints,
+    Figures,
+    Maker,
+    measure,
+    rate,
+    report,
+)
 from lockshop.cluster.redis_servers import RedisServer
 
 OURS = ("redis", "redis_reentrant", "redis_watchdog", "redis_fair")

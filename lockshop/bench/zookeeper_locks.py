@@ -1,9 +1,9 @@
 """``lockshop bench zookeeper``: our ZooKeeper locks against kazoo's own ``Lock`` recipe.
 
-On a standalone ZooKeeper of its own (settings in ``shop.zk_servers``:
+On a standalone ZooKeeper of its own (settings in ``lockshop.cluster.zookeeper_servers``:
 ``forceSync=yes``, ZooKeeper's default, so every create and delete is
 fsynced) plus a Redis server for the contended section's counter, with the
-harness of ``shop.bench_locks``:
+harness of ``lockshop.bench.harness``:
 
 * **uncontended**: a raw ephemeral create + delete loop (the ceiling: two
   writes), ``zk_simple``, ``zk_fair``, ``zk_rw`` (its write lock) and kazoo's
@@ -28,7 +28,15 @@ from pathlib import Path
 from kazoo.client import KazooClient
 
 from locks.zk_client import new_client
-from lockshop.bench.harness import Endpoints, Figures, Maker, measure, opened, rate, report
+from lockshop.bench.harness import (
+    Endpoints,
+    Figures,
+    Maker,
+    measure,
+    opened,
+    rate,
+    report,
+)
 from lockshop.cluster.redis_servers import RedisServer
 from lockshop.cluster.zookeeper_servers import TICK_MS, ZooKeeperServer
 

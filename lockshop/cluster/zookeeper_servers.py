@@ -22,7 +22,13 @@ import subprocess
 import time
 from pathlib import Path
 
-from lockshop.cluster.processes import ServerProcess, StartError, free_port, last_line, spawn
+from lockshop.cluster.processes import (
+    ServerProcess,
+    StartError,
+    free_port,
+    last_line,
+    spawn,
+)
 
 JAR = Path("/usr/share/java/zookeeper.jar")
 #: Logs to stderr (the server's log file) instead of nowhere.

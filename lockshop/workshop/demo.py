@@ -5,7 +5,7 @@ and on all of them) the demo resets the products, switches the cluster to
 the strategy, runs Locust headless for a fixed time against the instances,
 and reads the audit. Every figure in the table except requests/s and latency
 comes from the audit, that is, from the database. Then the scheduled jobs
-under each guard (``shop.jobs_demo``), and the labs of the broken locks.
+under each guard (``lockshop.workshop.jobs_demo``), and the labs of the broken locks.
 """
 
 from __future__ import annotations

@@ -26,7 +26,13 @@ from lockshop.cluster.launcher import Cluster
 from lockshop.cluster.redis_servers import RedisServer
 from shop.app import create_schema
 from shop.config import Config
-from shop.orders.order_path import OrderContext, OrderRequest, insert_order, read_stock, write_stock
+from shop.orders.order_path import (
+    OrderContext,
+    OrderRequest,
+    insert_order,
+    read_stock,
+    write_stock,
+)
 from shop.store.audit import take_audit
 from shop.store.db import make_engine, make_sessions
 from shop.store.models import ProductKind

@@ -22,7 +22,15 @@ from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from lockshop.workshop.runs import FLASH_SALE, SEAT_SALE, RunResult, plan, run_sale, say, stage
+from lockshop.workshop.runs import (
+    FLASH_SALE,
+    SEAT_SALE,
+    RunResult,
+    plan,
+    run_sale,
+    say,
+    stage,
+)
 from shop.config import Config
 
 SCENARIOS = {s.name: s for s in (FLASH_SALE, SEAT_SALE)}

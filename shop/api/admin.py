@@ -17,7 +17,12 @@ from shop.errors import Unauthorized
 from shop.state import shop
 from shop.store.audit import take_audit
 from shop.store.models import JobRun, ProductKind
-from shop.store.products import DEFAULT_PRODUCTS, ProductSpec, reset_products, seat_labels
+from shop.store.products import (
+    DEFAULT_PRODUCTS,
+    ProductSpec,
+    reset_products,
+    seat_labels,
+)
 
 admin = Blueprint("admin", __name__, url_prefix="/api/admin")
 

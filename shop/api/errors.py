@@ -13,7 +13,13 @@ from flask import Flask, jsonify
 from sqlalchemy.exc import DBAPIError
 from werkzeug.exceptions import HTTPException
 
-from locks import BackendUnavailable, LockError, LockLost, LockNotAcquired, UnknownStrategy
+from locks import (
+    BackendUnavailable,
+    LockError,
+    LockLost,
+    LockNotAcquired,
+    UnknownStrategy,
+)
 from shop.errors import ShopError
 from shop.store.db import is_unavailable
 

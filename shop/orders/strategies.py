@@ -3,10 +3,10 @@
 Two kinds, one list:
 
 * **lock strategies**, from ``locks``: the read-check-write of
-  ``shop.orders.place_order`` runs inside a lock named per product. Each
+  ``shop.orders.order_path.place_order`` runs inside a lock named per product. Each
   lock factory is opened once per process and kept: ``local``'s locks only
   exclude each other because every request of this process shares them;
-* **transaction strategies**, from ``shop.db_strategies``: the database
+* **transaction strategies**, from ``shop.orders.transactions``: the database
   itself guards or replaces the read-check-write, inside one transaction
   (a row lock, an advisory lock, a version check, a conditional UPDATE).
 """

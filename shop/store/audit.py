@@ -19,7 +19,7 @@ overwritten. Per product:
 
 A run is correct when all of them are zero and no stock is negative.
 
-The scheduled jobs (``shop.jobs``) get a section of their own:
+The scheduled jobs (``shop.jobs.tasks``) get a section of their own:
 
 * ``duplicate_runs``: runs beyond the first for one (job, fire time): the
   same work started on several instances;
