@@ -79,16 +79,51 @@ def cmd_demo(args: argparse.Namespace, config: Config) -> int:
 
 
 def cmd_lab(args: argparse.Namespace, config: Config) -> int:
-    from lockshop.cluster.redis_servers import redis_server_binary
-    from lockshop.workshop.labs import LABS, run_lab
+    from lockshop.workshop import labs
 
-    if args.name != "all" and args.name not in LABS:
-        raise CliError(f"no lab named {args.name!r}; choose from {', '.join(LABS)} or all")
-    if redis_server_binary() is None:
-        raise CliError("redis-server is not installed (./run installs it)")
-    names = list(LABS) if args.name == "all" else [args.name]
-    results = [run_lab(name) for name in names]
-    return 0 if all(results) else 1
+    if args.article and args.article.upper() not in labs.ARTICLES:
+        raise CliError(f"no article {args.article!r}; choose from {', '.join(labs.ARTICLES)}")
+    if args.name == "list":
+        if args.json:
+            print(json.dumps([{"id": lab.id, "name": lab.name, "title": lab.title,
+                               "articles": lab.articles, "needs": lab.needs,
+                               "seconds": lab.seconds}
+                              for lab in _chosen_labs(labs, args.article)], ensure_ascii=False))
+        else:
+            print(labs.listing() if not args.article else "\n".join(
+                f"{lab.id:<4} {lab.name:<22} ~{lab.seconds:>2} s  {lab.title}"
+                for lab in _chosen_labs(labs, args.article)))
+        return 0
+    if args.name == "all":
+        chosen = _chosen_labs(labs, args.article)
+    else:
+        try:
+            chosen = [labs.find(args.name)]
+        except KeyError:
+            raise CliError(f"no lab named {args.name!r}; 'lockshop lab list' lists them") from None
+    _check_lab_needs(chosen)
+    records = labs.run_labs(chosen, as_json=args.json)
+    if not args.json and len(records) > 1:
+        held = sum(r.holds for r in records)
+        print(f"{held} of {len(records)} labs held"
+              + ("" if held == len(records) else ": " + ", ".join(
+                  r.id for r in records if not r.holds)))
+    return 0 if all(r.holds for r in records) else 1
+
+
+def _chosen_labs(labs, article: str | None) -> list:
+    return labs.of_article(article) if article else list(labs.LABS.values())
+
+
+def _check_lab_needs(chosen) -> None:
+    from lockshop.cluster.redis_servers import redis_server_binary
+    from lockshop.cluster.zookeeper_servers import zookeeper_installed
+
+    needs = {need for lab in chosen for need in lab.needs}
+    if "redis" in needs and redis_server_binary() is None:
+        raise CliError("these labs need redis-server, which is not installed (./run installs it)")
+    if "zookeeper" in needs and not zookeeper_installed():
+        raise CliError("these labs need ZooKeeper, which is not installed (./run installs it)")
 
 
 def cmd_report(args: argparse.Namespace, config: Config) -> int:

@@ -40,8 +40,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_database_options(demo)
     demo.set_defaults(run=commands.cmd_demo)
 
-    lab = subcommands.add_parser("lab", help="make one broken-on-purpose lock fail, step by step")
-    lab.add_argument("name", help="a lab's name, or all")
+    lab = subcommands.add_parser(
+        "lab", help="stage one lesson of the articles: the failure, then the fix, step by step")
+    lab.add_argument("name", help="a lab's id (C11) or name (redis_plain_del); 'list' lists "
+                     "them, 'all' runs them all")
+    lab.add_argument("--article", help="with 'all' or 'list': only this article's (A0..A4)")
+    lab.add_argument("--json", action="store_true", help="print each lab's record as JSON")
     lab.set_defaults(run=commands.cmd_lab)
 
     report = subcommands.add_parser("report", help="run every strategy through the scenarios; "

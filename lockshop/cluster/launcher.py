@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass, replace
@@ -22,6 +23,7 @@ from lockshop.cluster.processes import (
     StartError,
     free_port,
     port_is_free,
+    signal_group,
     spawn,
     stop,
     wait_for_http,
@@ -76,6 +78,37 @@ class Cluster:
         for instance in reversed(self.instances):
             stop(instance.process)
         self.instances.clear()
+
+    # --- faults: the launcher owns the processes, so it is the one to hurt them ---
+
+    def instance(self, name: str) -> Instance:
+        for instance in self.instances:
+            if instance.name == name:
+                return instance
+        raise KeyError(f"no instance named {name!r}")
+
+    def kill(self, name: str) -> None:
+        """SIGKILL an instance: a crash, with no chance to release anything."""
+        instance = self.instance(name)
+        signal_group(instance.process, signal.SIGKILL)
+        instance.process.wait()
+
+    def pause(self, name: str) -> None:
+        """SIGSTOP an instance: it holds its connections and locks, and does nothing."""
+        signal_group(self.instance(name).process, signal.SIGSTOP)
+
+    def resume(self, name: str) -> None:
+        signal_group(self.instance(name).process, signal.SIGCONT)
+
+    def restart(self, name: str) -> None:
+        """Start a stopped or killed instance again, on its port, with its log."""
+        old = self.instance(name)
+        if old.process.poll() is None:
+            stop(old.process)
+        port = int(old.url.rsplit(":", 1)[1])
+        new = self._spawn(name, port)
+        self.instances[self.instances.index(old)] = new
+        wait_for_http(f"{new.url}/api/health", new.process, new.log_path)
 
     def __enter__(self) -> Cluster:
         return self.start()

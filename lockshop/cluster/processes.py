@@ -80,16 +80,16 @@ def wait_for_http(url: str, process: subprocess.Popen, log_path: Path,
 def stop(process: subprocess.Popen, grace: float = 10.0) -> int | None:
     """SIGTERM the child's process group, then SIGKILL whatever is left after ``grace``."""
     if process.poll() is None:
-        _signal_group(process, signal.SIGTERM)
+        signal_group(process, signal.SIGTERM)
         try:
             process.wait(grace)
         except subprocess.TimeoutExpired:
-            _signal_group(process, signal.SIGKILL)
+            signal_group(process, signal.SIGKILL)
             process.wait()
     return process.returncode
 
 
-def _signal_group(process: subprocess.Popen, sig: signal.Signals) -> None:
+def signal_group(process: subprocess.Popen, sig: signal.Signals) -> None:
     try:
         os.killpg(process.pid, sig)
     except ProcessLookupError:

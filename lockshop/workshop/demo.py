@@ -16,7 +16,7 @@ from pathlib import Path
 
 from lockshop.table import format_table
 from lockshop.workshop.jobs_demo import JobsResult, jobs_table, run_jobs_section
-from lockshop.workshop.labs import LABS, run_lab
+from lockshop.workshop.labs import LABS, run_labs
 from lockshop.workshop.runs import (
     FLASH_SALE,
     STAGED_FAILURES,
@@ -87,8 +87,10 @@ def run_demo(config: Config, *, instances: int = 3, users: int = 24, run_time_s:
     labs_failed = []
     if staged and not strategies:
         print("\nBroken on purpose: a flash sale would show them correct, so each one's "
-              "failure is staged (lockshop lab <name> runs one):")
-        labs_failed = [name for name in staged if name in LABS and not run_lab(name)]
+              "failure is staged as a lab, then the fix under the same steps:\n")
+        staged_labs = [lab for lab in LABS.values() if lab.name in staged]
+        labs_failed = [r for r in run_labs(staged_labs) if not r.holds]
+    print("Every lesson of the workshop's articles that is staged: lockshop lab list")
     return 1 if surprises or job_surprises or labs_failed else 0
 
 

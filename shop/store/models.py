@@ -52,7 +52,7 @@ class Product(Base):
     #: Bumped by every stock write of the optimistic strategy (compare-and-set).
     version: Mapped[int] = mapped_column(Integer, default=0)
     #: The newest fencing token a stock write carried: an older one is refused.
-    #: 64-bit: Redis tokens carry an epoch (see locks.redis_lock).
+    #: 64-bit: Redis tokens carry an epoch (see locks.redis_support).
     fence: Mapped[int] = mapped_column(BigInteger, default=0)
 
     def as_dict(self) -> dict:

@@ -1,0 +1,113 @@
+"""``lockshop lab``: the articles' lessons, staged on demand.
+
+Each lab is one claim of the workshop's articles (ids C01..C43, as in
+CLAIMS.md). It stages the broken version on real parts (Redis and ZooKeeper
+servers of its own, shop instances, a database), printing each step with
+what the article expects next to what it observed, then runs the same steps
+on the fix, and ends with one verdict. Races are forced by the business
+delay, pauses, kills, fault hooks and barriers, never left to luck: a lab
+holds every time or it is broken.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from lockshop.workshop.labs import redis_leases, sales, zookeeper
+from lockshop.workshop.labs.record import ARTICLES, BROKEN, Lab, LabRecord, Step
+from lockshop.workshop.labs.stage import Parts, running
+
+LABS: dict[str, Lab] = {lab.id: lab for lab in sorted(
+    (*sales.LABS, *redis_leases.LABS, *zookeeper.LABS), key=lambda lab: int(lab.id[1:]))}
+#: How many claims the articles make (CLAIMS.md).
+CLAIMS = 43
+
+
+def find(name: str) -> Lab:
+    """A lab by its id ("C11", "c11") or its readable name ("redis_plain_del")."""
+    for lab in LABS.values():
+        if name.upper() == lab.id or name == lab.name:
+            return lab
+    raise KeyError(name)
+
+
+def of_article(article: str) -> list[Lab]:
+    return [lab for lab in LABS.values() if article.upper() in lab.articles]
+
+
+def run_labs(labs: Iterable[Lab], *, as_json: bool = False, out=None,
+             parts: Parts | None = None) -> list[LabRecord]:
+    """Stage ``labs`` one after the other on shared parts (``parts``, or servers of
+    their own, stopped at the end); print as they go."""
+    out = out or sys.stdout
+    if parts is not None:
+        return [_run_one(lab, parts, as_json, out) for lab in labs]
+    runtime = Path(tempfile.mkdtemp(prefix="lockshop-labs-"))
+    try:
+        with Parts(runtime) as own_parts:
+            return [_run_one(lab, own_parts, as_json, out) for lab in labs]
+    finally:
+        shutil.rmtree(runtime, ignore_errors=True)
+
+
+def run_lab(name: str) -> bool:
+    """Stage one lab, printed as text; whether it held."""
+    return run_labs([find(name)])[0].holds
+
+
+def _run_one(lab: Lab, parts: Parts, as_json: bool, out) -> LabRecord:
+    def say(text: str) -> None:
+        if not as_json:
+            print(text, file=out, flush=True)
+
+    def on_half(half: str, version: str) -> None:
+        say(f"  {'broken' if half == BROKEN else 'fix'}: {version}")
+
+    def on_step(record: LabRecord, step: Step) -> None:
+        say(f"    {step.number}. {step.action}")
+        say(f"       expected: {step.expected} · observed: {step.observed}  "
+            f"{'✓' if step.agrees else '✗ DIFFERS'}")
+
+    say(f"{lab.id} {lab.name}: {lab.title}  ({', '.join(lab.articles)})")
+    with running(lab, parts, on_step, on_half) as run:
+        lab.stage(run)
+    record = run.record
+    if as_json:
+        print(json.dumps(record.as_dict(), ensure_ascii=False), file=out, flush=True)
+    elif record.holds:
+        say(f"  => holds ({record.seconds:g} s): the broken version failed as the article "
+            "says, and the fix held under the same steps\n")
+    else:
+        say(f"  => DOES NOT HOLD ({record.seconds:g} s): {record.reason}\n")
+    return record
+
+
+def listing() -> str:
+    """The labs by article, with id, title and about how long each takes."""
+    lines = []
+    groups = [(article, title, of_article(article)) for article, title in ARTICLES.items()]
+    groups.append(("--", "beyond the articles",
+                   [lab for lab in LABS.values() if not lab.articles]))
+    for article, title, labs in groups:
+        if not labs:
+            continue
+        lines.append(f"{article}  {title}")
+        for lab in labs:
+            needs = f"  [needs {', '.join(lab.needs)}]" if lab.needs else ""
+            lines.append(f"  {lab.id:<4} {lab.name:<22} ~{lab.seconds:>2} s  {lab.title}{needs}")
+        lines.append("")
+    staged = sorted(LABS, key=lambda i: int(i[1:]))
+    missing = [f"C{n:02d}" for n in range(1, CLAIMS + 1) if f"C{n:02d}" not in LABS]
+    lines.append(f"{len(staged)} of the articles' {CLAIMS} claims are staged as labs "
+                 f"(about {sum(lab.seconds for lab in LABS.values())} s for all); "
+                 f"not yet: {', '.join(missing)}")
+    return "\n".join(lines)
+
+
+__all__ = ["ARTICLES", "LABS", "Lab", "LabRecord", "find", "listing", "of_article",
+           "run_lab", "run_labs"]

@@ -1,0 +1,113 @@
+"""Labs of a sale's read-check-write (A0, A1, A4): the flash sale that oversells
+with no guard, and the guards that stop it.
+
+Buyers are threads of this process, released at once by a barrier, each
+taking an order through the shop's own order path on a fresh SQLite
+database; the business delay keeps every critical section open long enough
+that unguarded ones must overlap.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from locks import Backends
+from lockshop.workshop.labs.record import Lab
+from shop.errors import SoldOut
+from shop.orders.order_path import OrderContext, OrderRequest
+from shop.orders.strategies import Strategies
+from shop.store.audit import take_audit
+from shop.store.models import ProductKind
+from shop.store.products import ProductSpec
+
+STOCK = 5
+BUYERS = 12
+DELAY_MS = 100
+
+
+def flash_sale(run, strategy: str, **backends) -> dict:
+    """BUYERS buy one unit each of a product with STOCK, all at once, under ``strategy``."""
+    sessions = run.shop_database(ProductSpec("x", "Lab item", ProductKind.ITEM, stock=STOCK))
+    strategies = Strategies(Backends(**backends), "sqlite")
+    place = strategies.runner(strategy)
+    context = OrderContext("lab", strategy, business_delay_ms=DELAY_MS, lock_timeout_ms=30_000)
+    start = threading.Barrier(BUYERS)
+    refused: list[int] = []
+
+    def buyer() -> None:
+        start.wait()
+        try:
+            place(sessions, OrderRequest(1), context)
+        except SoldOut:
+            refused.append(1)
+
+    threads = [threading.Thread(target=buyer) for _ in range(BUYERS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    strategies.close()
+    product = take_audit(sessions).products[0]
+    return {"sold": product.sold, "remaining": product.remaining, "oversold": product.oversold,
+            "lost updates": product.lost_updates, "refused": len(refused),
+            "retries": product.retries}
+
+
+def _described(figures: dict, *keys: str) -> str:
+    return ", ".join(f"{key} {figures[key]}" for key in keys)
+
+
+def _no_guard_first(run) -> None:
+    run.broken("none", "read the stock, check it, wait, write stock - 1: nothing guards it")
+    figures = flash_sale(run, "none")
+    run.check(f"{BUYERS} buyers order at the same moment; {STOCK} units for sale",
+              expected="every buyer reads the same stock and sells: more sold than there was",
+              observed=_described(figures, "sold", "oversold", "lost updates"),
+              agrees=figures["oversold"] > 0)
+
+
+def stage_no_lock(run) -> None:
+    _no_guard_first(run)
+    run.fix("redis", "the read-check-write inside a Redis lock per product")
+    server, = run.parts.redis()
+    figures = flash_sale(run, "redis", redis_url=server.url)
+    run.check(f"{BUYERS} buyers order at the same moment; {STOCK} units for sale",
+              expected=f"one at a time: {STOCK} sold, the rest refused as sold out",
+              observed=_described(figures, "sold", "oversold", "refused"),
+              agrees=(figures["sold"], figures["oversold"], figures["refused"])
+              == (STOCK, 0, BUYERS - STOCK))
+
+
+def stage_optimistic(run) -> None:
+    _no_guard_first(run)
+    run.fix("optimistic", "a version column: write only WHERE version = what was read, "
+                          "else read again")
+    figures = flash_sale(run, "optimistic")
+    run.check(f"{BUYERS} buyers order at the same moment; {STOCK} units for sale",
+              expected=f"conflicts become retries: {STOCK} sold, nothing oversold",
+              observed=_described(figures, "sold", "oversold", "retries", "refused"),
+              agrees=figures["sold"] == STOCK and figures["oversold"] == 0
+              and figures["retries"] > 0)
+
+
+def stage_atomic(run) -> None:
+    _no_guard_first(run)
+    run.fix("atomic", "one statement: UPDATE ... SET stock = stock - 1 WHERE stock >= 1; "
+                      "no lock at all")
+    figures = flash_sale(run, "atomic")
+    run.check(f"{BUYERS} buyers order at the same moment; {STOCK} units for sale",
+              expected=f"the database checks and writes at once: {STOCK} sold, the rest "
+                       "refused",
+              observed=_described(figures, "sold", "oversold", "refused"),
+              agrees=(figures["sold"], figures["oversold"], figures["refused"])
+              == (STOCK, 0, BUYERS - STOCK))
+
+
+LABS = (
+    Lab("C01", "no_lock", "With no lock, a flash sale sells more than the stock; a lock "
+        "per product sells exactly the stock", ("A0", "A4"), ("redis",), 2, stage_no_lock),
+    Lab("C07", "optimistic", "Optimistic locking with a version column: conflicts become "
+        "retries, nothing is oversold", ("A1",), (), 2, stage_optimistic),
+    Lab("C25", "atomic", "You may not need a lock: one conditional UPDATE is correct",
+        (), (), 1, stage_atomic),
+)

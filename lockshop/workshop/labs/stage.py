@@ -1,0 +1,172 @@
+"""Running a lab: the parts it stages on, the two halves, the verdict.
+
+A lab's ``stage(run)`` does the same steps twice, first on the broken
+version (``run.broken(...)``), then on the fix (``run.fix(...)``), and
+says after each step what the article expects and what it saw
+(``run.check(...)``). The lab holds when both halves had steps and every
+step agreed with the article; anything else, an error included, is said in
+the verdict's reason.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from itertools import count
+from pathlib import Path
+
+import redis
+
+import locks
+from locks import Backends, LockFactory
+from lockshop.cluster.redis_servers import RedisServer
+from lockshop.cluster.zookeeper_servers import ZooKeeperServer
+from lockshop.workshop.labs.record import BROKEN, FIX, Lab, LabRecord, Step
+from shop.app import create_schema
+from shop.store.db import make_engine, make_sessions
+from shop.store.models import ProductKind
+from shop.store.products import ProductSpec, reset_products
+
+
+class LabFailed(Exception):
+    """A step could not be staged at all (not: a step that disagreed)."""
+
+
+class Parts:
+    """The real servers labs stage on, started on first use and shared by the labs
+    of one command (each lab starts from an empty Redis), and a folder per lab."""
+
+    def __init__(self, runtime: Path) -> None:
+        self.runtime = runtime
+        self._stack = ExitStack()
+        self._redis: list[RedisServer] = []
+        self._zookeeper: ZooKeeperServer | None = None
+        self._folders = count(1)
+
+    def folder(self, label: str) -> Path:
+        path = self.runtime / f"{next(self._folders):02d}-{label}"
+        path.mkdir(parents=True)
+        return path
+
+    def redis(self, servers: int = 1) -> list[RedisServer]:
+        """``servers`` independent Redis servers, emptied for this lab."""
+        while len(self._redis) < servers:
+            server = RedisServer(self.runtime, f"redis-{len(self._redis) + 1}")
+            self._redis.append(self._stack.enter_context(server))
+        for server in self._redis[:servers]:
+            if server.process is None:  # a lab stopped it: start it again, empty
+                server.start()
+            redis.Redis(port=server.port).flushall()
+        return self._redis[:servers]
+
+    def zookeeper(self) -> ZooKeeperServer:
+        if self._zookeeper is None:
+            server = ZooKeeperServer(self.runtime, "zookeeper")
+            self._zookeeper = self._stack.enter_context(server)
+        return self._zookeeper
+
+    def close(self) -> None:
+        self._stack.close()
+
+    def __enter__(self) -> Parts:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+
+class LabRun:
+    """One lab being staged: what its steps call."""
+
+    def __init__(self, lab: Lab, parts: Parts, on_step: Callable[[LabRecord, Step], None],
+                 on_half: Callable[[str, str], None]) -> None:
+        self.lab = lab
+        self.parts = parts
+        self.record = LabRecord(lab.id, lab.name, lab.title, lab.articles)
+        self._half: str | None = None
+        self._on_step = on_step
+        self._on_half = on_half
+        self._opened: list[LockFactory] = []
+
+    # --- the halves and their steps -----------------------------------------------
+
+    def broken(self, version: str, how: str) -> None:
+        self._start_half(BROKEN, version, how)
+
+    def fix(self, version: str, how: str) -> None:
+        self._start_half(FIX, version, how)
+
+    def check(self, action: str, *, expected: str, observed: str, agrees: bool) -> bool:
+        if self._half is None:
+            raise LabFailed("a step before run.broken() or run.fix()")
+        step = Step(self._half, len(self.record.steps) + 1, action, expected, observed,
+                    bool(agrees))
+        self.record.steps.append(step)
+        self._on_step(self.record, step)
+        return step.agrees
+
+    def _start_half(self, half: str, version: str, how: str) -> None:
+        self._half = half
+        self.record.versions[half] = f"{version}: {how}"
+        self._on_half(half, self.record.versions[half])
+
+    # --- what labs stage on --------------------------------------------------------
+
+    def open_locks(self, strategy: str, **backends) -> LockFactory:
+        """A lock factory of ``strategy``, closed when the lab ends."""
+        factory = locks.open_factory(strategy, Backends(**backends))
+        self._opened.append(factory)
+        if "zk_hosts" in backends:
+            deadline = time.monotonic() + 10
+            while not factory.available() and time.monotonic() < deadline:
+                time.sleep(0.02)
+        return factory
+
+    def shop_database(self, *products: ProductSpec):
+        """A fresh SQLite shop database holding ``products``; its sessions."""
+        folder = self.parts.folder(self.lab.name)
+        engine = make_engine(f"sqlite:///{folder / 'shop.db'}")
+        create_schema(engine)
+        sessions = make_sessions(engine)
+        reset_products(sessions, products or (
+            ProductSpec("x", "Lab item", ProductKind.ITEM, stock=1),))
+        return sessions
+
+    def close(self) -> None:
+        for factory in self._opened:
+            factory.close()
+
+    # --- the verdict -------------------------------------------------------------------
+
+    def conclude(self) -> None:
+        record = self.record
+        halves = {step.half for step in record.steps}
+        disagreed = [step for step in record.steps if not step.agrees]
+        if disagreed:
+            first = disagreed[0]
+            record.verdict = "does not hold"
+            record.reason = (f"step {first.number} ({first.half}): expected {first.expected}; "
+                             f"observed {first.observed}")
+        elif halves != {BROKEN, FIX}:
+            record.verdict = "does not hold"
+            record.reason = "the lab did not stage both halves"
+        else:
+            record.verdict = "holds"
+
+
+@contextmanager
+def running(lab: Lab, parts: Parts, on_step, on_half) -> Iterator[LabRun]:
+    run = LabRun(lab, parts, on_step, on_half)
+    started = time.monotonic()
+    try:
+        yield run
+        run.conclude()
+    except Exception as error:  # noqa: BLE001 - a lab that cannot stage says why
+        run.record.verdict = "does not hold"
+        run.record.reason = f"{type(error).__name__}: {error}"
+        run.record.reason += "\n" + "".join(traceback.format_exception(error)[-3:])
+    finally:
+        run.close()
+        run.record.seconds = round(time.monotonic() - started, 1)

@@ -1,0 +1,283 @@
+"""Labs of the ZooKeeper locks (A0, A1, A3, A4): ephemeral nodes that go with
+their session, the herd and the queue that avoids it, readers that share.
+
+Each lock is opened on its own factory, hence its own ZooKeeper session, as
+separate shop instances would be.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import locks
+from locks import Backends
+from lockshop.workshop.labs.record import Lab
+from shop.orders.order_path import OrderContext, OrderRequest
+from shop.orders.strategies import Strategies
+from shop.store.audit import take_audit
+from shop.store.models import ProductKind
+from shop.store.products import ProductSpec
+
+#: The shortest session ZooKeeper allows here (tickTime 500 ms): the lock's lease.
+SESSION_MS = 1000
+
+
+# --- C02: two ticket offices, one seat ------------------------------------------------------
+
+def stage_ticket_offices(run) -> None:
+    zk = run.parts.zookeeper()
+    for half, strategy, how in (
+            ("broken", "none", "each office reads the free seats, takes the first, writes"),
+            ("fix", "zk_fair", "each office sells inside the fair ZooKeeper lock of the show")):
+        getattr(run, half)(strategy, how)
+        seats = tuple(f"A{n}" for n in range(1, 7))
+        sessions = run.shop_database(ProductSpec("show", "Show", ProductKind.TICKET,
+                                                 seats=seats))
+        strategies = Strategies(Backends(zk_hosts=zk.address), "sqlite")
+        place = strategies.runner(strategy)
+        context = OrderContext("lab", strategy, business_delay_ms=100, lock_timeout_ms=10_000)
+        start = threading.Barrier(2)
+        sold: list[str] = []
+
+        def office() -> None:
+            start.wait()
+            sold.append(place(sessions, OrderRequest(1), context).seat)
+
+        offices = [threading.Thread(target=office) for _ in range(2)]
+        for thread in offices:
+            thread.start()
+        for thread in offices:
+            thread.join()
+        strategies.close()
+        audit = take_audit(sessions).products[0]
+        observed = (f"seats sold {sorted(sold)}; free seats left {audit.remaining}; "
+                    f"double-booked {audit.double_booked_seats}")
+        if half == "broken":
+            run.check("two offices sell the show's next free seat at the same moment (6 free)",
+                      expected="both read 6 free and sell A1: one seat sold twice, 5 left",
+                      observed=observed,
+                      agrees=sold == ["A1", "A1"] and audit.double_booked_seats == 1)
+        else:
+            run.check("two offices sell the show's next free seat at the same moment (6 free)",
+                      expected="one after the other: A1, then A2; 4 left",
+                      observed=observed,
+                      agrees=sorted(sold) == ["A1", "A2"] and audit.double_booked_seats == 0)
+
+
+# --- C18: a holder that dies, and the node that goes with its session -----------------------
+
+HOLDER = """
+import sys, time, locks
+from locks import Backends
+factory = locks.open_factory(sys.argv[1], Backends(redis_url=sys.argv[2] or None,
+                             zk_hosts=sys.argv[3] or None, lease_ms=int(sys.argv[4])))
+deadline = time.monotonic() + 10
+while not factory.available() and time.monotonic() < deadline:
+    time.sleep(0.02)
+assert factory.lock("product:1").acquire(), "the holder could not take the lock"
+print("held", flush=True)
+time.sleep(60)
+"""
+
+
+def stage_ephemeral(run) -> None:
+    redis_server, = run.parts.redis()
+    zk = run.parts.zookeeper()
+    for half, strategy, how in (
+            ("broken", "redis_setnx", "SETNX with no expiry: the key lives until someone "
+                                      "deletes it"),
+            ("fix", "zk_simple", "an ephemeral node: it lives as long as its holder's session")):
+        getattr(run, half)(strategy, how)
+        with subprocess.Popen([sys.executable, "-c", HOLDER, strategy, redis_server.url,
+                               zk.address, str(SESSION_MS)],
+                              stdout=subprocess.PIPE, text=True, start_new_session=True) as holder:
+            try:
+                said = holder.stdout.readline().strip()
+            finally:
+                os.killpg(holder.pid, signal.SIGKILL)
+        run.check("a process takes the lock of product:1 and is killed (SIGKILL)",
+                  expected="it held the lock, and dies without releasing it",
+                  observed=f"it said {said!r}; exit {holder.returncode}",
+                  agrees=said == "held" and holder.returncode == -signal.SIGKILL)
+        factory = run.open_locks(strategy, redis_url=redis_server.url, zk_hosts=zk.address,
+                                 lease_ms=SESSION_MS)
+        waiter = factory.lock("product:1", timeout=4)
+        started = time.monotonic()
+        got = waiter.acquire()
+        waited = time.monotonic() - started
+        if half == "broken":
+            run.check("another process asks for the lock, and waits up to 4 s",
+                      expected="refused: the dead holder's key never goes",
+                      observed=f"acquired: {got} after {waited:.1f} s", agrees=not got)
+        else:
+            run.check("another process asks for the lock, and waits up to 4 s",
+                      expected=f"granted once the dead session times out ({SESSION_MS} ms "
+                               "and a tick or two)",
+                      observed=f"acquired: {got} after {waited:.1f} s",
+                      agrees=got and waited < 4)
+            waiter.release()
+
+
+# --- C19: the herd, and the queue that avoids it ------------------------------------------------
+
+WAITERS = 5
+
+
+def stage_herd(run) -> None:
+    zk = run.parts.zookeeper()
+    for half, strategy, how, expected, agrees in (
+            ("broken", "zk_simple", "every waiter watches the one lock node",
+             "every release wakes every waiter still waiting: 5+4+3+2+1, about 15",
+             lambda wakeups: wakeups >= 12),
+            ("fix", "zk_fair", "sequential nodes, each waiter watching the one just before it",
+             "each release wakes one waiter: 5", lambda wakeups: wakeups == WAITERS)):
+        getattr(run, half)(strategy, how)
+        wakeups = _waiters_take_turns(run, strategy, zk.address)
+        run.check(f"a holder and {WAITERS} waiters, each with its own session; they take turns",
+                  expected=expected, observed=f"{wakeups} wake-ups",
+                  agrees=agrees(wakeups))
+
+
+def _waiters_take_turns(run, strategy: str, zk_hosts: str) -> int:
+    holder = run.open_locks(strategy, zk_hosts=zk_hosts).lock("herd")
+    holder.acquire()
+    factories = [run.open_locks(strategy, zk_hosts=zk_hosts) for _ in range(WAITERS)]
+    before = _wakeups(strategy)
+    queued = threading.Barrier(WAITERS + 1)
+
+    def waiter(factory) -> None:
+        lock = factory.lock("herd", timeout=30)
+        queued.wait()
+        with lock:
+            time.sleep(0.05)  # long enough for the others to watch again
+
+    threads = [threading.Thread(target=waiter, args=(f,)) for f in factories]
+    for thread in threads:
+        thread.start()
+    queued.wait()
+    time.sleep(0.3)  # every waiter has tried once and is watching
+    holder.release()
+    for thread in threads:
+        thread.join(30)
+    return _wakeups(strategy) - before
+
+
+def _wakeups(strategy: str) -> int:
+    return locks.metrics.snapshot().get(strategy, {}).get("wakeups", 0)
+
+
+# --- C21: readers that share ------------------------------------------------------------
+
+READERS = 3
+READ_S = 0.3
+
+
+def stage_read_write(run) -> None:
+    zk = run.parts.zookeeper()
+    for half, strategy, how in (
+            ("broken", "zk_fair", "one exclusive lock: a stocktake takes it like a sale"),
+            ("fix", "zk_rw", "a read/write lock: stocktakes take the read lock and share it")):
+        getattr(run, half)(strategy, how)
+        factories = [run.open_locks(strategy, zk_hosts=zk.address) for _ in range(READERS + 1)]
+        held: list[tuple[float, float]] = []
+        start = threading.Barrier(READERS)
+
+        def reader(factory) -> None:
+            lock = factory.read_lock("product:1", timeout=10)
+            start.wait()
+            with lock:
+                began = time.monotonic()
+                time.sleep(READ_S)
+                held.append((began, time.monotonic()))  # both ends inside the hold
+
+        threads = [threading.Thread(target=reader, args=(f,)) for f in factories[:READERS]]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        together = max(sum(b <= t < e for b, e in held) for t, _ in held)
+        span = max(e for _, e in held) - min(b for b, _ in held)
+        observed = f"at most {together} held it at once; all done in {span:.2f} s"
+        if half == "broken":
+            run.check(f"{READERS} stocktakes ask for the read lock at once, "
+                      f"each reading for {READ_S:g} s",
+                      expected=f"one at a time: about {READERS * READ_S:g} s",
+                      observed=observed, agrees=together == 1)
+        else:
+            run.check(f"{READERS} stocktakes ask for the read lock at once, "
+                      f"each reading for {READ_S:g} s",
+                      expected=f"all {READERS} read together: about {READ_S:g} s",
+                      observed=observed, agrees=together == READERS)
+            _writer_waits_for_readers(run, factories)
+
+
+def _writer_waits_for_readers(run, factories) -> None:
+    readers = [f.read_lock("product:1") for f in factories[:2]]
+    for lock in readers:
+        lock.acquire()
+    writer = factories[READERS].lock("product:1", timeout=0.3)
+    refused = not writer.acquire()
+    for lock in readers:
+        lock.release()
+    granted = factories[READERS].lock("product:1", timeout=5).acquire()
+    run.check("a sale asks for the write lock while two stocktakes read",
+              expected="it waits for the readers, and gets the lock when they are done",
+              observed=f"refused while they read: {refused}; granted after: {granted}",
+              agrees=refused and granted)
+
+
+# --- C29: the same owner, again ---------------------------------------------------------------
+
+def stage_zk_reentrant(run) -> None:
+    zk = run.parts.zookeeper()
+    for half, strategy, how in (
+            ("broken", "zk_simple", "one node, created by whoever asks: no owner is remembered"),
+            ("fix", "zk_fair", "the owner is remembered with its node: it may enter again")):
+        getattr(run, half)(strategy, how)
+        factory = run.open_locks(strategy, zk_hosts=zk.address)
+        outer = factory.lock("product:1")
+        outer.acquire()
+        inner = factory.lock("product:1", timeout=0.3)
+        started = time.monotonic()
+        again = inner.acquire()
+        waited = time.monotonic() - started
+        observed = f"acquired: {again} after {waited:.2f} s"
+        if half == "broken":
+            run.check("the holder asks for product:1 again (an inner call, timeout 0.3 s)",
+                      expected="it waits for its own node, and gives up",
+                      observed=observed, agrees=not again)
+            outer.release()
+            continue
+        run.check("the holder asks for product:1 again (an inner call, timeout 0.3 s)",
+                  expected="granted at once: the same owner", observed=observed,
+                  agrees=again and waited < 0.3)
+        inner.release()
+        other = run.open_locks(strategy, zk_hosts=zk.address).lock("product:1", timeout=0.2)
+        still = not other.acquire()
+        outer.release()
+        freed = other.acquire()
+        run.check("the inner call releases; then the outer one; another owner asks each time",
+                  expected="held after the inner release, free after the outer one",
+                  observed=f"still held after the inner: {still}; free after the outer: {freed}",
+                  agrees=still and freed)
+        other.release()
+
+
+LABS = (
+    Lab("C02", "ticket_offices", "Two ticket offices sell the same seat; a ZooKeeper lock "
+        "sells it once", ("A3",), ("zookeeper",), 2, stage_ticket_offices),
+    Lab("C18", "zk_ephemeral", "A holder that dies: a SETNX key stays forever, a ZooKeeper "
+        "ephemeral node goes with the session", ("A0", "A1", "A3"), ("redis", "zookeeper"), 6,
+        stage_ephemeral),
+    Lab("C19", "herd", "The simple ZooKeeper lock wakes every waiter on every release; the "
+        "sequential one wakes one", ("A1", "A3"), ("zookeeper",), 3, stage_herd),
+    Lab("C21", "read_write", "A read/write lock lets readers share while a writer waits",
+        ("A3",), ("zookeeper",), 3, stage_read_write),
+    Lab("C29", "zk_reentrant", "ZooKeeper re-entry: the owner kept with the node lets it enter "
+        "again", ("A0", "A4"), ("zookeeper",), 2, stage_zk_reentrant),
+)
