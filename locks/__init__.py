@@ -22,7 +22,15 @@ from .errors import (
     UnknownStrategy,
 )
 from .metrics import MetricsRegistry, metrics
-from .registry import Backends, LockFactory, Strategy, all_strategies, get, names, register
+from .registry import (
+    Backends,
+    LockFactory,
+    Strategy,
+    all_strategies,
+    get,
+    names,
+    register,
+)
 
 
 def open_factory(name: str, backends: Backends | None = None) -> LockFactory:

@@ -41,7 +41,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from types import TracebackType
 
-from .errors import BackendUnavailable, LockError, LockLost, LockNotAcquired, LockNotOwned
+from .errors import (
+    BackendUnavailable,
+    LockError,
+    LockLost,
+    LockNotAcquired,
+    LockNotOwned,
+)
 from .metrics import MetricsRegistry
 from .metrics import metrics as default_metrics
 

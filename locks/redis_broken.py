@@ -1,8 +1,9 @@
-"""Redis locks that are broken on purpose: the seeds' first attempts.
+"""Redis locks that are broken on purpose: the articles' first attempts.
 
 Each one fails in its own way, every time, when the conditions below are
 set up (a kill, a fault hook, a lease shorter than the work). They are here
-to be read next to ``RedisLock``, which fixes all four.
+to be read next to the locks that fix them: ``RedisLock`` fixes the first
+four, ``ReentrantRedisLock`` the two reentrant ones.
 """
 
 from __future__ import annotations
@@ -10,11 +11,14 @@ from __future__ import annotations
 import os
 import time
 
+from .base import default_owner
+from .redis_reentrant import ReentrantRedisLock
 from .redis_support import RedisFactory, RedisLockBase
 
 #: Fault hooks (``LOCKSHOP_FAULTS``), for making the failures happen on demand.
 CRASH_AFTER_SETNX = "crash_after_setnx"
 PAUSE_BEFORE_DEL = "pause_before_del"
+PAUSE_AFTER_EXISTS = "pause_after_exists"
 
 
 class NaiveRedisLock(RedisLockBase):
@@ -97,6 +101,58 @@ class GetThenDelLock(NaiveRedisLock):
         self.client.delete(self.key)
 
 
+class ReentrantDeleteLock(ReentrantRedisLock):
+    """A hash of owner -> count to acquire, as it should be, but released by ``DEL``.
+
+    Fails when a holder re-enters: the *inner* release deletes the whole key,
+    and the outer section goes on with no lock at all; anyone may take it
+    (article A0: "if the innermost release deletes the lock, the outer
+    business runs unlocked"). The fix counts down and deletes at zero.
+    """
+
+    def _release(self) -> None:
+        self.client.delete(self.key)
+
+    def _still_held(self) -> bool:
+        return True  # as the other naive locks: never ask
+
+
+class ReentrantInStepsLock(NaiveRedisLock):
+    """The reentrant acquire written as the article's separate commands:
+    ``EXISTS``; ``HEXISTS``; ``HSET`` (or ``HINCRBY``); ``PEXPIRE``.
+
+    Fails when two owners both see ``EXISTS`` say 0 before either writes:
+    both ``HSET`` their name, and both hold the lock. The fault hook
+    ``pause_after_exists`` holds that window open for half a lease. One Lua
+    script (``ReentrantRedisLock``) has no window.
+    """
+
+    reentrant = True
+
+    def __init__(self, name: str, **options) -> None:
+        super().__init__(name, **options)
+        self.holder = ""
+
+    def _try_acquire(self) -> bool:
+        if not self.held:
+            self.holder = default_owner()
+        if not self.client.exists(self.key):
+            if PAUSE_AFTER_EXISTS in self.faults:
+                time.sleep(self.lease_ms * 0.5 / 1000)  # the window, on demand
+            self.client.hset(self.key, self.holder, 1)
+            self.client.pexpire(self.key, self.lease_ms)
+            return True
+        if self.client.hexists(self.key, self.holder):
+            self.client.hincrby(self.key, self.holder, 1)
+            self.client.pexpire(self.key, self.lease_ms)
+            return True
+        return False
+
+    def _release(self) -> None:
+        if self.client.hincrby(self.key, self.holder, -1) <= 0:
+            self.client.delete(self.key)
+
+
 class SetnxNoExpiryFactory(RedisFactory):
     lock_class = SetnxNoExpiryLock
 
@@ -111,3 +167,11 @@ class PlainDelFactory(RedisFactory):
 
 class GetThenDelFactory(RedisFactory):
     lock_class = GetThenDelLock
+
+
+class ReentrantDeleteFactory(RedisFactory):
+    lock_class = ReentrantDeleteLock
+
+
+class ReentrantInStepsFactory(RedisFactory):
+    lock_class = ReentrantInStepsLock

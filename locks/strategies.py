@@ -40,6 +40,15 @@ TABLE = register(Strategy(
                  "turn its late write into a rejected stale write.",
 ))
 
+TABLE_NO_EXPIRY = register(Strategy(
+    name="table_no_expiry", family="database-broken",
+    summary="A row with a unique key: insert to lock, delete to unlock; no expiry column.",
+    correct_across_instances=False, factory="locks.table_broken:NoExpiryTableFactory",
+    requires=("database",),
+    failure_mode="A holder that dies before its delete leaves its row: every later order for "
+                 "the product waits and gets 503, until a person deletes the row.",
+))
+
 # --- Redis, broken on purpose: each fails in its own, reproducible way ----------
 
 REDIS_SETNX = register(Strategy(
@@ -76,6 +85,24 @@ REDIS_GET_DEL = register(Strategy(
     requires=("redis",),
     failure_mode="If the lease expires between GET and DEL, the DEL removes someone "
                  "else's lock (fault hook pause_before_del holds the window open).",
+))
+
+REDIS_REENTRANT_DEL = register(Strategy(
+    name="redis_reentrant_del", family="redis-broken",
+    summary="Reentrant (a hash of owner to count), but released by DEL.",
+    correct_across_instances=False, factory="locks.redis_broken:ReentrantDeleteFactory",
+    requires=("redis",),
+    failure_mode="A holder that re-enters frees the whole lock at its inner release: the "
+                 "outer section runs unlocked and another holder walks in.",
+))
+
+REDIS_REENTRANT_STEPS = register(Strategy(
+    name="redis_reentrant_steps", family="redis-broken",
+    summary="Reentrant acquire as separate commands: EXISTS, HSET, PEXPIRE.",
+    correct_across_instances=False, factory="locks.redis_broken:ReentrantInStepsFactory",
+    requires=("redis",),
+    failure_mode="Two owners that both see EXISTS say 0 both HSET their name: two holders "
+                 "(fault hook pause_after_exists holds the window open).",
 ))
 
 # --- Redis, correct while the lease outlives the work ------------------------------
@@ -154,4 +181,15 @@ ZK_RW = register(Strategy(
     correct_across_instances=True, factory="locks.zk_rw:ZkReadWriteFactory",
     requires=("zookeeper",),
     failure_mode="As zk_fair.",
+))
+
+# --- ZooKeeper, one step of the recipe left out -----------------------------------
+
+ZK_FAIR_TRUSTING = register(Strategy(
+    name="zk_fair_trusting", family="zookeeper-broken",
+    summary="The fair lock, but a waiter takes any deletion ahead of it as 'the lock is mine'.",
+    correct_across_instances=False, factory="locks.zk_broken:TrustingQueueFactory",
+    requires=("zookeeper",),
+    failure_mode="When the waiter ahead gives up (a timeout), the one behind it walks in "
+                 "while the holder still holds: two holders.",
 ))

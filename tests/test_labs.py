@@ -104,5 +104,5 @@ def test_a_lab_by_id_or_name_as_json():
 def test_bad_lab_arguments_say_so_in_one_line(args, message):
     done = lockshop(*args)
     assert done.returncode == 2
-    assert done.stderr.strip().splitlines() == [f"lockshop: error: {done.stderr.split('error: ')[1].strip()}"]
+    assert len(done.stderr.strip().splitlines()) == 1
     assert message in done.stderr

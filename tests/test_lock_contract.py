@@ -30,7 +30,7 @@ from locks import (
 )
 
 #: Every lock strategy but those broken on purpose.
-CONTRACT_STRATEGIES = [s.name for s in locks.all_strategies() if s.family != "redis-broken"]
+CONTRACT_STRATEGIES = [s.name for s in locks.all_strategies() if not s.family.endswith("-broken")]
 #: Those that exclude other threads of the same process (all but ``none``).
 EXCLUSIVE_IN_PROCESS = [name for name in CONTRACT_STRATEGIES if locks.get(name).expected_correct(1)]
 

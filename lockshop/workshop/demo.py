@@ -19,12 +19,12 @@ from lockshop.workshop.jobs_demo import JobsResult, jobs_table, run_jobs_section
 from lockshop.workshop.labs import LABS, run_labs
 from lockshop.workshop.runs import (
     FLASH_SALE,
-    STAGED_FAILURES,
     RunResult,
     plan,
     run_sale,
     say,
     stage,
+    staged_only,
 )
 from shop.config import Config
 
@@ -79,7 +79,7 @@ def run_demo(config: Config, *, instances: int = 3, users: int = 24, run_time_s:
                   f"expected {_verdict(r.expected_correct)}")
     if not surprises and not job_surprises:
         print("Every strategy behaved as its strategy row says.")
-    staged = [n for n in skipped if shop_strategies.get(n).family in STAGED_FAILURES]
+    staged = [n for n in skipped if staged_only(shop_strategies.get(n))]
     missing = [n for n in skipped if n not in staged]
     if missing and not strategies:
         print(f"Not run here: {', '.join(missing)} (a backend it needs is missing; "

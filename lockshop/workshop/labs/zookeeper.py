@@ -7,7 +7,6 @@ separate shop instances would be.
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -16,6 +15,7 @@ import time
 
 import locks
 from locks import Backends
+from lockshop.workshop.labs.holders import holder_process
 from lockshop.workshop.labs.record import Lab
 from shop.orders.order_path import OrderContext, OrderRequest
 from shop.orders.strategies import Strategies
@@ -71,20 +71,6 @@ def stage_ticket_offices(run) -> None:
 
 # --- C18: a holder that dies, and the node that goes with its session -----------------------
 
-HOLDER = """
-import sys, time, locks
-from locks import Backends
-factory = locks.open_factory(sys.argv[1], Backends(redis_url=sys.argv[2] or None,
-                             zk_hosts=sys.argv[3] or None, lease_ms=int(sys.argv[4])))
-deadline = time.monotonic() + 10
-while not factory.available() and time.monotonic() < deadline:
-    time.sleep(0.02)
-assert factory.lock("product:1").acquire(), "the holder could not take the lock"
-print("held", flush=True)
-time.sleep(60)
-"""
-
-
 def stage_ephemeral(run) -> None:
     redis_server, = run.parts.redis()
     zk = run.parts.zookeeper()
@@ -93,17 +79,12 @@ def stage_ephemeral(run) -> None:
                                       "deletes it"),
             ("fix", "zk_simple", "an ephemeral node: it lives as long as its holder's session")):
         getattr(run, half)(strategy, how)
-        with subprocess.Popen([sys.executable, "-c", HOLDER, strategy, redis_server.url,
-                               zk.address, str(SESSION_MS)],
-                              stdout=subprocess.PIPE, text=True, start_new_session=True) as holder:
-            try:
-                said = holder.stdout.readline().strip()
-            finally:
-                os.killpg(holder.pid, signal.SIGKILL)
+        with holder_process(strategy, redis_url=redis_server.url, zk_hosts=zk.address,
+                            lease_ms=SESSION_MS) as said:
+            pass  # it holds the lock; leaving the block kills it
         run.check("a process takes the lock of product:1 and is killed (SIGKILL)",
                   expected="it held the lock, and dies without releasing it",
-                  observed=f"it said {said!r}; exit {holder.returncode}",
-                  agrees=said == "held" and holder.returncode == -signal.SIGKILL)
+                  observed=f"it said {said!r}, and was killed", agrees=said == "held")
         factory = run.open_locks(strategy, redis_url=redis_server.url, zk_hosts=zk.address,
                                  lease_ms=SESSION_MS)
         waiter = factory.lock("product:1", timeout=4)
@@ -169,6 +150,116 @@ def _waiters_take_turns(run, strategy: str, zk_hosts: str) -> int:
 
 def _wakeups(strategy: str) -> int:
     return locks.metrics.snapshot().get(strategy, {}).get("wakeups", 0)
+
+
+# --- C20: first come, first served ---------------------------------------------------------------
+
+FIRST_WAITER = """
+import sys, time, locks
+from locks import Backends
+factory = locks.open_factory(sys.argv[1], Backends(zk_hosts=sys.argv[2]))
+deadline = time.monotonic() + 10
+while not factory.available() and time.monotonic() < deadline:
+    time.sleep(0.02)
+lock = factory.lock("product:1", timeout=20)
+print("waiting", flush=True)
+assert lock.acquire()
+print("held", flush=True)
+time.sleep(0.2)
+lock.release()
+"""
+
+
+def stage_arrival_order(run) -> None:
+    """The first waiter is descheduled (SIGSTOP) just as the lock frees; a newcomer asks."""
+    zk = run.parts.zookeeper()
+    for half, strategy, how in (
+            ("broken", "zk_simple", "waiters race to create the one node when it goes"),
+            ("fix", "zk_fair", "waiters queue as sequential nodes; the lock passes down the "
+                               "queue")):
+        getattr(run, half)(strategy, how)
+        holder = run.open_locks(strategy, zk_hosts=zk.address).lock("product:1")
+        holder.acquire()
+        with subprocess.Popen([sys.executable, "-c", FIRST_WAITER, strategy, zk.address],
+                              stdout=subprocess.PIPE, text=True) as first:
+            first.stdout.readline()  # "waiting": it is about to ask
+            time.sleep(0.5)  # it has asked, and waits (watching)
+            first.send_signal(signal.SIGSTOP)
+            holder.release()
+            newcomer = run.open_locks(strategy, zk_hosts=zk.address).lock("product:1")
+            jumped = newcomer.acquire(blocking=False)
+            first.send_signal(signal.SIGCONT)
+            if jumped:
+                newcomer.release()
+            said = first.stdout.readline().strip()
+            first.wait(10)
+        observed = f"the newcomer got in first: {jumped}; the first waiter then: {said!r}"
+        if half == "broken":
+            run.check("a waiter queues first; it is paused as the holder releases; a newcomer "
+                      "asks", expected="the newcomer gets in ahead of the first waiter",
+                      observed=observed, agrees=jumped and said == "held")
+        else:
+            run.check("a waiter queues first; it is paused as the holder releases; a newcomer "
+                      "asks", expected="the lock is the first waiter's, paused or not: the "
+                      "newcomer waits its turn", observed=observed,
+                      agrees=not jumped and said == "held")
+
+
+# --- C38: a woken waiter looks again -------------------------------------------------------------
+
+def stage_look_again(run) -> None:
+    """H holds; W1 queues and gives up after 0.5 s; W2 queued behind W1 is woken by that."""
+    zk = run.parts.zookeeper()
+    for half, strategy, how in (
+            ("broken", "zk_fair_trusting", "a waiter woken by any deletion ahead of it takes "
+                                           "the lock"),
+            ("fix", "zk_fair", "a waiter woken by a deletion looks at the queue again")):
+        getattr(run, half)(strategy, how)
+        holder = run.open_locks(strategy, zk_hosts=zk.address).lock("product:1")
+        holder.acquire()
+        inspector = run.open_locks("zk_fair", zk_hosts=zk.address)
+        queue = lambda: inspector.client.get_children("/lockshop/fair/product:1")  # noqa: E731
+        w1 = run.open_locks(strategy, zk_hosts=zk.address).lock("product:1", timeout=0.5)
+        w2 = run.open_locks(strategy, zk_hosts=zk.address).lock("product:1", timeout=10)
+        w2_holds = threading.Event()
+        gave_up = threading.Thread(target=w1.acquire)
+        gave_up.start()
+        _wait_until(lambda: len(queue()) == 2)
+
+        def second() -> None:
+            if w2.acquire():
+                w2_holds.set()
+        threading.Thread(target=second, daemon=True).start()
+        _wait_until(lambda: len(queue()) == 3)
+        gave_up.join()
+        left = len(queue())
+        run.check("W1 queues behind the holder, W2 behind W1; W1 gives up after 0.5 s",
+                  expected="W1 deletes its own node: it would block the queue otherwise",
+                  observed=f"nodes left in the queue: {left} (the holder's and W2's)",
+                  agrees=left == 2)
+        entered = w2_holds.wait(1.0)
+        if half == "broken":
+            run.check("W2 is woken by W1's node going",
+                      expected="W2 takes it for the lock: W2 and the holder hold it at once",
+                      observed=f"W2 holds: {entered}; the holder holds: {holder.held}",
+                      agrees=entered and holder.held)
+        else:
+            run.check("W2 is woken by W1's node going",
+                      expected="W2 looks again, sees the holder ahead, and waits",
+                      observed=f"W2 holds: {entered}; the holder holds: {holder.held}",
+                      agrees=not entered and holder.held)
+        holder.release()
+        w2_holds.wait(5)
+        if w2.held:
+            w2.release()
+
+
+def _wait_until(condition, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError("the lab's queue never formed")
+        time.sleep(0.01)
 
 
 # --- C21: readers that share ------------------------------------------------------------
@@ -276,8 +367,13 @@ LABS = (
         stage_ephemeral),
     Lab("C19", "herd", "The simple ZooKeeper lock wakes every waiter on every release; the "
         "sequential one wakes one", ("A1", "A3"), ("zookeeper",), 3, stage_herd),
+    Lab("C20", "arrival_order", "Sequential nodes serve waiters in arrival order; the simple "
+        "lock lets a newcomer in first", ("A0", "A3", "A4"), ("zookeeper",), 3,
+        stage_arrival_order),
     Lab("C21", "read_write", "A read/write lock lets readers share while a writer waits",
         ("A3",), ("zookeeper",), 3, stage_read_write),
+    Lab("C38", "look_again", "A woken waiter must look at the queue again; a waiter that "
+        "times out removes its own node", ("A3", "A4"), ("zookeeper",), 3, stage_look_again),
     Lab("C29", "zk_reentrant", "ZooKeeper re-entry: the owner kept with the node lets it enter "
         "again", ("A0", "A4"), ("zookeeper",), 2, stage_zk_reentrant),
 )
