@@ -14,49 +14,14 @@ import pytest
 import requests
 
 from lockshop.cluster.client import ShopClient
+from lockshop.workshop.labs.jobs import ORDERS, place_unpaid_orders, run_jobs
 
 pytestmark = pytest.mark.cluster
-
-ORDERS = 4
-INTERVAL_MS = 1000
-
-
-def place_unpaid_orders(cluster, admin: ShopClient, strategy: str, **settings) -> None:
-    """Reset, switch to ``strategy`` with jobs paused, and place ORDERS orders nobody pays."""
-    admin.reset([{"sku": "x", "stock": 20}, {"sku": "gig", "kind": "ticket", "seats": 10}])
-    admin.set_settings(strategy=strategy, job_interval_ms=0, business_delay_ms=0, **settings)
-    for n in range(ORDERS):
-        product = 1 + n % 2
-        answer = requests.post(f"{cluster.urls[n % len(cluster.urls)]}/api/orders",
-                               json={"product_id": product}, timeout=30)
-        assert answer.status_code == 201, answer.text
-
-
-def run_jobs(admin: ShopClient, fire_times: int = 2, delay_ms: int = 200, **settings) -> dict:
-    """Let the jobs fire ``fire_times`` times (each expires and reminds every order at once).
-
-    The jobs are switched on and off halfway between fire times: each
-    instance notices a switch at its next tick, and a switch close to a fire
-    time would have some instances count that fire time and others not.
-    """
-    interval = INTERVAL_MS / 1000
-    now = time.time()
-    switch_on = now - now % interval + interval / 2
-    if switch_on < now + 0.1:
-        switch_on += interval
-    time.sleep(switch_on - now)
-    admin.set_settings(business_delay_ms=delay_ms, unpaid_expiry_ms=0, reminder_after_ms=0,
-                       job_interval_ms=INTERVAL_MS, **settings)
-    time.sleep(max(0.0, switch_on + fire_times * interval - time.time()))
-    admin.set_settings(job_interval_ms=0)
-    time.sleep(0.6)  # let the last runs finish
-    return admin.audit()
-
 
 def test_with_no_guard_every_instance_does_the_same_work(start_cluster):
     cluster = start_cluster(3)
     admin = ShopClient(cluster.urls[0])
-    place_unpaid_orders(cluster, admin, "none")
+    place_unpaid_orders(cluster.urls, admin, "none")
     audit = run_jobs(admin)
     jobs = audit["jobs"]
     # All three instances read the same pending orders before any of them wrote.
@@ -77,7 +42,7 @@ def backends(start_redis, zookeeper) -> dict:
 def test_each_guard_runs_each_fire_time_once(start_cluster, backends, strategy):
     cluster = start_cluster(3, **backends)
     admin = ShopClient(cluster.urls[0])
-    place_unpaid_orders(cluster, admin, strategy)
+    place_unpaid_orders(cluster.urls, admin, strategy)
     audit = run_jobs(admin)
     jobs = audit["jobs"]
     assert jobs["fire_times"] >= 4  # two jobs, at least two fire times each
@@ -90,7 +55,7 @@ def test_each_guard_runs_each_fire_time_once(start_cluster, backends, strategy):
 def test_leader_election_runs_each_fire_time_once(start_cluster, zookeeper):
     cluster = start_cluster(3, zk_hosts=zookeeper.address)
     admin = ShopClient(cluster.urls[0])
-    place_unpaid_orders(cluster, admin, "none", job_guard="leader")  # sales unguarded
+    place_unpaid_orders(cluster.urls, admin, "none", job_guard="leader")  # sales unguarded
     audit = run_jobs(admin)
     jobs = audit["jobs"]
     assert jobs["duplicate_runs"] == 0, jobs
@@ -107,7 +72,7 @@ def leaders(admin_url: str) -> list[str]:
 def test_a_killed_leader_is_replaced_and_the_jobs_go_on(start_cluster, zookeeper):
     cluster = start_cluster(3, zk_hosts=zookeeper.address, lock_lease_ms=1500)
     admin = ShopClient(cluster.urls[2])
-    place_unpaid_orders(cluster, admin, "none", job_guard="leader")
+    place_unpaid_orders(cluster.urls, admin, "none", job_guard="leader")
     run_jobs(admin, fire_times=2)
     first = leaders(cluster.urls[2])
     assert first and len(set(first)) == 1  # one leader ran them all
@@ -129,7 +94,7 @@ def test_a_job_whose_lock_is_lost_stops_before_it_writes(start_cluster, backends
     # A 300 ms lease and 600 ms of work: every run's lock expires mid-run.
     cluster = start_cluster(1, lock_lease_ms=300, **backends)
     admin = ShopClient(cluster.urls[0])
-    place_unpaid_orders(cluster, admin, "redis")
+    place_unpaid_orders(cluster.urls, admin, "redis")
     audit = run_jobs(admin, delay_ms=600)
     jobs = audit["jobs"]
     assert jobs["lost_runs"] >= 2
@@ -144,7 +109,7 @@ def test_holding_the_lock_at_least_keeps_a_late_clock_from_running_twice(
     on_time = start_cluster(1, url, **backends)
     start_cluster(1, url, clock_skew_ms=-300, **backends)  # fires 300 ms after the other
     admin = ShopClient(on_time.urls[0])
-    place_unpaid_orders(on_time, admin, "redis")
+    place_unpaid_orders(on_time.urls, admin, "redis")
     # A quick job (no delay): done and released long before the late instance fires.
     jobs = run_jobs(admin, fire_times=3, delay_ms=0, job_lock_at_least_ms=at_least_ms)["jobs"]
     assert (jobs["duplicate_runs"] > 0) is duplicates, jobs

@@ -18,12 +18,13 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from lockshop.workshop.labs import holds, redis_leases, sales, zookeeper
+from lockshop.workshop.labs import holds, jobs, redis_leases, sales, zookeeper
 from lockshop.workshop.labs.record import ARTICLES, BROKEN, Lab, LabRecord, Step
 from lockshop.workshop.labs.stage import Parts, running
 
 LABS: dict[str, Lab] = {lab.id: lab for lab in sorted(
-    (*sales.LABS, *holds.LABS, *redis_leases.LABS, *zookeeper.LABS), key=lambda lab: int(lab.id[1:]))}
+    (*sales.LABS, *jobs.LABS, *holds.LABS, *redis_leases.LABS, *zookeeper.LABS),
+    key=lambda lab: int(lab.id[1:]))}
 #: How many claims the articles make (CLAIMS.md).
 CLAIMS = 43
 
