@@ -12,9 +12,10 @@ import pytest
 
 from conftest import require
 from lockshop.cluster.redis_servers import redis_server_binary
+from lockshop.cluster.scratch import DEFAULT_SERVERS, server_error
 from lockshop.cluster.zookeeper_servers import zookeeper_installed
 from lockshop.workshop import labs
-from lockshop.workshop.labs.record import BROKEN, FIX, Lab
+from lockshop.workshop.labs.record import BROKEN, FIX, MEASURE, Lab
 from lockshop.workshop.labs.stage import Parts
 
 pytestmark = pytest.mark.cluster
@@ -32,10 +33,15 @@ def test_the_lab_holds_with_both_halves(parts, lab_id, capsys):
     require("redis" not in lab.needs or redis_server_binary() is not None,
             "redis-server is not installed")
     require("zookeeper" not in lab.needs or zookeeper_installed(), "ZooKeeper is not installed")
+    require("mariadb" not in lab.needs or server_error(DEFAULT_SERVERS["mysql"]) is None,
+            f"no MariaDB server at {DEFAULT_SERVERS['mysql']}")
     record, = labs.run_labs([lab], parts=parts)
     assert record.holds, record.reason
     halves = [step.half for step in record.steps]
-    assert BROKEN in halves and FIX in halves and halves.index(FIX) > halves.index(BROKEN)
+    if lab.measured:
+        assert set(halves) == {MEASURE}
+    else:
+        assert BROKEN in halves and FIX in halves and halves.index(FIX) > halves.index(BROKEN)
     printed = capsys.readouterr().out
     assert "expected:" in printed and "observed:" in printed
     assert printed.rstrip().splitlines()[-1].startswith("  => holds")
@@ -105,4 +111,5 @@ def test_bad_lab_arguments_say_so_in_one_line(args, message):
     done = lockshop(*args)
     assert done.returncode == 2
     assert len(done.stderr.strip().splitlines()) == 1
+    assert done.stderr.startswith("lockshop: error: ")
     assert message in done.stderr

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import signal
 import time
 from pathlib import Path
@@ -81,6 +82,10 @@ def cmd_demo(args: argparse.Namespace, config: Config) -> int:
 def cmd_lab(args: argparse.Namespace, config: Config) -> int:
     from lockshop.workshop import labs
 
+    # A lab drops connections and kills servers on purpose: kazoo's warnings about it
+    # would drown the steps that explain it.
+    logging.getLogger("kazoo").setLevel(logging.CRITICAL)
+    logging.getLogger("locks").setLevel(logging.ERROR)
     if args.article and args.article.upper() not in labs.ARTICLES:
         raise CliError(f"no article {args.article!r}; choose from {', '.join(labs.ARTICLES)}")
     if args.name == "list":

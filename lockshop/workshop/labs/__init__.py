@@ -18,12 +18,21 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from lockshop.workshop.labs import holds, jobs, redis_leases, sales, zookeeper
-from lockshop.workshop.labs.record import ARTICLES, BROKEN, Lab, LabRecord, Step
+from lockshop.workshop.labs import (
+    holds,
+    jobs,
+    mariadb,
+    measured,
+    redis_leases,
+    sales,
+    zookeeper,
+)
+from lockshop.workshop.labs.record import ARTICLES, Lab, LabRecord, Step
 from lockshop.workshop.labs.stage import Parts, running
 
 LABS: dict[str, Lab] = {lab.id: lab for lab in sorted(
-    (*sales.LABS, *jobs.LABS, *holds.LABS, *redis_leases.LABS, *zookeeper.LABS),
+    (*sales.LABS, *jobs.LABS, *holds.LABS, *redis_leases.LABS, *zookeeper.LABS,
+     *mariadb.LABS, *measured.LABS),
     key=lambda lab: int(lab.id[1:]))}
 #: How many claims the articles make (CLAIMS.md).
 CLAIMS = 43
@@ -67,7 +76,7 @@ def _run_one(lab: Lab, parts: Parts, as_json: bool, out) -> LabRecord:
             print(text, file=out, flush=True)
 
     def on_half(half: str, version: str) -> None:
-        say(f"  {'broken' if half == BROKEN else 'fix'}: {version}")
+        say(f"  {half}: {version}")
 
     def on_step(record: LabRecord, step: Step) -> None:
         say(f"    {step.number}. {step.action}")
@@ -80,9 +89,13 @@ def _run_one(lab: Lab, parts: Parts, as_json: bool, out) -> LabRecord:
     record = run.record
     if as_json:
         print(json.dumps(record.as_dict(), ensure_ascii=False), file=out, flush=True)
+    elif record.holds and lab.measured:
+        say(f"  => holds ({record.seconds:g} s): the figures point the article's way\n")
     elif record.holds:
         say(f"  => holds ({record.seconds:g} s): the broken version failed as the article "
             "says, and the fix held under the same steps\n")
+    elif record.verdict == "skipped":
+        say(f"  => SKIPPED: {record.reason}\n")
     else:
         say(f"  => DOES NOT HOLD ({record.seconds:g} s): {record.reason}\n")
     return record

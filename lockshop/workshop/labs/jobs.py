@@ -10,12 +10,22 @@ instances all read before any of them writes.
 
 from __future__ import annotations
 
+import threading
 import time
+from contextlib import nullcontext
 
+from locks import Backends, LockLost
 from lockshop.cluster.client import ShopClient
 from lockshop.cluster.launcher import Cluster
 from lockshop.workshop.labs.record import Lab
 from shop.config import Config
+from shop.errors import SoldOut
+from shop.jobs.tasks import JobContext, expire_unpaid, send_reminders
+from shop.orders.order_path import OrderContext, OrderRequest
+from shop.orders.strategies import Strategies
+from shop.store.audit import take_audit
+from shop.store.models import ProductKind, utcnow
+from shop.store.products import ProductSpec
 
 ORDERS = 4
 INTERVAL_MS = 1000
@@ -158,12 +168,116 @@ def stage_leader(run) -> None:
          "none", {"job_guard": "leader"}, fixed)))
 
 
+# --- C35: a job longer than its lease ------------------------------------------------------------
+
+def stage_job_longer_than_lease(run) -> None:
+    """Run A holds the job's lock (lease 300 ms) and works 600 ms; run B, on another
+    instance, fires 400 ms in, takes the lock A's lease let go of, and works fast."""
+    server, = run.parts.redis()
+    for half, how, recheck in (
+            ("broken", "the job checks its lock when it starts, and then writes", False),
+            ("fix", "the job checks its lock again before every write", True)):
+        getattr(run, half)("redis", how)
+        sessions = run.shop_database(ProductSpec("x", "Lab item", ProductKind.ITEM, stock=10))
+        for _ in range(ORDERS):
+            place_order_unguarded(sessions)
+        factory = run.open_locks("redis", redis_url=server.url, lease_ms=300)
+        outcomes: dict[str, str] = {}
+
+        def job_run(name: str, work_ms: int) -> None:
+            lock = factory.lock("job:send_reminders")
+            if not lock.acquire(blocking=False):
+                outcomes[name] = "skipped: the lock is held"
+                return
+            context = JobContext(name, fire_time=utcnow(), now=utcnow(),
+                                 business_delay_ms=work_ms,
+                                 still_ours=lock.ensure_held if recheck else (lambda: None),
+                                 exclude_orders=lambda product: nullcontext())
+            try:
+                outcomes[name] = f"sent {send_reminders(sessions, context, 0)}"
+            except LockLost:
+                outcomes[name] = "stopped before writing: its lock was gone"
+            try:
+                lock.release()
+            except LockLost:
+                pass  # its lease had run out: nothing to give back
+
+        a = threading.Thread(target=job_run, args=("A", 600))
+        a.start()
+        time.sleep(0.4)
+        job_run("B", 0)
+        a.join()
+        jobs = take_audit(sessions).jobs
+        observed = (f"A {outcomes['A']}; B {outcomes['B']}; reminders {jobs.reminders}, "
+                    f"duplicates {jobs.duplicate_reminders}")
+        action = (f"{ORDERS} unpaid orders; A's run takes the lock and works 600 ms; B's run "
+                  "fires 400 ms later")
+        if half == "broken":
+            run.check(action, expected="both runs send: every customer reminded twice",
+                      observed=observed, agrees=outcomes["A"] == outcomes["B"] == f"sent {ORDERS}"
+                      and jobs.duplicate_reminders == ORDERS)
+        else:
+            run.check(action, expected="B sends; A finds its lock gone before writing and "
+                      "stops: one reminder each", observed=observed,
+                      agrees=outcomes["A"].startswith("stopped") and jobs.reminders == ORDERS
+                      and jobs.duplicate_reminders == 0)
+
+
+def place_order_unguarded(sessions) -> None:
+    Strategies(Backends(), "sqlite").runner("atomic")(
+        sessions, OrderRequest(1), OrderContext("lab", "atomic", 0, 1000))
+
+
+# --- C42: stock held by unpaid orders -----------------------------------------------------------
+
+def stage_unpaid_orders(run) -> None:
+    for half, how, expire in (
+            ("broken", "the stock is taken when the order is placed, and nothing gives it "
+                       "back", False),
+            ("fix", "the same, and a job expires unpaid orders and returns their stock", True)):
+        getattr(run, half)("atomic", how)
+        sessions = run.shop_database(ProductSpec("x", "Lab item", ProductKind.ITEM, stock=3))
+        for _ in range(3):
+            place_order_unguarded(sessions)
+        run.check("3 buyers order the last 3 units, and never pay",
+                  expected="the stock reads 0: the units are held by the unpaid orders",
+                  observed=f"stock {take_audit(sessions).products[0].remaining}",
+                  agrees=take_audit(sessions).products[0].remaining == 0)
+        if expire:
+            context = JobContext("lab", fire_time=utcnow(), now=utcnow(), business_delay_ms=0,
+                                 still_ours=lambda: None,
+                                 exclude_orders=lambda product: Strategies(
+                                     Backends(), "sqlite").excluding_orders(
+                                     "atomic", product, OrderContext("lab", "atomic", 0, 1000)))
+            expired = expire_unpaid(sessions, context, 0)
+            run.check("the expiry job fires (unpaid for longer than the allowed time)",
+                      expected="it expires the 3 orders and gives their units back",
+                      observed=f"expired {expired}; stock {take_audit(sessions).products[0].remaining}",
+                      agrees=expired == 3 and take_audit(sessions).products[0].remaining == 3)
+        try:
+            place_order_unguarded(sessions)
+            answer = "sold"
+        except SoldOut:
+            answer = "sold out"
+        if half == "broken":
+            run.check("a fourth buyer, who would pay, orders one unit",
+                      expected="sold out: nobody paid, and yet nothing can be sold",
+                      observed=answer, agrees=answer == "sold out")
+        else:
+            run.check("a fourth buyer, who would pay, orders one unit",
+                      expected="sold: the unit came back", observed=answer, agrees=answer == "sold")
+
+
 LABS = (
     Lab("C04", "cleanup_job", "A scheduled cleanup job on every node gives an expired "
         "order's stock back once per node; a job lock runs it once", ("A0",),
         ("redis", "instances"), 8, stage_cleanup_job),
     Lab("C05", "reminders", "A reminder job on N servers sends every customer N messages; a "
         "job lock sends one", ("A1",), ("redis", "instances"), 8, stage_reminders),
+    Lab("C35", "job_lease", "A scheduled job longer than its lease runs twice unless it "
+        "re-checks its lock before writing", ("A2",), ("redis",), 2, stage_job_longer_than_lease),
+    Lab("C42", "unpaid_orders", "Stock taken at order time is held by unpaid orders until the "
+        "expiry job gives it back", ("A0",), (), 1, stage_unpaid_orders),
     Lab("C24", "leader", "Leader election makes a cluster job run once per fire time",
         ("A1",), ("zookeeper", "instances"), 9, stage_leader),
 )

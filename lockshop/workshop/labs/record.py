@@ -19,6 +19,8 @@ ARTICLES = {
 }
 
 BROKEN, FIX = "broken", "fix"
+#: The one half of a measured claim: figures side by side, and which way they point.
+MEASURE = "measure"
 
 
 @dataclass
@@ -70,3 +72,5 @@ class Lab:
     seconds: int
     #: Stages both halves; see ``lockshop.workshop.labs.stage.LabRun``.
     stage: Callable
+    #: A measured claim (C23, C34, C43): figures, not a failure and its fix.
+    measured: bool = False

@@ -420,6 +420,48 @@ def stage_redlock(run) -> None:
               agrees=outcome.startswith("BackendUnavailable") and leftovers == 0)
 
 
+# --- C17: a Redlock server that forgets ---------------------------------------------------------
+
+def stage_redlock_restart(run) -> None:
+    """A locks on a majority while two servers are cut off from it; one of its three
+    restarts without persistence; B asks."""
+    for half, how, delay_s in (
+            ("broken", "a server restarts at once after a crash, with no persistence", 0.0),
+            ("fix", "the same server restarts only after the longest lease has run out, as "
+                    "the Redlock write-up advises", 1.6)):
+        getattr(run, half)("redlock", how)
+        servers = run.parts.redis(5)
+        urls = tuple(s.url for s in servers)
+        servers[3].stop()
+        servers[4].stop()
+        a = run.open_locks("redlock", redis_urls=urls, lease_ms=1500).lock("product:1")
+        run.check("A asks for the lock while servers 4 and 5 are cut off from it",
+                  expected="A holds it on servers 1, 2 and 3: a majority of five",
+                  observed=f"A holds: {a.acquire(blocking=False)}", agrees=a.held)
+        servers[3].start()
+        servers[4].start()
+        time.sleep(delay_s)
+        servers[2].restart()  # no persistence: it comes back empty
+        b = run.open_locks("redlock", redis_urls=urls, lease_ms=1500).lock("product:1")
+        b_holds = b.acquire(blocking=False)
+        try:
+            a.ensure_held()
+            a_holds = True
+        except LockLost:
+            a_holds = False
+        observed = f"B holds: {b_holds}; A still holds (its validity not over): {a_holds}"
+        if half == "broken":
+            run.check("server 3 crashes and restarts empty; B asks for the lock",
+                      expected="servers 3, 4 and 5 say yes to B: a majority, while A's is "
+                               "still valid: two holders",
+                      observed=observed, agrees=b_holds and a_holds)
+        else:
+            run.check("server 3 crashes and restarts empty, 1.6 s later; B asks for the lock",
+                      expected="B gets it, but only after A's lease is over: A knows it lost "
+                               "it, one holder at a time",
+                      observed=observed, agrees=b_holds and not a_holds)
+
+
 # --- small helpers ---------------------------------------------------------------------------
 
 def server_client(server) -> redis.Redis:
@@ -463,6 +505,9 @@ LABS = (
         "closes it", ("A0", "A2", "A4"), ("redis",), 2, stage_get_del),
     Lab("C13", "redis_reentrant", "A non-reentrant lock deadlocks on its holder; a hash of "
         "owner to count fixes it", ("A0",), ("redis",), 1, stage_reentrant),
+    Lab("C17", "redlock_restart", "Redlock's weakness: a server that restarts without "
+        "persistence forgets a key, and a second client gets a majority", ("A4",), ("redis",),
+        3, stage_redlock_restart),
     Lab("C27", "redis_reentrant_del", "A reentrant lock whose inner release deletes the key "
         "leaves the outer section unprotected; count down instead", ("A0",), ("redis",), 1,
         stage_inner_release),

@@ -12,7 +12,10 @@ from __future__ import annotations
 import threading
 
 from locks import Backends
+from lockshop.cluster.client import ShopClient
+from lockshop.cluster.launcher import Cluster
 from lockshop.workshop.labs.record import Lab
+from shop.config import Config
 from shop.errors import SoldOut
 from shop.orders.order_path import OrderContext, OrderRequest
 from shop.orders.strategies import Strategies
@@ -103,7 +106,54 @@ def stage_atomic(run) -> None:
               == (STOCK, 0, BUYERS - STOCK))
 
 
+# --- C03: a thread lock, in one process and across two ---------------------------------------
+
+def _sale_over_http(urls: list[str], buyers: int = 10) -> None:
+    start = threading.Barrier(buyers)
+
+    def buyer(n: int) -> None:
+        client = ShopClient(urls[n % len(urls)])
+        start.wait()
+        client.order()
+
+    threads = [threading.Thread(target=buyer, args=(n,)) for n in range(buyers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def stage_thread_lock(run) -> None:
+    server, = run.parts.redis()
+    folder = run.parts.folder(run.lab.name)
+    config = Config(database_url=f"sqlite:///{folder / 'shop.db'}", redis_url=server.url)
+    with Cluster(config, instances=2, runtime_dir=folder) as cluster:
+        admin = ShopClient(cluster.urls[0])
+        for half, strategy, how in (
+                ("broken", "local", "a threading.Lock per product, in each process"),
+                ("fix", "redis", "a Redis lock per product, shared by every process")):
+            getattr(run, half)(strategy, how)
+            for spread, urls in (("one instance", cluster.urls[:1]),
+                                 ("two instances (two processes)", cluster.urls)):
+                admin.reset([{"sku": "x", "stock": STOCK}])
+                admin.set_settings(strategy=strategy, business_delay_ms=DELAY_MS,
+                                   job_interval_ms=0)
+                _sale_over_http(urls)
+                product = admin.audit()["products"][0]
+                observed = f"sold {product['sold']}, oversold {product['oversold']}"
+                action = f"10 buyers at once on {spread}; {STOCK} units for sale"
+                if half == "broken" and len(urls) == 2:
+                    run.check(action, expected="each process has its own lock: they overlap "
+                              "and oversell", observed=observed, agrees=product["oversold"] > 0)
+                else:
+                    run.check(action, expected=f"one at a time: {STOCK} sold, none oversold",
+                              observed=observed,
+                              agrees=(product["sold"], product["oversold"]) == (STOCK, 0))
+
+
 LABS = (
+    Lab("C03", "thread_lock", "A thread lock is correct in one process and useless across "
+        "several", ("A0",), ("redis", "instances"), 8, stage_thread_lock),
     Lab("C01", "no_lock", "With no lock, a flash sale sells more than the stock; a lock "
         "per product sells exactly the stock", ("A0", "A4"), ("redis",), 2, stage_no_lock),
     Lab("C07", "optimistic", "Optimistic locking with a version column: conflicts become "

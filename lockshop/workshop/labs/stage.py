@@ -22,8 +22,8 @@ import redis
 import locks
 from locks import Backends, LockFactory
 from lockshop.cluster.redis_servers import RedisServer
-from lockshop.cluster.zookeeper_servers import ZooKeeperServer
-from lockshop.workshop.labs.record import BROKEN, FIX, Lab, LabRecord, Step
+from lockshop.cluster.zookeeper_servers import ZooKeeperEnsemble, ZooKeeperServer
+from lockshop.workshop.labs.record import BROKEN, FIX, MEASURE, Lab, LabRecord, Step
 from shop.app import create_schema
 from shop.store.db import make_engine, make_sessions
 from shop.store.models import ProductKind
@@ -32,6 +32,10 @@ from shop.store.products import ProductSpec, reset_products
 
 class LabFailed(Exception):
     """A step could not be staged at all (not: a step that disagreed)."""
+
+
+class LabSkipped(Exception):
+    """A part the lab needs is not there (a MariaDB server): the lab says so."""
 
 
 class Parts:
@@ -65,7 +69,13 @@ class Parts:
         if self._zookeeper is None:
             server = ZooKeeperServer(self.runtime, "zookeeper")
             self._zookeeper = self._stack.enter_context(server)
+        elif self._zookeeper.process is None:  # a lab stopped it: start it again
+            self._zookeeper.start()
         return self._zookeeper
+
+    def ensemble(self, label: str) -> ZooKeeperEnsemble:
+        """Three ZooKeeper servers of their own, for this lab only."""
+        return self._stack.enter_context(ZooKeeperEnsemble(self.folder(label), 3))
 
     def close(self) -> None:
         self._stack.close()
@@ -97,6 +107,13 @@ class LabRun:
 
     def fix(self, version: str, how: str) -> None:
         self._start_half(FIX, version, how)
+
+    def measure(self, versions: str, how: str) -> None:
+        self._start_half(MEASURE, versions, how)
+
+    def skip(self, reason: str) -> None:
+        """This lab cannot run here (a server it needs is missing): say why."""
+        raise LabSkipped(reason)
 
     def check(self, action: str, *, expected: str, observed: str, agrees: bool) -> bool:
         if self._half is None:
@@ -149,7 +166,10 @@ class LabRun:
             record.verdict = "does not hold"
             record.reason = (f"step {first.number} ({first.half}): expected {first.expected}; "
                              f"observed {first.observed}")
-        elif halves != {BROKEN, FIX}:
+        elif self.lab.measured and halves != {MEASURE}:
+            record.verdict = "does not hold"
+            record.reason = "the measured lab measured nothing"
+        elif not self.lab.measured and halves != {BROKEN, FIX}:
             record.verdict = "does not hold"
             record.reason = "the lab did not stage both halves"
         else:
@@ -163,6 +183,9 @@ def running(lab: Lab, parts: Parts, on_step, on_half) -> Iterator[LabRun]:
     try:
         yield run
         run.conclude()
+    except LabSkipped as why:
+        run.record.verdict = "skipped"
+        run.record.reason = str(why)
     except Exception as error:  # noqa: BLE001 - a lab that cannot stage says why
         run.record.verdict = "does not hold"
         run.record.reason = f"{type(error).__name__}: {error}"

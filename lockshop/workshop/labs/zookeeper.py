@@ -15,9 +15,17 @@ import time
 
 import locks
 from locks import Backends
+from lockshop.cluster.faults import expire_session
 from lockshop.workshop.labs.holders import holder_process
 from lockshop.workshop.labs.record import Lab
-from shop.orders.order_path import OrderContext, OrderRequest
+from shop.errors import StaleWriteRejected
+from shop.orders.order_path import (
+    OrderContext,
+    OrderRequest,
+    insert_order,
+    read_stock,
+    write_stock,
+)
 from shop.orders.strategies import Strategies
 from shop.store.audit import take_audit
 from shop.store.models import ProductKind
@@ -102,6 +110,103 @@ def stage_ephemeral(run) -> None:
                       observed=f"acquired: {got} after {waited:.1f} s",
                       agrees=got and waited < 4)
             waiter.release()
+
+
+# --- C22: a session that expires under a paused holder, and the zxid that fences it ---------------
+
+def stage_session_expiry(run) -> None:
+    zk = run.parts.zookeeper()
+    for half, how, fenced in (
+            ("broken", "the write trusts the holder's last check", False),
+            ("fix", "the write carries the holder's token: its node's creation zxid", True)):
+        getattr(run, half)("zk_fair", how)
+        sessions = run.shop_database(ProductSpec("x", "Lab item", ProductKind.ITEM, stock=5))
+        context = OrderContext("lab", "zk_fair", 0, 1000)
+        a_factory = run.open_locks("zk_fair", zk_hosts=zk.address, lease_ms=4000)
+        b_factory = run.open_locks("zk_fair", zk_hosts=zk.address, lease_ms=4000)
+        a = a_factory.lock("product:1")
+        a.acquire()
+        with sessions.begin() as session:
+            a_read = read_stock(session, 1, ProductKind.ITEM)[0]
+        a.ensure_held()
+        expire_session(a_factory.client, zk.address)
+        queue = b_factory.client.get_children("/lockshop/fair/product:1")
+        run.check(f"A reads stock {a_read}, checks it holds the lock, and is paused past its "
+                  "session timeout", expected="the server ends A's session, and its node with it",
+                  observed=f"nodes in the queue: {len(queue)}", agrees=not queue)
+        b = b_factory.lock("product:1", timeout=5)
+        b.acquire()
+        with sessions.begin() as session:
+            b_read = read_stock(session, 1, ProductKind.ITEM)[0]
+            write_stock(session, 1, b_read - 1, fencing_token=b.fencing_token)
+            insert_order(session, OrderRequest(1), None, context)
+        b.release()
+        run.check("B takes the lock and sells one unit", expected="B writes stock 4",
+                  observed=f"B read {b_read}, wrote {b_read - 1}", agrees=b_read == 5)
+        try:
+            with sessions.begin() as session:
+                write_stock(session, 1, a_read - 1,
+                            fencing_token=a.fencing_token if fenced else None)
+                insert_order(session, OrderRequest(1), None, context)
+            outcome = "written"
+        except StaleWriteRejected:
+            outcome = "refused as stale"
+        product = take_audit(sessions).products[0]
+        observed = (f"A's write {outcome}; sold {product.sold}, stock {product.remaining}, "
+                    f"lost updates {product.lost_updates}")
+        if not fenced:
+            run.check("A resumes and writes stock 4", expected="written over B's sale: one "
+                      "update lost", observed=observed, agrees=product.lost_updates == 1)
+        else:
+            run.check("A resumes and writes stock 4 with its zxid (older than B's)",
+                      expected="refused as stale: nothing lost", observed=observed,
+                      agrees=outcome == "refused as stale" and product.lost_updates == 0)
+
+
+# --- C30: no single point of failure ------------------------------------------------------------
+
+def stage_ensemble(run) -> None:
+    run.broken("zk_fair on one ZooKeeper server", "the server is the lock service")
+    zk = run.parts.zookeeper()
+    factory = run.open_locks("zk_fair", zk_hosts=zk.address)
+    zk.stop()
+    outcome = _outcome(factory.lock("product:1", timeout=2))
+    run.check("the one ZooKeeper server stops; a buyer asks for the lock",
+              expected="no lock at all: backend unavailable (the shop answers 503)",
+              observed=outcome, agrees=outcome.startswith("BackendUnavailable"))
+    run.parts.zookeeper()  # back, for the labs after this one
+
+    run.fix("zk_fair on an ensemble of three", "any majority of the servers serves the lock")
+    ensemble = run.parts.ensemble(run.lab.name)
+    factory = run.open_locks("zk_fair", zk_hosts=ensemble.hosts)
+    before = _outcome(factory.lock("product:1", timeout=5), release=True)
+    leader = ensemble.leader()
+    leader.kill()
+    killed = time.monotonic()
+    refusals, after = 0, ""
+    while time.monotonic() - killed < 20 and after != "acquired":
+        after = _outcome(factory.lock("product:1", timeout=2), release=True)
+        if after != "acquired":
+            refusals += 1  # a 503 with Retry-After, to a buyer of the shop
+            time.sleep(0.5)
+    took = time.monotonic() - killed
+    run.check(f"a buyer locks product:1; the ensemble's leader ({leader.name}) is killed; "
+              "buyers keep asking, as a shop's clients retry a 503",
+              expected="the two left elect a leader within seconds, and the lock goes on",
+              observed=f"before: {before}; after: {after} {took:.1f} s after the kill "
+                       f"({refusals} refusals meanwhile)",
+              agrees=before == "acquired" and after == "acquired")
+
+
+def _outcome(lock, release: bool = False) -> str:
+    try:
+        if not lock.acquire():
+            return "refused"
+    except Exception as error:  # noqa: BLE001 - what happened is the observation
+        return f"{type(error).__name__}: {error}"
+    if release:
+        lock.release()
+    return "acquired"
 
 
 # --- C19: the herd, and the queue that avoids it ------------------------------------------------
@@ -374,6 +479,11 @@ LABS = (
         ("A3",), ("zookeeper",), 3, stage_read_write),
     Lab("C38", "look_again", "A woken waiter must look at the queue again; a waiter that "
         "times out removes its own node", ("A3", "A4"), ("zookeeper",), 3, stage_look_again),
+    Lab("C22", "session_expiry", "A ZooKeeper session that expires under a paused holder "
+        "lets a second one in; the zxid token fences the first", ("A4",), ("zookeeper",), 2,
+        stage_session_expiry),
+    Lab("C30", "ensemble", "A ZooKeeper ensemble that loses its leader keeps locking: no "
+        "single point of failure", ("A0", "A1"), ("zookeeper",), 15, stage_ensemble),
     Lab("C29", "zk_reentrant", "ZooKeeper re-entry: the owner kept with the node lets it enter "
         "again", ("A0", "A4"), ("zookeeper",), 2, stage_zk_reentrant),
 )

@@ -1,0 +1,231 @@
+"""Measured claims (A0, A4): what a lock costs, side by side, in one run.
+
+Figures move with the machine; what the lab judges is which way they point,
+never how large they are.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+
+import redis
+
+from lockshop.cluster.zookeeper_servers import four_letter_word
+from lockshop.workshop.labs.record import Lab
+
+SECONDS = 1.0
+
+
+def pairs_per_second(factory, seconds: float = SECONDS) -> float:
+    """Uncontended acquire + release pairs per second, one thread."""
+    lock_name, done = "product:1", 0
+    deadline = time.monotonic() + seconds
+    started = time.monotonic()
+    while time.monotonic() < deadline:
+        lock = factory.lock(lock_name)
+        lock.acquire()
+        lock.release()
+        done += 1
+    return done / (time.monotonic() - started)
+
+
+def stage_cost(run) -> None:
+    redis_server, = run.parts.redis()
+    zk = run.parts.zookeeper()
+    run.measure("redis, zk_fair, table", "one thread, uncontended acquire + release, "
+                f"{SECONDS:g} s each, on this machine's servers")
+    url = f"sqlite:///{run.parts.folder(run.lab.name) / 'locks.db'}"
+    figures = {
+        "redis": pairs_per_second(run.open_locks("redis", redis_url=redis_server.url)),
+        "zk_fair": pairs_per_second(run.open_locks("zk_fair", zk_hosts=zk.address)),
+        "table (SQLite)": pairs_per_second(run.open_locks("table", database_url=url)),
+    }
+    fastest = max(figures, key=figures.get)
+    run.check("lock and unlock product:1 as fast as one thread can, with each lock",
+              expected="Redis the fastest (memory, one round trip each way)",
+              observed="; ".join(f"{name} {rate:,.0f} pairs/s" for name, rate in figures.items()),
+              agrees=fastest == "redis")
+    run.check("what each costs besides speed", expected="ZooKeeper: a quorum write per step, "
+              "and a session that frees a dead holder's lock; the database: nothing new to "
+              "run", observed=f"ZooKeeper at {figures['zk_fair'] / figures['redis']:.0%} of "
+              "Redis's rate (C43 counts its writes; C18 shows what they buy)",
+              agrees=figures["zk_fair"] < figures["redis"])
+
+
+def stage_zookeeper_writes(run) -> None:
+    redis_server, = run.parts.redis()
+    zk = run.parts.zookeeper()
+    run.measure("zk_fair, redis", "count ZooKeeper's transactions (its zxid) across "
+                f"{SECONDS:g} s of lock + unlock, and compare the rate with Redis's")
+    factory = run.open_locks("zk_fair", zk_hosts=zk.address)
+    pairs_per_second(factory, 0.2)  # the lock's parent node exists before counting
+    before = _zxid(zk.port)
+    started = time.monotonic()
+    pairs = 0
+    while time.monotonic() - started < SECONDS:
+        lock = factory.lock("product:1")
+        lock.acquire()
+        lock.release()
+        pairs += 1
+    time.sleep(0.2)  # the last delete's answer is not waited for
+    writes = _zxid(zk.port) - before
+    run.check(f"{pairs} lock + unlock pairs on zk_fair",
+              expected="two writes each (create, then delete), each a quorum write that "
+                       "ZooKeeper fsyncs before it answers",
+              observed=f"{writes} transactions: {writes / pairs:.2f} per pair",
+              agrees=abs(writes / pairs - 2) < 0.05)
+    zk_rate = pairs / SECONDS
+    redis_rate = pairs_per_second(run.open_locks("redis", redis_url=redis_server.url))
+    run.check("the same loop on Redis", expected="Redis faster: frequent locking loads "
+              "ZooKeeper's write path", observed=f"zk_fair {zk_rate:,.0f} pairs/s, redis "
+              f"{redis_rate:,.0f} pairs/s", agrees=redis_rate > zk_rate)
+
+
+# --- C34: polling against a queue --------------------------------------------------------------
+
+CONTENDERS = 6
+
+
+def contended(factory, seconds: float = 1.5) -> tuple[float, int, int]:
+    """CONTENDERS threads take turns on one lock for ``seconds``, holding it 2 ms each:
+    (the longest wait in ms, the requests to Redis that waiter sent, sections)."""
+    waits: list[tuple[float, int]] = []
+    deadline = time.monotonic() + seconds
+
+    def contender() -> None:
+        while time.monotonic() < deadline:
+            requests = [0]
+            lock = _counting_requests(factory.lock("product:1", timeout=10), requests)
+            asked = time.monotonic()
+            lock.acquire()
+            waits.append((time.monotonic() - asked, requests[0]))
+            time.sleep(0.002)
+            lock.release()
+
+    threads = [threading.Thread(target=contender) for _ in range(CONTENDERS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    longest, requests = max(waits)
+    return longest * 1000, requests, len(waits)
+
+
+def _counting_requests(lock, requests: list[int]):
+    """Count the lock's requests while it waits: each attempt is a script sent to Redis,
+    and so is each BLPOP of a queued waiter (a polling waiter's pause is a sleep)."""
+    def counted(step):
+        def run(*args):
+            requests[0] += 1
+            return step(*args)
+        return run
+    lock._try_acquire = counted(lock._try_acquire)
+    if getattr(lock, "wake", None):  # the queued lock waits on its own list with BLPOP
+        lock._wait_for_release = counted(lock._wait_for_release)
+    return lock
+
+
+def stage_polling(run) -> None:
+    server, = run.parts.redis()
+    run.measure("redis, redis_fair", f"{CONTENDERS} threads take turns on one lock for 1.5 s, "
+                "2 ms each: the polling lock, then the queued one")
+    polling = contended(run.open_locks("redis", redis_url=server.url))
+    queued = contended(run.open_locks("redis_fair", redis_url=server.url))
+    figures = "; ".join(f"{name}: longest wait {wait:,.0f} ms, in which it sent {commands} "
+                        f"requests ({sections} sections in all)"
+                        for name, (wait, commands, sections)
+                        in (("redis (polling)", polling), ("redis_fair (queued)", queued)))
+    run.check("the longest any contender waited", expected="the polling lock's unlucky waiter "
+              "waits far longer: its retries lose the race again and again",
+              observed=figures, agrees=polling[0] > 2 * queued[0])
+    run.check("requests the longest waiter sent to Redis (attempts, and a queued waiter's "
+              "BLPOPs)", expected="the polling waiter kept asking while it waited; a queued "
+              "waiter sleeps until it is woken",
+              observed=f"{polling[1]} against {queued[1]}", agrees=polling[1] > queued[1])
+
+
+# --- C37: WATCH/MULTI against Lua ----------------------------------------------------------------
+
+KEY = "lockshop:lock:product:1"
+
+
+def release_by_watch(client: redis.Redis, token: str, meddle=None) -> tuple[bool, int]:
+    """Article A2's release: WATCH the key, GET it, and DEL it in MULTI/EXEC if it is
+    ours; retry when EXEC is refused. (released, attempts)"""
+    attempts = 0
+    with client.pipeline() as pipe:
+        while True:
+            attempts += 1
+            try:
+                pipe.watch(KEY)
+                if pipe.get(KEY) != token.encode():
+                    return False, attempts
+                if meddle is not None and attempts == 1:
+                    meddle()  # another client touches the key between GET and EXEC
+                pipe.multi()
+                pipe.delete(KEY)
+                pipe.execute()
+                return True, attempts
+            except redis.WatchError:
+                continue
+
+
+def stage_watch_release(run) -> None:
+    server, = run.parts.redis()
+    client, other = redis.Redis(port=server.port), redis.Redis(port=server.port)
+    run.measure("WATCH/MULTI release, Lua release", "the article's optimistic release, and "
+                "one script, on the same Redis")
+    client.set(KEY, "A", px=10_000)
+    released, attempts = release_by_watch(client, "A", meddle=lambda: other.pexpire(KEY, 10_000))
+    run.check("A releases with WATCH/MULTI; another client renews the key between A's GET and "
+              "EXEC", expected="EXEC is refused (the key changed) and A tries again",
+              observed=f"released: {released} after {attempts} attempts",
+              agrees=released and attempts == 2)
+    lua = run.open_locks("redis", redis_url=server.url).lock("product:1")
+
+    def by_watch() -> None:
+        client.set(KEY, "A", px=10_000)
+        release_by_watch(client, "A")
+
+    def by_lua() -> None:
+        lua.acquire()
+        lua.release()
+
+    rates = {name: _rate(action) for name, action in (("WATCH/MULTI", by_watch), ("Lua", by_lua))}
+    run.check("lock and release 0.5 s in a loop, each way (the lock is SET NX PX both times)",
+              expected="Lua cheaper: one round trip to release, against four (WATCH, GET, "
+                       "MULTI/DEL/EXEC) with no conflict at all",
+              observed="; ".join(f"{name} {rate:,.0f} pairs/s" for name, rate in rates.items()),
+              agrees=rates["Lua"] > rates["WATCH/MULTI"])
+
+
+def _rate(action, seconds: float = 0.5) -> float:
+    done, started = 0, time.monotonic()
+    while time.monotonic() - started < seconds:
+        action()
+        done += 1
+    return done / (time.monotonic() - started)
+
+
+def _zxid(port: int) -> int:
+    found = re.search(r"Zxid: (0x[0-9a-f]+)", four_letter_word(port, "srvr"))
+    if not found:
+        raise RuntimeError("ZooKeeper did not say its zxid (srvr)")
+    return int(found.group(1), 16) & 0xFFFFFFFF  # the counter, without the epoch
+
+
+LABS = (
+    Lab("C23", "cost", "Redis is fastest, ZooKeeper most reliable, the database simplest: "
+        "the cost of each, measured", ("A0", "A4"), ("redis", "zookeeper"), 4, stage_cost,
+        measured=True),
+    Lab("C34", "polling", "A polling lock is unfair and keeps sending commands while it waits; "
+        "a queued lock bounds the wait", ("A1", "A4"), ("redis",), 4, stage_polling,
+        measured=True),
+    Lab("C37", "watch_release", "A WATCH/MULTI release retries on a conflict, and costs more "
+        "than Lua", ("A2",), ("redis",), 2, stage_watch_release, measured=True),
+    Lab("C43", "zookeeper_writes", "Every ZooKeeper lock and unlock is a quorum write: "
+        "frequent locking loads the ensemble", ("A4",), ("redis", "zookeeper"), 3,
+        stage_zookeeper_writes, measured=True),
+)
