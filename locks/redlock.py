@@ -50,6 +50,9 @@ class Redlock(DistributedLock):
         self.key = KEY_PREFIX + name
         self.token = f"{id(self):x}:{time.time_ns()}:{self.owner}"
         self._valid_until = 0.0
+        #: What the last acquire measured: the time it took, and the validity left.
+        self.elapsed_ms = 0.0
+        self.validity_ms = 0.0
 
     def _try_acquire(self) -> bool:
         started = self._clock()
@@ -59,6 +62,7 @@ class Redlock(DistributedLock):
         validity_ms = self.lease_ms - elapsed_ms - drift_ms
         granted = sum(answer is not None and answer is not False and answer is not _UNREACHABLE
                       for answer in answers)
+        self.elapsed_ms, self.validity_ms = elapsed_ms, validity_ms
         if granted >= self.quorum and validity_ms > 0:
             self._valid_until = started + validity_ms / 1000
             return True

@@ -107,13 +107,33 @@ def cmd_lab(args: argparse.Namespace, config: Config) -> int:
         except KeyError:
             raise CliError(f"no lab named {args.name!r}; 'lockshop lab list' lists them") from None
     _check_lab_needs(chosen)
-    records = labs.run_labs(chosen, as_json=args.json)
-    if not args.json and len(records) > 1:
-        held = sum(r.holds for r in records)
-        print(f"{held} of {len(records)} labs held"
-              + ("" if held == len(records) else ": " + ", ".join(
-                  r.id for r in records if not r.holds)))
-    return 0 if all(r.holds for r in records) else 1
+    rounds = []
+    for number in range(1, args.repeat + 1):
+        if args.repeat > 1 and not args.json:
+            print(f"--- round {number} of {args.repeat}", flush=True)
+        rounds.append(labs.run_labs(chosen, as_json=args.json))
+    if not args.json:
+        _summarise_labs(rounds)
+    return 0 if all(r.verdict in ("holds", "skipped") for records in rounds for r in records) else 1
+
+
+def _summarise_labs(rounds: list) -> None:
+    """One line for one lab; a tally per lab (held / rounds) for several."""
+    records = [r for records in rounds for r in records]
+    if len(records) == 1:
+        return
+    skipped = sorted({r.id for r in records if r.verdict == "skipped"})
+    failed = [r for r in records if r.verdict not in ("holds", "skipped")]
+    if len(rounds) > 1:
+        print(f"\n{'lab':<5} {'held':>5}  seconds (min-max)")
+        for lab_records in zip(*rounds, strict=True):
+            held = sum(r.holds for r in lab_records)
+            times = [r.seconds for r in lab_records]
+            print(f"{lab_records[0].id:<5} {held:>2}/{len(lab_records):<2}  "
+                  f"{min(times):g}-{max(times):g}")
+    print(f"{sum(r.holds for r in records)} of {len(records)} lab runs held"
+          + (f"; skipped: {', '.join(skipped)}" if skipped else "")
+          + (f"; did not hold: {', '.join(sorted({r.id for r in failed}))}" if failed else ""))
 
 
 def _chosen_labs(labs, article: str | None) -> list:

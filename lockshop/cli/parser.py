@@ -46,6 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
                      "them, 'all' runs them all")
     lab.add_argument("--article", help="with 'all' or 'list': only this article's (A0..A4)")
     lab.add_argument("--json", action="store_true", help="print each lab's record as JSON")
+    lab.add_argument("--repeat", type=positive, default=1,
+                     help="run the labs this many times and tally each (a soak: 10)")
     lab.set_defaults(run=commands.cmd_lab)
 
     report = subcommands.add_parser("report", help="run every strategy through the scenarios; "

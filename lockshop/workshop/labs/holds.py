@@ -185,7 +185,7 @@ def stage_blocking(run) -> None:
 
 
 LABS = (
-    Lab("C06", "lock_row", "A lock row with no expiry: a crashed holder blocks everyone; an "
+    Lab("C06", "table_no_expiry", "A lock row with no expiry: a crashed holder blocks everyone; an "
         "expiry column frees it", ("A1",), (), 3, stage_lock_row),
     Lab("C14", "watchdog", "A watchdog renews the lease while the holder lives, and the lock "
         "frees one lease after it dies", ("A4",), ("redis",), 4, stage_watchdog),

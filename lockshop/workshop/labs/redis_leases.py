@@ -462,6 +462,80 @@ def stage_redlock_restart(run) -> None:
                       observed=observed, agrees=b_holds and not a_holds)
 
 
+# --- C31: one Redis is a single point ------------------------------------------------------------
+
+def stage_single_point(run) -> None:
+    servers = run.parts.redis(5)
+    folder = run.parts.folder(run.lab.name)
+    config = Config(database_url=f"sqlite:///{folder / 'shop.db'}", redis_url=servers[0].url,
+                    redis_urls=tuple(s.url for s in servers), lock_timeout_ms=500)
+    with Cluster(config, instances=2, runtime_dir=folder) as cluster:
+        admin = ShopClient(cluster.urls[0])
+        for half, strategy, how in (
+                ("broken", "redis", "one Redis server: the lock service is one process"),
+                ("fix", "redlock", "five independent servers: any three make the lock")):
+            getattr(run, half)(strategy, how)
+            admin.reset([{"sku": "x", "stock": 20}])
+            admin.set_settings(strategy=strategy, business_delay_ms=0, job_interval_ms=0)
+            servers[0].kill()
+            answers = [ShopClient(cluster.urls[n % 2]).order() for n in range(6)]
+            product = admin.audit()["products"][0]
+            observed = f"answers {answers}; oversold {product['oversold']}"
+            if half == "broken":
+                run.check("the Redis server dies; 6 orders come in",
+                          expected="every order is refused with 503 (no lock, no sale), and "
+                                   "nothing is oversold", observed=observed,
+                          agrees=answers == [503] * 6 and product["oversold"] == 0)
+                run.parts.redis(5)  # the server comes back (empty)
+                later = [ShopClient(cluster.urls[n % 2]).order() for n in range(2)]
+                run.check("the Redis server comes back; 2 more orders",
+                          expected="sold: the shop recovers by itself, no restart",
+                          observed=str(later), agrees=later == [201, 201])
+            else:
+                run.check("one of the five servers dies; 6 orders come in",
+                          expected="every order is sold: four servers are still a majority",
+                          observed=observed,
+                          agrees=answers == [201] * 6 and product["oversold"] == 0)
+                run.parts.redis(5)
+
+
+# --- C33: Redlock's validity -----------------------------------------------------------------------
+
+def stage_redlock_validity(run) -> None:
+    servers = run.parts.redis(5)
+    run.measure("redlock", "five servers, a 2 s lease, 100 ms per server before it counts as "
+                "down; two, then three servers paused (SIGSTOP): they hold their connections "
+                "and answer nothing")
+    factory = run.open_locks("redlock", redis_urls=tuple(s.url for s in servers), lease_ms=2000)
+    servers[0].pause()
+    servers[1].pause()
+    try:
+        lock = factory.lock("product:1")
+        held = lock.acquire(blocking=False)
+        drift = 2000 * 0.01 + 2
+        run.check("A asks for the lock with two servers paused",
+                  expected="granted by three; each paused server costs only its 100 ms "
+                           "timeout, and the validity is the lease less that wait less the "
+                           "drift",
+                  observed=f"granted: {held}; acquiring took {lock.elapsed_ms:.0f} ms; "
+                           f"validity {lock.validity_ms:.0f} ms = 2000 - {lock.elapsed_ms:.0f} "
+                           f"- {drift:.0f}",
+                  agrees=held and 80 <= lock.elapsed_ms < 500
+                  and abs(lock.validity_ms - (2000 - lock.elapsed_ms - drift)) < 1)
+        lock.release()
+        servers[2].pause()
+        outcome = _try(factory.lock("product:1"))
+        left = sum(server_client(s).exists(KEY) for s in servers[3:])
+        run.check("B asks with three servers paused",
+                  expected="refused (two of five is no majority), and the two that said yes "
+                           "are unlocked at once",
+                  observed=f"{outcome.split(':')[0]}; keys left on the two: {left}",
+                  agrees=outcome.startswith("BackendUnavailable") and left == 0)
+    finally:
+        for server in servers[:3]:
+            server.resume()
+
+
 # --- small helpers ---------------------------------------------------------------------------
 
 def server_client(server) -> redis.Redis:
@@ -508,6 +582,12 @@ LABS = (
     Lab("C17", "redlock_restart", "Redlock's weakness: a server that restarts without "
         "persistence forgets a key, and a second client gets a majority", ("A4",), ("redis",),
         3, stage_redlock_restart),
+    Lab("C31", "single_point", "A single Redis is a single point: while it is down nothing "
+        "sells (and nothing is oversold); five Redlock servers go on", ("A4",),
+        ("redis", "instances"), 8, stage_single_point),
+    Lab("C33", "redlock_validity", "Redlock's validity: the lease less the time spent "
+        "acquiring less the drift; a short per-server timeout; a failed attempt unlocks every "
+        "server", ("A1", "A4"), ("redis",), 2, stage_redlock_validity, measured=True),
     Lab("C27", "redis_reentrant_del", "A reentrant lock whose inner release deletes the key "
         "leaves the outer section unprotected; count down instead", ("A0",), ("redis",), 1,
         stage_inner_release),

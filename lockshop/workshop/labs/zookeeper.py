@@ -477,7 +477,7 @@ LABS = (
         stage_arrival_order),
     Lab("C21", "read_write", "A read/write lock lets readers share while a writer waits",
         ("A3",), ("zookeeper",), 3, stage_read_write),
-    Lab("C38", "look_again", "A woken waiter must look at the queue again; a waiter that "
+    Lab("C38", "zk_fair_trusting", "A woken waiter must look at the queue again; a waiter that "
         "times out removes its own node", ("A3", "A4"), ("zookeeper",), 3, stage_look_again),
     Lab("C22", "session_expiry", "A ZooKeeper session that expires under a paused holder "
         "lets a second one in; the zxid token fences the first", ("A4",), ("zookeeper",), 2,
