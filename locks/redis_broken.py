@@ -3,7 +3,7 @@
 Each one fails in its own way, every time, when the conditions below are
 set up (a kill, a fault hook, a lease shorter than the work). They are here
 to be read next to the locks that fix them: ``RedisLock`` fixes the first
-four, ``ReentrantRedisLock`` the two reentrant ones.
+four, ``ReentrantRedisLock`` the two reentrant ones, ``zk_rw`` the read/write one.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from .redis_support import RedisFactory, RedisLockBase
 CRASH_AFTER_SETNX = "crash_after_setnx"
 PAUSE_BEFORE_DEL = "pause_before_del"
 PAUSE_AFTER_EXISTS = "pause_after_exists"
+READERS_PREFIX = "lockshop:readers:"
 
 
 class NaiveRedisLock(RedisLockBase):
@@ -153,6 +154,53 @@ class ReentrantInStepsLock(NaiveRedisLock):
             self.client.delete(self.key)
 
 
+class ReadersFirstWriteLock(NaiveRedisLock):
+    """The write half of a read/write lock that prefers readers: a writer may take
+    ``lockshop:lock:<name>`` only while no reader holds ``lockshop:readers:<name>``.
+
+    Fails the writer: readers that arrive while it waits go straight in, so as
+    long as their reads overlap, the reader count never falls to zero and the
+    writer waits on (article A3: a writer must not be starved). ``zk_rw``
+    queues readers that arrive after a waiting writer behind it.
+    """
+
+    # KEYS[1]: the write key; KEYS[2]: the reader count; ARGV[1]: token; ARGV[2]: lease.
+    ACQUIRE = """
+    if tonumber(redis.call("GET", KEYS[2]) or "0") > 0 then return 0 end
+    if redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then return 1 end
+    return 0
+    """
+
+    def __init__(self, name: str, **options) -> None:
+        super().__init__(name, **options)
+        self.readers = READERS_PREFIX + name
+
+    def _try_acquire(self) -> bool:
+        return bool(self.run(self.ACQUIRE, keys=[self.key, self.readers],
+                             args=[self.token, self.lease_ms]))
+
+    def _release(self) -> None:
+        self.client.delete(self.key)
+
+
+class ReadersFirstReadLock(ReadersFirstWriteLock):
+    """The read half: in whenever no writer *holds* the lock; waiting writers do not count."""
+
+    # KEYS[1]: the write key; KEYS[2]: the reader count; ARGV[1]: lease in ms.
+    ACQUIRE = """
+    if redis.call("EXISTS", KEYS[1]) == 1 then return 0 end
+    redis.call("INCR", KEYS[2])
+    redis.call("PEXPIRE", KEYS[2], ARGV[1])
+    return 1
+    """
+
+    def _try_acquire(self) -> bool:
+        return bool(self.run(self.ACQUIRE, keys=[self.key, self.readers], args=[self.lease_ms]))
+
+    def _release(self) -> None:
+        self.client.decr(self.readers)
+
+
 class SetnxNoExpiryFactory(RedisFactory):
     lock_class = SetnxNoExpiryLock
 
@@ -175,3 +223,13 @@ class ReentrantDeleteFactory(RedisFactory):
 
 class ReentrantInStepsFactory(RedisFactory):
     lock_class = ReentrantInStepsLock
+
+
+class ReadersFirstFactory(RedisFactory):
+    lock_class = ReadersFirstWriteLock
+    shared_reads = True
+
+    def read_lock(self, name: str, *, timeout: float = 5.0,
+                  label: str | None = None) -> ReadersFirstReadLock:
+        return ReadersFirstReadLock(name, strategy=label or self.strategy.name, timeout=timeout,
+                                    **self.lock_arguments())

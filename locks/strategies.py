@@ -105,6 +105,15 @@ REDIS_REENTRANT_STEPS = register(Strategy(
                  "(fault hook pause_after_exists holds the window open).",
 ))
 
+REDIS_RW_READERS_FIRST = register(Strategy(
+    name="redis_rw_readers_first", family="redis-broken",
+    summary="A read/write lock that lets readers in whenever no writer holds it.",
+    correct_across_instances=False, factory="locks.redis_broken:ReadersFirstFactory",
+    requires=("redis",),
+    failure_mode="Readers that keep arriving while a writer waits go ahead of it: as long "
+                 "as their reads overlap, the writer never gets the lock.",
+))
+
 # --- Redis, correct while the lease outlives the work ------------------------------
 
 REDIS = register(Strategy(

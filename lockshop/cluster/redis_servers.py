@@ -21,12 +21,15 @@ def redis_server_binary() -> str | None:
 
 
 class RedisServer(ServerProcess):
-    """One redis-server: no persistence, bound to 127.0.0.1."""
+    """One redis-server: no persistence, bound to 127.0.0.1; a replica of the server on
+    ``replica_of`` (a port) when given."""
 
-    def __init__(self, runtime_dir: Path, name: str = "redis", port: int | None = None) -> None:
+    def __init__(self, runtime_dir: Path, name: str = "redis", port: int | None = None, *,
+                 replica_of: int | None = None) -> None:
         self.runtime_dir = runtime_dir
         self.name = name
         self.port = port or free_port()
+        self.replica_of = replica_of
         self.process = None
 
     @property
@@ -39,8 +42,10 @@ class RedisServer(ServerProcess):
             raise StartError("redis-server is not installed (Debian: apt-get install redis-server)")
         folder = self.runtime_dir / self.name
         folder.mkdir(parents=True, exist_ok=True)
+        replica = ["--replicaof", "127.0.0.1", str(self.replica_of)] if self.replica_of else []
         self.process = spawn([binary, "--port", str(self.port), "--bind", "127.0.0.1",
-                              "--save", "", "--appendonly", "no", "--dir", str(folder)],
+                              "--save", "", "--appendonly", "no", "--dir", str(folder),
+                              *replica],
                              env=dict(os.environ), log_path=folder / "redis.log")
         self._wait_until_ready(folder / "redis.log")
         return self
@@ -60,6 +65,42 @@ class RedisServer(ServerProcess):
                 return
             time.sleep(0.05)
         raise StartError(f"redis-server on port {self.port} did not answer (log: {log_path})")
+
+
+class RedisSentinel(ServerProcess):
+    """A Sentinel (``redis-server --sentinel``) watching one master, called ``shop``: it
+    promotes a replica when the master has been down for ``down_after_ms``."""
+
+    def __init__(self, runtime_dir: Path, master_port: int, *, name: str = "sentinel",
+                 down_after_ms: int = 1000) -> None:
+        self.runtime_dir = runtime_dir
+        self.name = name
+        self.master_port = master_port
+        self.down_after_ms = down_after_ms
+        self.port = free_port()
+        self.process = None
+
+    def start(self) -> RedisSentinel:
+        binary = redis_server_binary()
+        if binary is None:
+            raise StartError("redis-server is not installed (Debian: apt-get install redis-server)")
+        folder = self.runtime_dir / self.name
+        folder.mkdir(parents=True, exist_ok=True)
+        config = folder / "sentinel.conf"  # Sentinel rewrites it as it learns: it must be a file
+        config.write_text(f"""port {self.port}
+bind 127.0.0.1
+dir {folder}
+sentinel monitor shop 127.0.0.1 {self.master_port} 1
+sentinel down-after-milliseconds shop {self.down_after_ms}
+sentinel failover-timeout shop 5000
+sentinel parallel-syncs shop 1
+""")
+        self.process = spawn([binary, str(config), "--sentinel"], env=dict(os.environ),
+                             log_path=folder / "sentinel.log")
+        self._wait_until_ready(folder / "sentinel.log")
+        return self
+
+    _wait_until_ready = RedisServer._wait_until_ready
 
 
 def _pong(port: int) -> bool:

@@ -19,20 +19,25 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from lockshop.workshop.labs import (
+    failover,
     holds,
     jobs,
     mariadb,
     measured,
     redis_leases,
+    redis_majority,
+    reentrancy,
     sales,
+    zk_queues,
     zookeeper,
 )
 from lockshop.workshop.labs.record import ARTICLES, Lab, LabRecord, Step
 from lockshop.workshop.labs.stage import Parts, running
 
 LABS: dict[str, Lab] = {lab.id: lab for lab in sorted(
-    (*sales.LABS, *jobs.LABS, *holds.LABS, *redis_leases.LABS, *zookeeper.LABS,
-     *mariadb.LABS, *measured.LABS),
+    (*sales.LABS, *jobs.LABS, *holds.LABS, *redis_leases.LABS, *reentrancy.LABS,
+     *redis_majority.LABS, *failover.LABS, *zookeeper.LABS, *zk_queues.LABS, *mariadb.LABS,
+     *measured.LABS),
     key=lambda lab: int(lab.id[1:]))}
 #: How many claims the articles make (CLAIMS.md).
 CLAIMS = 43
@@ -118,8 +123,8 @@ def listing() -> str:
     staged = sorted(LABS, key=lambda i: int(i[1:]))
     missing = [f"C{n:02d}" for n in range(1, CLAIMS + 1) if f"C{n:02d}" not in LABS]
     lines.append(f"{len(staged)} of the articles' {CLAIMS} claims are staged as labs "
-                 f"(about {sum(lab.seconds for lab in LABS.values())} s for all); "
-                 f"not yet: {', '.join(missing)}")
+                 f"(about {sum(lab.seconds for lab in LABS.values())} s for all)"
+                 + (f"; not yet: {', '.join(missing)}" if missing else ""))
     return "\n".join(lines)
 
 

@@ -241,8 +241,7 @@ def stage_unpaid_orders(run) -> None:
             place_order_unguarded(sessions)
         run.check("3 buyers order the last 3 units, and never pay",
                   expected="the stock reads 0: the units are held by the unpaid orders",
-                  observed=f"stock {take_audit(sessions).products[0].remaining}",
-                  agrees=take_audit(sessions).products[0].remaining == 0)
+                  observed=f"stock {_stock(sessions)}", agrees=_stock(sessions) == 0)
         if expire:
             context = JobContext("lab", fire_time=utcnow(), now=utcnow(), business_delay_ms=0,
                                  still_ours=lambda: None,
@@ -252,8 +251,8 @@ def stage_unpaid_orders(run) -> None:
             expired = expire_unpaid(sessions, context, 0)
             run.check("the expiry job fires (unpaid for longer than the allowed time)",
                       expected="it expires the 3 orders and gives their units back",
-                      observed=f"expired {expired}; stock {take_audit(sessions).products[0].remaining}",
-                      agrees=expired == 3 and take_audit(sessions).products[0].remaining == 3)
+                      observed=f"expired {expired}; stock {_stock(sessions)}",
+                      agrees=expired == 3 and _stock(sessions) == 3)
         try:
             place_order_unguarded(sessions)
             answer = "sold"
@@ -266,6 +265,10 @@ def stage_unpaid_orders(run) -> None:
         else:
             run.check("a fourth buyer, who would pay, orders one unit",
                       expected="sold: the unit came back", observed=answer, agrees=answer == "sold")
+
+
+def _stock(sessions) -> int:
+    return take_audit(sessions).products[0].remaining
 
 
 LABS = (

@@ -67,7 +67,7 @@ def holder_dies(run, *, broken: str, how: str, faults: tuple[str, ...]) -> None:
             else:
                 holder = threading.Thread(target=shop1.order)
                 holder.start()
-                _wait_for(lambda: server_client(server).exists(KEY))
+                wait_for(lambda: server_client(server).exists(KEY))
                 cluster.kill("shop-1")
                 holder.join()
                 shop2.set_settings(business_delay_ms=0)
@@ -134,7 +134,7 @@ def stage_plain_del(run) -> None:
                   agrees=not server_client(server).exists(KEY))
         run.check("B asks for the lock", expected="B gets it",
                   observed=f"B holds: {b.acquire(blocking=False)}", agrees=b.held)
-        released = _release(a)
+        released = release_outcome(a)
         left = bool(server_client(server).exists(KEY))
         if half == "broken":
             run.check("A finishes and releases", expected="its DEL deletes B's lock",
@@ -162,12 +162,12 @@ def stage_get_del(run) -> None:
         a, b, c = (factory.lock("product:1") for _ in range(3))
         a.acquire()
         outcome: list[str] = []
-        releasing = threading.Thread(target=lambda: outcome.append(_release(a)))
+        releasing = threading.Thread(target=lambda: outcome.append(release_outcome(a)))
         if half == "broken":
             releasing.start()  # GET says the lock is A's; then the pause, inside the release
         else:  # one script: the only place a pause can go is before it
             time.sleep(SLOW_LEASE_MS * 1.5 / 1000)
-        _wait_for(lambda: not server_client(server).exists(KEY))
+        wait_for(lambda: not server_client(server).exists(KEY))
         run.check("A releases, and is paused for longer than the lease on the way",
                   expected="A's key expires during the pause",
                   observed=f"key exists: {bool(server_client(server).exists(KEY))}",
@@ -217,117 +217,6 @@ def _judge_holders(run, half: str, outcome: tuple[bool, int]) -> None:
                   expected="C is refused: B alone holds it and sells the one unit",
                   observed=f"two holders: {both}; oversold {oversold}",
                   agrees=not both and oversold == 0)
-
-
-# --- C13: asking again for a lock you hold ---------------------------------------------
-
-def stage_reentrant(run) -> None:
-    """The holder of product:1 calls code that takes the same lock again."""
-    versions = (("redis", "SET NX PX: one token per acquire, not per owner"),
-                ("redis_reentrant", "a hash of owner -> count, changed only in Lua"))
-    for half, (strategy, how) in zip(("broken", "fix"), versions, strict=True):
-        getattr(run, half)(strategy, how)
-        server, = run.parts.redis()
-        factory = run.open_locks(strategy, redis_url=server.url, lease_ms=5000)
-        outer = factory.lock("product:1")
-        outer.acquire()
-        inner = factory.lock("product:1", timeout=0.3)
-        started = time.monotonic()
-        again = inner.acquire()
-        waited = time.monotonic() - started
-        if half == "broken":
-            run.check("the holder asks for product:1 again (an inner call, timeout 0.3 s)",
-                      expected="it waits for itself, and gives up when the timeout ends",
-                      observed=f"acquired: {again} after {waited:.2f} s",
-                      agrees=not again and waited >= 0.3)
-            outer.release()
-            continue
-        run.check("the holder asks for product:1 again (an inner call, timeout 0.3 s)",
-                  expected="granted at once: the same owner, the count goes to 2",
-                  observed=f"acquired: {again} after {waited:.2f} s; "
-                           f"count {_owner_count(server, outer)}",
-                  agrees=again and waited < 0.3 and _owner_count(server, outer) == 2)
-        inner.release()
-        run.check("the inner call releases", expected="the count goes to 1; the lock stays",
-                  observed=f"count {_owner_count(server, outer)}",
-                  agrees=_owner_count(server, outer) == 1)
-        outer.release()
-        run.check("the outer call releases", expected="the count reaches 0: the key is deleted",
-                  observed=f"key exists: {bool(server_client(server).exists(KEY))}",
-                  agrees=not server_client(server).exists(KEY))
-
-
-def _owner_count(server, lock) -> int:
-    return int(server_client(server).hget(KEY, lock.holder) or 0)
-
-
-# --- C27, C28: re-entry done wrong --------------------------------------------------------------
-
-def _another_owner_tries(factory) -> bool:
-    """Another thread (another owner) asks for product:1 without waiting; did it get in?"""
-    got_in: list[bool] = []
-    thread = threading.Thread(target=lambda: got_in.append(
-        factory.lock("product:1").acquire(blocking=False)))
-    thread.start()
-    thread.join()
-    return got_in[0]
-
-
-def stage_inner_release(run) -> None:
-    """The holder re-enters, and its inner call releases before the outer one is done."""
-    server, = run.parts.redis()
-    for half, strategy, how in (
-            ("broken", "redis_reentrant_del", "re-entry counted in a hash, but released by DEL"),
-            ("fix", "redis_reentrant", "the release counts down, and deletes at zero")):
-        getattr(run, half)(strategy, how)
-        factory = run.open_locks(strategy, redis_url=server.url, lease_ms=5000)
-        outer, inner = factory.lock("product:1"), factory.lock("product:1")
-        outer.acquire()
-        inner.acquire()
-        inner.release()
-        other_got_in = _another_owner_tries(factory)
-        if half == "broken":
-            run.check("the holder re-enters, its inner call releases; another owner asks",
-                      expected="the key is gone: the other owner gets in while the outer "
-                               "section still works",
-                      observed=f"other owner got in: {other_got_in}", agrees=other_got_in)
-        else:
-            run.check("the holder re-enters, its inner call releases; another owner asks",
-                      expected="refused: the outer hold still counts 1",
-                      observed=f"other owner got in: {other_got_in}", agrees=not other_got_in)
-        outer.release()
-        server_client(server).delete(KEY)
-
-
-def stage_acquire_in_steps(run) -> None:
-    """Two owners ask at the same moment; one is paused between EXISTS and HSET."""
-    server, = run.parts.redis()
-    for half, strategy, how in (
-            ("broken", "redis_reentrant_steps", "EXISTS, then HSET, then PEXPIRE: separate "
-                                                "commands (fault hook: a pause after EXISTS)"),
-            ("fix", "redis_reentrant", "the same steps in one Lua script")):
-        getattr(run, half)(strategy, how)
-        paused = run.open_locks(strategy, redis_url=server.url, lease_ms=2000,
-                                faults=("pause_after_exists",))
-        other = run.open_locks(strategy, redis_url=server.url, lease_ms=2000)
-        a, b = paused.lock("product:1"), other.lock("product:1")
-        a_holds: list[bool] = []
-        asking = threading.Thread(target=lambda: a_holds.append(a.acquire(blocking=False)))
-        asking.start()
-        time.sleep(0.2)  # A has seen EXISTS say 0, and is in its pause (1 s)
-        b_holds = b.acquire(blocking=False)
-        asking.join()
-        owners = server_client(server).hlen(KEY)
-        observed = f"A holds: {a_holds[0]}, B holds: {b_holds}; owners in the hash: {owners}"
-        if half == "broken":
-            run.check("A and B ask for product:1; A pauses between EXISTS and HSET",
-                      expected="both saw no key, both wrote their name: two holders",
-                      observed=observed, agrees=a_holds[0] and b_holds and owners == 2)
-        else:
-            run.check("A and B ask for product:1 at the same moment",
-                      expected="one script at a time: one holder, the other refused",
-                      observed=observed, agrees=a_holds[0] != b_holds and owners == 1)
-        server_client(server).delete(KEY)
 
 
 # --- C15: a holder paused past its lease, and the fencing token -----------------------------
@@ -385,164 +274,13 @@ def stage_fencing(run) -> None:
                       and product.sold == 1)
 
 
-# --- C16: one Redis, or a majority of five ------------------------------------------------
-
-def stage_redlock(run) -> None:
-    run.broken("redis", "one Redis server: it is the lock")
-    server, = run.parts.redis()
-    factory = run.open_locks("redis", redis_url=server.url, lease_ms=2000)
-    server.kill()
-    outcome = _try(factory.lock("product:1", timeout=0.2))
-    run.check("the one Redis server dies; a buyer asks for the lock",
-              expected="no lock at all: backend unavailable (the shop answers 503)",
-              observed=outcome, agrees=outcome.startswith("BackendUnavailable"))
-    run.parts.redis()  # start it again, empty, for the next lab
-
-    run.fix("redlock", "five independent servers; a majority within the validity time")
-    servers = run.parts.redis(5)
-    factory = run.open_locks("redlock", redis_urls=tuple(s.url for s in servers), lease_ms=2000)
-    servers[0].kill()
-    servers[3].kill()
-    holder = factory.lock("product:1", timeout=0.2)
-    outcome = _try(holder)
-    other = _try(factory.lock("product:1", timeout=0.2))
-    run.check("two of the five servers die; two buyers ask for the lock",
-              expected="the first holds it (3 of 5 said yes), the second is refused",
-              observed=f"first: {outcome}; second: {other}",
-              agrees=outcome == "acquired" and other == "refused")
-    holder.release()
-    servers[1].kill()
-    outcome = _try(factory.lock("product:1", timeout=0.2))
-    leftovers = sum(server_client(s).exists(KEY) for s in servers[2::2])
-    run.check("a third server dies; a buyer asks for the lock",
-              expected="refused: 2 of 5 is no majority (503), nothing left on the two",
-              observed=f"{outcome}; keys left: {leftovers}",
-              agrees=outcome.startswith("BackendUnavailable") and leftovers == 0)
-
-
-# --- C17: a Redlock server that forgets ---------------------------------------------------------
-
-def stage_redlock_restart(run) -> None:
-    """A locks on a majority while two servers are cut off from it; one of its three
-    restarts without persistence; B asks."""
-    for half, how, delay_s in (
-            ("broken", "a server restarts at once after a crash, with no persistence", 0.0),
-            ("fix", "the same server restarts only after the longest lease has run out, as "
-                    "the Redlock write-up advises", 1.6)):
-        getattr(run, half)("redlock", how)
-        servers = run.parts.redis(5)
-        urls = tuple(s.url for s in servers)
-        servers[3].stop()
-        servers[4].stop()
-        a = run.open_locks("redlock", redis_urls=urls, lease_ms=1500).lock("product:1")
-        run.check("A asks for the lock while servers 4 and 5 are cut off from it",
-                  expected="A holds it on servers 1, 2 and 3: a majority of five",
-                  observed=f"A holds: {a.acquire(blocking=False)}", agrees=a.held)
-        servers[3].start()
-        servers[4].start()
-        time.sleep(delay_s)
-        servers[2].restart()  # no persistence: it comes back empty
-        b = run.open_locks("redlock", redis_urls=urls, lease_ms=1500).lock("product:1")
-        b_holds = b.acquire(blocking=False)
-        try:
-            a.ensure_held()
-            a_holds = True
-        except LockLost:
-            a_holds = False
-        observed = f"B holds: {b_holds}; A still holds (its validity not over): {a_holds}"
-        if half == "broken":
-            run.check("server 3 crashes and restarts empty; B asks for the lock",
-                      expected="servers 3, 4 and 5 say yes to B: a majority, while A's is "
-                               "still valid: two holders",
-                      observed=observed, agrees=b_holds and a_holds)
-        else:
-            run.check("server 3 crashes and restarts empty, 1.6 s later; B asks for the lock",
-                      expected="B gets it, but only after A's lease is over: A knows it lost "
-                               "it, one holder at a time",
-                      observed=observed, agrees=b_holds and not a_holds)
-
-
-# --- C31: one Redis is a single point ------------------------------------------------------------
-
-def stage_single_point(run) -> None:
-    servers = run.parts.redis(5)
-    folder = run.parts.folder(run.lab.name)
-    config = Config(database_url=f"sqlite:///{folder / 'shop.db'}", redis_url=servers[0].url,
-                    redis_urls=tuple(s.url for s in servers), lock_timeout_ms=500)
-    with Cluster(config, instances=2, runtime_dir=folder) as cluster:
-        admin = ShopClient(cluster.urls[0])
-        for half, strategy, how in (
-                ("broken", "redis", "one Redis server: the lock service is one process"),
-                ("fix", "redlock", "five independent servers: any three make the lock")):
-            getattr(run, half)(strategy, how)
-            admin.reset([{"sku": "x", "stock": 20}])
-            admin.set_settings(strategy=strategy, business_delay_ms=0, job_interval_ms=0)
-            servers[0].kill()
-            answers = [ShopClient(cluster.urls[n % 2]).order() for n in range(6)]
-            product = admin.audit()["products"][0]
-            observed = f"answers {answers}; oversold {product['oversold']}"
-            if half == "broken":
-                run.check("the Redis server dies; 6 orders come in",
-                          expected="every order is refused with 503 (no lock, no sale), and "
-                                   "nothing is oversold", observed=observed,
-                          agrees=answers == [503] * 6 and product["oversold"] == 0)
-                run.parts.redis(5)  # the server comes back (empty)
-                later = [ShopClient(cluster.urls[n % 2]).order() for n in range(2)]
-                run.check("the Redis server comes back; 2 more orders",
-                          expected="sold: the shop recovers by itself, no restart",
-                          observed=str(later), agrees=later == [201, 201])
-            else:
-                run.check("one of the five servers dies; 6 orders come in",
-                          expected="every order is sold: four servers are still a majority",
-                          observed=observed,
-                          agrees=answers == [201] * 6 and product["oversold"] == 0)
-                run.parts.redis(5)
-
-
-# --- C33: Redlock's validity -----------------------------------------------------------------------
-
-def stage_redlock_validity(run) -> None:
-    servers = run.parts.redis(5)
-    run.measure("redlock", "five servers, a 2 s lease, 100 ms per server before it counts as "
-                "down; two, then three servers paused (SIGSTOP): they hold their connections "
-                "and answer nothing")
-    factory = run.open_locks("redlock", redis_urls=tuple(s.url for s in servers), lease_ms=2000)
-    servers[0].pause()
-    servers[1].pause()
-    try:
-        lock = factory.lock("product:1")
-        held = lock.acquire(blocking=False)
-        drift = 2000 * 0.01 + 2
-        run.check("A asks for the lock with two servers paused",
-                  expected="granted by three; each paused server costs only its 100 ms "
-                           "timeout, and the validity is the lease less that wait less the "
-                           "drift",
-                  observed=f"granted: {held}; acquiring took {lock.elapsed_ms:.0f} ms; "
-                           f"validity {lock.validity_ms:.0f} ms = 2000 - {lock.elapsed_ms:.0f} "
-                           f"- {drift:.0f}",
-                  agrees=held and 80 <= lock.elapsed_ms < 500
-                  and abs(lock.validity_ms - (2000 - lock.elapsed_ms - drift)) < 1)
-        lock.release()
-        servers[2].pause()
-        outcome = _try(factory.lock("product:1"))
-        left = sum(server_client(s).exists(KEY) for s in servers[3:])
-        run.check("B asks with three servers paused",
-                  expected="refused (two of five is no majority), and the two that said yes "
-                           "are unlocked at once",
-                  observed=f"{outcome.split(':')[0]}; keys left on the two: {left}",
-                  agrees=outcome.startswith("BackendUnavailable") and left == 0)
-    finally:
-        for server in servers[:3]:
-            server.resume()
-
-
 # --- small helpers ---------------------------------------------------------------------------
 
 def server_client(server) -> redis.Redis:
     return redis.Redis(port=server.port)
 
 
-def _release(lock) -> str:
+def release_outcome(lock) -> str:
     try:
         lock.release()
         return "released"
@@ -550,20 +288,19 @@ def _release(lock) -> str:
         return f"was refused ({error.reason})"
 
 
-def _try(lock) -> str:
+def attempt(lock) -> str:
     try:
         return "acquired" if lock.acquire() else "refused"
     except Exception as error:  # noqa: BLE001 - what happened is the observation
         return f"{type(error).__name__}: {error}"
 
 
-def _wait_for(condition, seconds: float = 10.0) -> None:
+def wait_for(condition, seconds: float = 10.0) -> None:
     deadline = time.monotonic() + seconds
     while not condition():
         if time.monotonic() > deadline:
             raise TimeoutError("the lab's holder never took the lock")
         time.sleep(0.01)
-
 
 LABS = (
     Lab("C09", "redis_setnx", "SETNX with no expiry: a killed holder blocks everyone; "
@@ -577,24 +314,6 @@ LABS = (
         stage_plain_del),
     Lab("C12", "redis_get_del", "GET, compare, then DEL has the same window; a Lua script "
         "closes it", ("A0", "A2", "A4"), ("redis",), 2, stage_get_del),
-    Lab("C13", "redis_reentrant", "A non-reentrant lock deadlocks on its holder; a hash of "
-        "owner to count fixes it", ("A0",), ("redis",), 1, stage_reentrant),
-    Lab("C17", "redlock_restart", "Redlock's weakness: a server that restarts without "
-        "persistence forgets a key, and a second client gets a majority", ("A4",), ("redis",),
-        3, stage_redlock_restart),
-    Lab("C31", "single_point", "A single Redis is a single point: while it is down nothing "
-        "sells (and nothing is oversold); five Redlock servers go on", ("A4",),
-        ("redis", "instances"), 8, stage_single_point),
-    Lab("C33", "redlock_validity", "Redlock's validity: the lease less the time spent "
-        "acquiring less the drift; a short per-server timeout; a failed attempt unlocks every "
-        "server", ("A1", "A4"), ("redis",), 2, stage_redlock_validity, measured=True),
-    Lab("C27", "redis_reentrant_del", "A reentrant lock whose inner release deletes the key "
-        "leaves the outer section unprotected; count down instead", ("A0",), ("redis",), 1,
-        stage_inner_release),
-    Lab("C28", "redis_reentrant_steps", "A reentrant acquire in separate commands lets two "
-        "owners in; one Lua script does not", ("A0",), ("redis",), 2, stage_acquire_in_steps),
     Lab("C15", "fencing", "A holder paused past its lease writes after another took the lock; "
         "a fencing token refuses the stale write", ("A4",), ("redis",), 1, stage_fencing),
-    Lab("C16", "redlock_majority", "Redlock: a majority of five survives two servers down and "
-        "refuses with three", ("A1", "A4"), ("redis",), 2, stage_redlock),
 )

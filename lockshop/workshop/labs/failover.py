@@ -1,0 +1,140 @@
+"""A Redis master with a replica and Sentinel (A2, A4): a failover that loses a lock.
+
+Replication is asynchronous: the master answers "OK" to a ``SET`` before any
+replica has it. If the master dies in that moment and Sentinel promotes the
+replica, the lock is simply not there any more, and a second client takes
+it. Here the moment is held open by pausing the replica (SIGSTOP) while the
+first client locks; then the master is killed.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import ExitStack
+
+import redis
+
+from locks.redis_support import FENCE_EPOCH, KEY_PREFIX
+from lockshop.cluster.redis_servers import RedisSentinel, RedisServer
+from lockshop.workshop.labs.record import Lab
+from shop.errors import StaleWriteRejected
+from shop.orders.order_path import (
+    OrderContext,
+    OrderRequest,
+    insert_order,
+    read_stock,
+    write_stock,
+)
+from shop.store.audit import take_audit
+from shop.store.models import ProductKind
+from shop.store.products import ProductSpec
+
+KEY = KEY_PREFIX + "product:1"
+
+
+def stage_failover(run) -> None:
+    for half, how, fenced in (
+            ("broken", "the stock write trusts the lock", False),
+            ("fix", "the stock write carries the lock's fencing token", True)):
+        getattr(run, half)("redis, a replica and Sentinel", how)
+        folder = run.parts.folder(run.lab.name)
+        with ExitStack() as stack:
+            master = stack.enter_context(RedisServer(folder, "master"))
+            replica = stack.enter_context(RedisServer(folder, "replica", replica_of=master.port))
+            sentinel = stack.enter_context(RedisSentinel(folder, master.port))
+            wait_for(lambda: _replicas_known(sentinel) and _in_sync(replica))
+            _stage_one_failover(run, master, replica, sentinel, fenced)
+
+
+def _stage_one_failover(run, master, replica, sentinel, fenced: bool) -> None:
+    sessions = run.shop_database(ProductSpec("x", "Lab item", ProductKind.ITEM, stock=5))
+    context = OrderContext("lab", "redis", 0, 1000)
+    factory = run.open_locks("redis", redis_url=master.url, lease_ms=10_000)
+    warm = factory.lock("product:1")  # the fencing epoch and counter exist, and are copied
+    warm.acquire()
+    warm.release()
+    wait_for(lambda: _client(replica).exists(FENCE_EPOCH))
+    # The replica stops, and the master drops its link to it: A's write stays on the
+    # master alone (a paused replica with its link open would still find the write
+    # in its socket when it wakes).
+    replica.pause()
+    _client(master).client_kill_filter(_type="replica")
+    a = factory.lock("product:1")
+    a.acquire()
+    with sessions.begin() as session:
+        a_read = read_stock(session, 1, ProductKind.ITEM)[0]
+    run.check("A takes the lock on the master, before the replica has copied it (the replica "
+              "is paused)", expected="the master says OK: A holds the lock",
+              observed=f"A holds: {a.held}; the key on the master: "
+                       f"{bool(_client(master).exists(KEY))}", agrees=a.held)
+    master.kill()
+    replica.resume()
+    promoted = wait_for(lambda: _master_port(sentinel) == replica.port, seconds=20)
+    on_new_master = bool(_client(replica).exists(KEY))
+    run.check("the master dies; Sentinel promotes the replica",
+              expected="the new master never had A's key",
+              observed=f"promoted: {promoted}; A's key on the new master: {on_new_master}",
+              agrees=promoted and not on_new_master)
+    b = run.open_locks("redis", redis_url=replica.url, lease_ms=10_000).lock("product:1")
+    b_holds = b.acquire(blocking=False)
+    with sessions.begin() as session:
+        b_read = read_stock(session, 1, ProductKind.ITEM)[0]
+        write_stock(session, 1, b_read - 1, fencing_token=b.fencing_token)
+        insert_order(session, OrderRequest(1), None, context)
+    run.check("B asks the new master for the lock, and sells one unit",
+              expected="B gets it while A still believes it holds it: two holders",
+              observed=f"B holds: {b_holds}; A holds: {a.held}; B wrote stock {b_read - 1}",
+              agrees=b_holds and a.held)
+    try:
+        with sessions.begin() as session:
+            write_stock(session, 1, a_read - 1, fencing_token=a.fencing_token if fenced else None)
+            insert_order(session, OrderRequest(1), None, context)
+        outcome = "written"
+    except StaleWriteRejected:
+        outcome = "refused as stale"
+    product = take_audit(sessions).products[0]
+    observed = (f"A's write {outcome}; sold {product.sold}, stock {product.remaining}, lost "
+                f"updates {product.lost_updates}")
+    if not fenced:
+        run.check("A writes what it computed: stock 4", expected="written over B's sale: one "
+                  "update lost", observed=observed, agrees=product.lost_updates == 1)
+    else:
+        run.check("A writes stock 4 with its token",
+                  expected="refused: the new master counted tokens from what the replica had, "
+                           "so A's token is not newer than B's. Fencing closes it; Redlock or "
+                           "WAIT only make the window smaller",
+                  observed=observed,
+                  agrees=outcome == "refused as stale" and product.lost_updates == 0)
+
+
+def _client(server) -> redis.Redis:
+    return redis.Redis(port=server.port, socket_timeout=2)
+
+
+def _replicas_known(sentinel) -> bool:
+    return bool(_client(sentinel).execute_command("SENTINEL", "REPLICAS", "shop"))
+
+
+def _in_sync(replica) -> bool:
+    return _client(replica).info("replication").get("master_link_status") == "up"
+
+
+def _master_port(sentinel) -> int | None:
+    address = _client(sentinel).execute_command("SENTINEL", "GET-MASTER-ADDR-BY-NAME", "shop")
+    return int(address[1]) if address else None
+
+
+def wait_for(condition, seconds: float = 15.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    raise TimeoutError("the replication set-up did not get there in time")
+
+
+LABS = (
+    Lab("C32", "failover", "A master/replica failover loses the lock to asynchronous "
+        "replication; fencing refuses the stale holder's write", ("A2", "A4"), ("redis",), 12,
+        stage_failover),
+)

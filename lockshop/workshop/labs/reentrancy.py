@@ -1,0 +1,135 @@
+"""Labs of re-entry on Redis (A0): a holder that asks again for its own lock.
+
+The articles' reentrant lock, a hash of owner to count, and the two ways
+its first drafts go wrong: an inner release that deletes the whole key, and
+an acquire written as separate commands.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from lockshop.workshop.labs.record import Lab
+from lockshop.workshop.labs.redis_leases import KEY, server_client
+
+# --- C13: asking again for a lock you hold ---------------------------------------------
+
+def stage_reentrant(run) -> None:
+    """The holder of product:1 calls code that takes the same lock again."""
+    versions = (("redis", "SET NX PX: one token per acquire, not per owner"),
+                ("redis_reentrant", "a hash of owner -> count, changed only in Lua"))
+    for half, (strategy, how) in zip(("broken", "fix"), versions, strict=True):
+        getattr(run, half)(strategy, how)
+        server, = run.parts.redis()
+        factory = run.open_locks(strategy, redis_url=server.url, lease_ms=5000)
+        outer = factory.lock("product:1")
+        outer.acquire()
+        inner = factory.lock("product:1", timeout=0.3)
+        started = time.monotonic()
+        again = inner.acquire()
+        waited = time.monotonic() - started
+        if half == "broken":
+            run.check("the holder asks for product:1 again (an inner call, timeout 0.3 s)",
+                      expected="it waits for itself, and gives up when the timeout ends",
+                      observed=f"acquired: {again} after {waited:.2f} s",
+                      agrees=not again and waited >= 0.3)
+            outer.release()
+            continue
+        run.check("the holder asks for product:1 again (an inner call, timeout 0.3 s)",
+                  expected="granted at once: the same owner, the count goes to 2",
+                  observed=f"acquired: {again} after {waited:.2f} s; "
+                           f"count {_owner_count(server, outer)}",
+                  agrees=again and waited < 0.3 and _owner_count(server, outer) == 2)
+        inner.release()
+        run.check("the inner call releases", expected="the count goes to 1; the lock stays",
+                  observed=f"count {_owner_count(server, outer)}",
+                  agrees=_owner_count(server, outer) == 1)
+        outer.release()
+        run.check("the outer call releases", expected="the count reaches 0: the key is deleted",
+                  observed=f"key exists: {bool(server_client(server).exists(KEY))}",
+                  agrees=not server_client(server).exists(KEY))
+
+
+def _owner_count(server, lock) -> int:
+    return int(server_client(server).hget(KEY, lock.holder) or 0)
+
+
+# --- C27, C28: re-entry done wrong --------------------------------------------------------------
+
+def _another_owner_tries(factory) -> bool:
+    """Another thread (another owner) asks for product:1 without waiting; did it get in?"""
+    got_in: list[bool] = []
+    thread = threading.Thread(target=lambda: got_in.append(
+        factory.lock("product:1").acquire(blocking=False)))
+    thread.start()
+    thread.join()
+    return got_in[0]
+
+
+def stage_inner_release(run) -> None:
+    """The holder re-enters, and its inner call releases before the outer one is done."""
+    server, = run.parts.redis()
+    for half, strategy, how in (
+            ("broken", "redis_reentrant_del", "re-entry counted in a hash, but released by DEL"),
+            ("fix", "redis_reentrant", "the release counts down, and deletes at zero")):
+        getattr(run, half)(strategy, how)
+        factory = run.open_locks(strategy, redis_url=server.url, lease_ms=5000)
+        outer, inner = factory.lock("product:1"), factory.lock("product:1")
+        outer.acquire()
+        inner.acquire()
+        inner.release()
+        other_got_in = _another_owner_tries(factory)
+        if half == "broken":
+            run.check("the holder re-enters, its inner call releases; another owner asks",
+                      expected="the key is gone: the other owner gets in while the outer "
+                               "section still works",
+                      observed=f"other owner got in: {other_got_in}", agrees=other_got_in)
+        else:
+            run.check("the holder re-enters, its inner call releases; another owner asks",
+                      expected="refused: the outer hold still counts 1",
+                      observed=f"other owner got in: {other_got_in}", agrees=not other_got_in)
+        outer.release()
+        server_client(server).delete(KEY)
+
+
+def stage_acquire_in_steps(run) -> None:
+    """Two owners ask at the same moment; one is paused between EXISTS and HSET."""
+    server, = run.parts.redis()
+    for half, strategy, how in (
+            ("broken", "redis_reentrant_steps", "EXISTS, then HSET, then PEXPIRE: separate "
+                                                "commands (fault hook: a pause after EXISTS)"),
+            ("fix", "redis_reentrant", "the same steps in one Lua script")):
+        getattr(run, half)(strategy, how)
+        paused = run.open_locks(strategy, redis_url=server.url, lease_ms=2000,
+                                faults=("pause_after_exists",))
+        other = run.open_locks(strategy, redis_url=server.url, lease_ms=2000)
+        a, b = paused.lock("product:1"), other.lock("product:1")
+        a_holds: list[bool] = []
+        asking = threading.Thread(target=lambda: a_holds.append(a.acquire(blocking=False)))
+        asking.start()
+        time.sleep(0.2)  # A has seen EXISTS say 0, and is in its pause (1 s)
+        b_holds = b.acquire(blocking=False)
+        asking.join()
+        owners = server_client(server).hlen(KEY)
+        observed = f"A holds: {a_holds[0]}, B holds: {b_holds}; owners in the hash: {owners}"
+        if half == "broken":
+            run.check("A and B ask for product:1; A pauses between EXISTS and HSET",
+                      expected="both saw no key, both wrote their name: two holders",
+                      observed=observed, agrees=a_holds[0] and b_holds and owners == 2)
+        else:
+            run.check("A and B ask for product:1 at the same moment",
+                      expected="one script at a time: one holder, the other refused",
+                      observed=observed, agrees=a_holds[0] != b_holds and owners == 1)
+        server_client(server).delete(KEY)
+
+
+LABS = (
+    Lab("C13", "redis_reentrant", "A non-reentrant lock deadlocks on its holder; a hash of "
+        "owner to count fixes it", ("A0",), ("redis",), 1, stage_reentrant),
+    Lab("C27", "redis_reentrant_del", "A reentrant lock whose inner release deletes the key "
+        "leaves the outer section unprotected; count down instead", ("A0",), ("redis",), 1,
+        stage_inner_release),
+    Lab("C28", "redis_reentrant_steps", "A reentrant acquire in separate commands lets two "
+        "owners in; one Lua script does not", ("A0",), ("redis",), 2, stage_acquire_in_steps),
+)

@@ -1,0 +1,350 @@
+"""Labs of ZooKeeper's queue locks (A0, A3, A4): the herd and the queue that
+avoids it, arrival order, a waiter that looks again, readers that share,
+a writer they cannot starve, and re-entry.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import locks
+from lockshop.workshop.labs.record import Lab
+
+# --- C19: the herd, and the queue that avoids it ------------------------------------------------
+
+WAITERS = 5
+
+
+def stage_herd(run) -> None:
+    zk = run.parts.zookeeper()
+    for half, strategy, how, expected, agrees in (
+            ("broken", "zk_simple", "every waiter watches the one lock node",
+             "every release wakes every waiter still waiting: 5+4+3+2+1, about 15",
+             lambda wakeups: wakeups >= 12),
+            ("fix", "zk_fair", "sequential nodes, each waiter watching the one just before it",
+             "each release wakes one waiter: 5", lambda wakeups: wakeups == WAITERS)):
+        getattr(run, half)(strategy, how)
+        wakeups = _waiters_take_turns(run, strategy, zk.address)
+        run.check(f"a holder and {WAITERS} waiters, each with its own session; they take turns",
+                  expected=expected, observed=f"{wakeups} wake-ups",
+                  agrees=agrees(wakeups))
+
+
+def _waiters_take_turns(run, strategy: str, zk_hosts: str) -> int:
+    holder = run.open_locks(strategy, zk_hosts=zk_hosts).lock("herd")
+    holder.acquire()
+    factories = [run.open_locks(strategy, zk_hosts=zk_hosts) for _ in range(WAITERS)]
+    before = _wakeups(strategy)
+    queued = threading.Barrier(WAITERS + 1)
+
+    def waiter(factory) -> None:
+        lock = factory.lock("herd", timeout=30)
+        queued.wait()
+        with lock:
+            time.sleep(0.05)  # long enough for the others to watch again
+
+    threads = [threading.Thread(target=waiter, args=(f,)) for f in factories]
+    for thread in threads:
+        thread.start()
+    queued.wait()
+    time.sleep(0.3)  # every waiter has tried once and is watching
+    holder.release()
+    for thread in threads:
+        thread.join(30)
+    return _wakeups(strategy) - before
+
+
+def _wakeups(strategy: str) -> int:
+    return locks.metrics.snapshot().get(strategy, {}).get("wakeups", 0)
+
+
+# --- C20: first come, first served ---------------------------------------------------------------
+
+FIRST_WAITER = """
+import sys, time, locks
+from locks import Backends
+factory = locks.open_factory(sys.argv[1], Backends(zk_hosts=sys.argv[2]))
+deadline = time.monotonic() + 10
+while not factory.available() and time.monotonic() < deadline:
+    time.sleep(0.02)
+lock = factory.lock("product:1", timeout=20)
+print("waiting", flush=True)
+assert lock.acquire()
+print("held", flush=True)
+time.sleep(0.2)
+lock.release()
+"""
+
+
+def stage_arrival_order(run) -> None:
+    """The first waiter is descheduled (SIGSTOP) just as the lock frees; a newcomer asks."""
+    zk = run.parts.zookeeper()
+    for half, strategy, how in (
+            ("broken", "zk_simple", "waiters race to create the one node when it goes"),
+            ("fix", "zk_fair", "waiters queue as sequential nodes; the lock passes down the "
+                               "queue")):
+        getattr(run, half)(strategy, how)
+        holder = run.open_locks(strategy, zk_hosts=zk.address).lock("product:1")
+        holder.acquire()
+        with subprocess.Popen([sys.executable, "-c", FIRST_WAITER, strategy, zk.address],
+                              stdout=subprocess.PIPE, text=True) as first:
+            first.stdout.readline()  # "waiting": it is about to ask
+            time.sleep(0.5)  # it has asked, and waits (watching)
+            first.send_signal(signal.SIGSTOP)
+            holder.release()
+            newcomer = run.open_locks(strategy, zk_hosts=zk.address).lock("product:1")
+            jumped = newcomer.acquire(blocking=False)
+            first.send_signal(signal.SIGCONT)
+            if jumped:
+                newcomer.release()
+            said = first.stdout.readline().strip()
+            first.wait(10)
+        observed = f"the newcomer got in first: {jumped}; the first waiter then: {said!r}"
+        if half == "broken":
+            run.check("a waiter queues first; it is paused as the holder releases; a newcomer "
+                      "asks", expected="the newcomer gets in ahead of the first waiter",
+                      observed=observed, agrees=jumped and said == "held")
+        else:
+            run.check("a waiter queues first; it is paused as the holder releases; a newcomer "
+                      "asks", expected="the lock is the first waiter's, paused or not: the "
+                      "newcomer waits its turn", observed=observed,
+                      agrees=not jumped and said == "held")
+
+
+# --- C38: a woken waiter looks again -------------------------------------------------------------
+
+def stage_look_again(run) -> None:
+    """H holds; W1 queues and gives up after 0.5 s; W2 queued behind W1 is woken by that."""
+    zk = run.parts.zookeeper()
+    for half, strategy, how in (
+            ("broken", "zk_fair_trusting", "a waiter woken by any deletion ahead of it takes "
+                                           "the lock"),
+            ("fix", "zk_fair", "a waiter woken by a deletion looks at the queue again")):
+        getattr(run, half)(strategy, how)
+        holder = run.open_locks(strategy, zk_hosts=zk.address).lock("product:1")
+        holder.acquire()
+        inspector = run.open_locks("zk_fair", zk_hosts=zk.address)
+        queue = lambda: inspector.client.get_children("/lockshop/fair/product:1")  # noqa: E731
+        w1 = run.open_locks(strategy, zk_hosts=zk.address).lock("product:1", timeout=0.5)
+        w2 = run.open_locks(strategy, zk_hosts=zk.address).lock("product:1", timeout=10)
+        w2_holds = threading.Event()
+        gave_up = threading.Thread(target=w1.acquire)
+        gave_up.start()
+        _wait_until(lambda: len(queue()) == 2)
+
+        def second() -> None:
+            if w2.acquire():
+                w2_holds.set()
+        threading.Thread(target=second, daemon=True).start()
+        _wait_until(lambda: len(queue()) == 3)
+        gave_up.join()
+        left = len(queue())
+        run.check("W1 queues behind the holder, W2 behind W1; W1 gives up after 0.5 s",
+                  expected="W1 deletes its own node: it would block the queue otherwise",
+                  observed=f"nodes left in the queue: {left} (the holder's and W2's)",
+                  agrees=left == 2)
+        entered = w2_holds.wait(1.0)
+        if half == "broken":
+            run.check("W2 is woken by W1's node going",
+                      expected="W2 takes it for the lock: W2 and the holder hold it at once",
+                      observed=f"W2 holds: {entered}; the holder holds: {holder.held}",
+                      agrees=entered and holder.held)
+        else:
+            run.check("W2 is woken by W1's node going",
+                      expected="W2 looks again, sees the holder ahead, and waits",
+                      observed=f"W2 holds: {entered}; the holder holds: {holder.held}",
+                      agrees=not entered and holder.held)
+        holder.release()
+        w2_holds.wait(5)
+        if w2.held:
+            w2.release()
+
+
+def _wait_until(condition, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError("the lab's queue never formed")
+        time.sleep(0.01)
+
+
+# --- C21: readers that share ------------------------------------------------------------
+
+READERS = 3
+READ_S = 0.3
+
+
+def stage_read_write(run) -> None:
+    zk = run.parts.zookeeper()
+    for half, strategy, how in (
+            ("broken", "zk_fair", "one exclusive lock: a stocktake takes it like a sale"),
+            ("fix", "zk_rw", "a read/write lock: stocktakes take the read lock and share it")):
+        getattr(run, half)(strategy, how)
+        factories = [run.open_locks(strategy, zk_hosts=zk.address) for _ in range(READERS + 1)]
+        held: list[tuple[float, float]] = []
+        start = threading.Barrier(READERS)
+
+        def reader(factory) -> None:
+            lock = factory.read_lock("product:1", timeout=10)
+            start.wait()
+            with lock:
+                began = time.monotonic()
+                time.sleep(READ_S)
+                held.append((began, time.monotonic()))  # both ends inside the hold
+
+        threads = [threading.Thread(target=reader, args=(f,)) for f in factories[:READERS]]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        together = max(sum(b <= t < e for b, e in held) for t, _ in held)
+        span = max(e for _, e in held) - min(b for b, _ in held)
+        observed = f"at most {together} held it at once; all done in {span:.2f} s"
+        if half == "broken":
+            run.check(f"{READERS} stocktakes ask for the read lock at once, "
+                      f"each reading for {READ_S:g} s",
+                      expected=f"one at a time: about {READERS * READ_S:g} s",
+                      observed=observed, agrees=together == 1)
+        else:
+            run.check(f"{READERS} stocktakes ask for the read lock at once, "
+                      f"each reading for {READ_S:g} s",
+                      expected=f"all {READERS} read together: about {READ_S:g} s",
+                      observed=observed, agrees=together == READERS)
+            _writer_waits_for_readers(run, factories)
+
+
+def _writer_waits_for_readers(run, factories) -> None:
+    readers = [f.read_lock("product:1") for f in factories[:2]]
+    for lock in readers:
+        lock.acquire()
+    writer = factories[READERS].lock("product:1", timeout=0.3)
+    refused = not writer.acquire()
+    for lock in readers:
+        lock.release()
+    granted = factories[READERS].lock("product:1", timeout=5).acquire()
+    run.check("a sale asks for the write lock while two stocktakes read",
+              expected="it waits for the readers, and gets the lock when they are done",
+              observed=f"refused while they read: {refused}; granted after: {granted}",
+              agrees=refused and granted)
+
+
+# --- C39: a writer that readers cannot starve ---------------------------------------------------
+
+def stage_writer_not_starved(run) -> None:
+    """A stocktake reads; a sale asks to write; more stocktakes keep arriving, each
+    overlapping the one before, for 1.5 s."""
+    redis_server, = run.parts.redis()
+    zk = run.parts.zookeeper()
+    for half, strategy, how in (
+            ("broken", "redis_rw_readers_first", "readers go in whenever no writer holds the "
+                                                 "lock"),
+            ("fix", "zk_rw", "readers queue with writers: one that arrives after a waiting "
+                             "writer waits behind it")):
+        getattr(run, half)(strategy, how)
+        factory = run.open_locks(strategy, redis_url=redis_server.url, zk_hosts=zk.address,
+                                 lease_ms=10_000)
+        first = factory.read_lock("product:1")
+        first.acquire()
+        began = time.monotonic()
+        writer_waited: list[float] = []
+
+        def writer() -> None:
+            lock = factory.lock("product:1", timeout=10)
+            asked = time.monotonic()
+            lock.acquire()
+            writer_waited.append(time.monotonic() - asked)
+            lock.release()
+
+        threading.Thread(target=writer).start()
+        time.sleep(0.2)  # the writer waits for the first reader
+        overtook, readers = [], []
+
+        def reader() -> None:
+            lock = factory.read_lock("product:1", timeout=10)
+            got_in = lock.acquire(blocking=False)
+            overtook.append(got_in and not writer_waited)
+            if not got_in:
+                lock.acquire()
+            time.sleep(0.3)
+            lock.release()
+
+        first_released = False
+        while time.monotonic() - began < 1.7:  # a reader every 100 ms, each reading 300 ms
+            readers.append(threading.Thread(target=reader))
+            readers[-1].start()
+            time.sleep(0.1)
+            if not first_released and time.monotonic() - began > 0.4:
+                first.release()
+                first_released = True
+        for thread in readers:
+            thread.join()
+        _wait_until(lambda: writer_waited, 10)
+        observed = (f"readers that went ahead of the waiting writer: {sum(overtook)} of "
+                    f"{len(overtook)}; the writer waited {writer_waited[0]:.1f} s")
+        if half == "broken":
+            run.check("a reader holds; a writer asks; a reader arrives every 100 ms, each "
+                      "reading 300 ms", expected="every new reader goes ahead: the writer "
+                      "waits until the readers stop coming (over 1.5 s)", observed=observed,
+                      agrees=sum(overtook) >= len(overtook) - 1 and writer_waited[0] > 1.4)
+        else:
+            run.check("a reader holds; a writer asks; a reader arrives every 100 ms, each "
+                      "reading 300 ms", expected="no reader goes ahead of the writer: it gets "
+                      "the lock once the first reader is done (at about 0.4 s)", observed=observed,
+                      agrees=sum(overtook) == 0 and writer_waited[0] < 0.8)
+
+
+# --- C29: the same owner, again ---------------------------------------------------------------
+
+def stage_zk_reentrant(run) -> None:
+    zk = run.parts.zookeeper()
+    for half, strategy, how in (
+            ("broken", "zk_simple", "one node, created by whoever asks: no owner is remembered"),
+            ("fix", "zk_fair", "the owner is remembered with its node: it may enter again")):
+        getattr(run, half)(strategy, how)
+        factory = run.open_locks(strategy, zk_hosts=zk.address)
+        outer = factory.lock("product:1")
+        outer.acquire()
+        inner = factory.lock("product:1", timeout=0.3)
+        started = time.monotonic()
+        again = inner.acquire()
+        waited = time.monotonic() - started
+        observed = f"acquired: {again} after {waited:.2f} s"
+        if half == "broken":
+            run.check("the holder asks for product:1 again (an inner call, timeout 0.3 s)",
+                      expected="it waits for its own node, and gives up",
+                      observed=observed, agrees=not again)
+            outer.release()
+            continue
+        run.check("the holder asks for product:1 again (an inner call, timeout 0.3 s)",
+                  expected="granted at once: the same owner", observed=observed,
+                  agrees=again and waited < 0.3)
+        inner.release()
+        other = run.open_locks(strategy, zk_hosts=zk.address).lock("product:1", timeout=0.2)
+        still = not other.acquire()
+        outer.release()
+        freed = other.acquire()
+        run.check("the inner call releases; then the outer one; another owner asks each time",
+                  expected="held after the inner release, free after the outer one",
+                  observed=f"still held after the inner: {still}; free after the outer: {freed}",
+                  agrees=still and freed)
+        other.release()
+
+LABS = (
+    Lab("C19", "herd", "The simple ZooKeeper lock wakes every waiter on every release; the "
+        "sequential one wakes one", ("A1", "A3"), ("zookeeper",), 3, stage_herd),
+    Lab("C20", "arrival_order", "Sequential nodes serve waiters in arrival order; the simple "
+        "lock lets a newcomer in first", ("A0", "A3", "A4"), ("zookeeper",), 3,
+        stage_arrival_order),
+    Lab("C38", "zk_fair_trusting", "A woken waiter must look at the queue again; a waiter that "
+        "times out removes its own node", ("A3", "A4"), ("zookeeper",), 3, stage_look_again),
+    Lab("C21", "read_write", "A read/write lock lets readers share while a writer waits",
+        ("A3",), ("zookeeper",), 3, stage_read_write),
+    Lab("C39", "redis_rw_readers_first", "A waiting writer is not starved by readers that "
+        "arrive after it", ("A3",), ("redis", "zookeeper"), 5, stage_writer_not_starved),
+    Lab("C29", "zk_reentrant", "ZooKeeper re-entry: the owner kept with the node lets it enter "
+        "again", ("A0", "A4"), ("zookeeper",), 2, stage_zk_reentrant),
+)
