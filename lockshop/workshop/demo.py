@@ -78,7 +78,7 @@ def run_demo(config: Config, *, instances: int = 3, users: int = 24, run_time_s:
             print(f"UNEXPECTED: jobs guarded by {r.guard} were {_verdict(r.correct)}, "
                   f"expected {_verdict(r.expected_correct)}")
     if not surprises and not job_surprises:
-        print("Every strategy behaved as its strategy row says.")
+        print("Every strategy behaved as expected.")
     staged = [n for n in skipped if staged_only(shop_strategies.get(n))]
     missing = [n for n in skipped if n not in staged]
     if missing and not strategies:

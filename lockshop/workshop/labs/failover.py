@@ -16,15 +16,8 @@ import redis
 
 from locks.redis_support import FENCE_EPOCH, KEY_PREFIX
 from lockshop.cluster.redis_servers import RedisSentinel, RedisServer
+from lockshop.workshop.labs import steps
 from lockshop.workshop.labs.record import Lab
-from shop.errors import StaleWriteRejected
-from shop.orders.order_path import (
-    OrderContext,
-    OrderRequest,
-    insert_order,
-    read_stock,
-    write_stock,
-)
 from shop.store.audit import take_audit
 from shop.store.models import ProductKind
 from shop.store.products import ProductSpec
@@ -48,7 +41,6 @@ def stage_failover(run) -> None:
 
 def _stage_one_failover(run, master, replica, sentinel, fenced: bool) -> None:
     sessions = run.shop_database(ProductSpec("x", "Lab item", ProductKind.ITEM, stock=5))
-    context = OrderContext("lab", "redis", 0, 1000)
     factory = run.open_locks("redis", redis_url=master.url, lease_ms=10_000)
     warm = factory.lock("product:1")  # the fencing epoch and counter exist, and are copied
     warm.acquire()
@@ -61,8 +53,7 @@ def _stage_one_failover(run, master, replica, sentinel, fenced: bool) -> None:
     _client(master).client_kill_filter(_type="replica")
     a = factory.lock("product:1")
     a.acquire()
-    with sessions.begin() as session:
-        a_read = read_stock(session, 1, ProductKind.ITEM)[0]
+    a_read = steps.read(sessions)
     run.check("A takes the lock on the master, before the replica has copied it (the replica "
               "is paused)", expected="the master says OK: A holds the lock",
               observed=f"A holds: {a.held}; the key on the master: "
@@ -77,21 +68,13 @@ def _stage_one_failover(run, master, replica, sentinel, fenced: bool) -> None:
               agrees=promoted and not on_new_master)
     b = run.open_locks("redis", redis_url=replica.url, lease_ms=10_000).lock("product:1")
     b_holds = b.acquire(blocking=False)
-    with sessions.begin() as session:
-        b_read = read_stock(session, 1, ProductKind.ITEM)[0]
-        write_stock(session, 1, b_read - 1, fencing_token=b.fencing_token)
-        insert_order(session, OrderRequest(1), None, context)
+    b_read = steps.read(sessions)
+    steps.sell(sessions, b_read, b.fencing_token)
     run.check("B asks the new master for the lock, and sells one unit",
               expected="B gets it while A still believes it holds it: two holders",
               observed=f"B holds: {b_holds}; A holds: {a.held}; B wrote stock {b_read - 1}",
               agrees=b_holds and a.held)
-    try:
-        with sessions.begin() as session:
-            write_stock(session, 1, a_read - 1, fencing_token=a.fencing_token if fenced else None)
-            insert_order(session, OrderRequest(1), None, context)
-        outcome = "written"
-    except StaleWriteRejected:
-        outcome = "refused as stale"
+    outcome = steps.sell(sessions, a_read, a.fencing_token if fenced else None)
     product = take_audit(sessions).products[0]
     observed = (f"A's write {outcome}; sold {product.sold}, stock {product.remaining}, lost "
                 f"updates {product.lost_updates}")

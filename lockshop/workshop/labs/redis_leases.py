@@ -15,16 +15,9 @@ import redis
 from locks import LockLost
 from lockshop.cluster.client import ShopClient
 from lockshop.cluster.launcher import Cluster
+from lockshop.workshop.labs import steps
 from lockshop.workshop.labs.record import Lab
 from shop.config import Config
-from shop.errors import StaleWriteRejected
-from shop.orders.order_path import (
-    OrderContext,
-    OrderRequest,
-    insert_order,
-    read_stock,
-    write_stock,
-)
 from shop.store.audit import take_audit
 from shop.store.models import ProductKind
 from shop.store.products import ProductSpec
@@ -193,15 +186,9 @@ def _third_holder_and_sale(run, sessions, b, c) -> tuple[bool, int]:
     """C asks for the lock; everyone who holds it sells the last unit. (holders, oversold)"""
     c.acquire(blocking=False)
     holders = [lock for lock in (b, c) if lock.held]
-    context = OrderContext("lab", run.lab.name, 0, 1000)
-    seen = {}
-    for holder in holders:
-        with sessions.begin() as session:
-            seen[id(holder)] = read_stock(session, 1, ProductKind.ITEM)[0]
-    for holder in holders:
-        with sessions.begin() as session:
-            write_stock(session, 1, seen[id(holder)] - 1)
-            insert_order(session, OrderRequest(1), None, context)
+    seen = [steps.read(sessions) for _ in holders]  # every holder reads, then every one writes
+    for stock_read in seen:
+        steps.sell(sessions, stock_read)
     return len(holders) == 2, take_audit(sessions).products[0].oversold
 
 
@@ -230,11 +217,9 @@ def stage_fencing(run) -> None:
         server, = run.parts.redis()
         factory = run.open_locks("redis", redis_url=server.url, lease_ms=LEASE_MS)
         sessions = run.shop_database(ProductSpec("x", "Lab item", ProductKind.ITEM, stock=5))
-        context = OrderContext("lab", "redis", 0, 1000)
         a, b = factory.lock("product:1"), factory.lock("product:1")
         a.acquire()
-        with sessions.begin() as session:
-            a_read = read_stock(session, 1, ProductKind.ITEM)[0]
+        a_read = steps.read(sessions)
         a.ensure_held()
         time.sleep(LEASE_MS * 1.5 / 1000)
         run.check(f"A reads stock {a_read}, checks it still holds the lock, and is paused "
@@ -243,22 +228,13 @@ def stage_fencing(run) -> None:
                   observed=f"key exists: {bool(server_client(server).exists(KEY))}",
                   agrees=not server_client(server).exists(KEY))
         b.acquire(blocking=False)
-        with sessions.begin() as session:
-            b_read = read_stock(session, 1, ProductKind.ITEM)[0]
-            write_stock(session, 1, b_read - 1, fencing_token=b.fencing_token)
-            insert_order(session, OrderRequest(1), None, context)
+        b_read = steps.read(sessions)
+        steps.sell(sessions, b_read, b.fencing_token)
         b.release()
         run.check("B takes the lock and sells one unit",
                   expected="B writes stock 4", observed=f"B read {b_read}, wrote {b_read - 1}",
                   agrees=b_read == 5)
-        token = a.fencing_token if half == "fix" else None
-        try:
-            with sessions.begin() as session:
-                write_stock(session, 1, a_read - 1, fencing_token=token)
-                insert_order(session, OrderRequest(1), None, context)
-            a_outcome = "written"
-        except StaleWriteRejected:
-            a_outcome = "refused as stale"
+        a_outcome = steps.sell(sessions, a_read, a.fencing_token if half == "fix" else None)
         product = take_audit(sessions).products[0]
         figures = (f"A's write {a_outcome}; sold {product.sold}, stock {product.remaining}, "
                    f"lost updates {product.lost_updates}")

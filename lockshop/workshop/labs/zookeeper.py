@@ -13,15 +13,12 @@ import time
 
 from locks import Backends
 from lockshop.cluster.faults import expire_session
+from lockshop.workshop.labs import steps
 from lockshop.workshop.labs.holders import holder_process
 from lockshop.workshop.labs.record import Lab
-from shop.errors import StaleWriteRejected
 from shop.orders.order_path import (
     OrderContext,
     OrderRequest,
-    insert_order,
-    read_stock,
-    write_stock,
 )
 from shop.orders.strategies import Strategies
 from shop.store.audit import take_audit
@@ -118,13 +115,11 @@ def stage_session_expiry(run) -> None:
             ("fix", "the write carries the holder's token: its node's creation zxid", True)):
         getattr(run, half)("zk_fair", how)
         sessions = run.shop_database(ProductSpec("x", "Lab item", ProductKind.ITEM, stock=5))
-        context = OrderContext("lab", "zk_fair", 0, 1000)
         a_factory = run.open_locks("zk_fair", zk_hosts=zk.address, lease_ms=4000)
         b_factory = run.open_locks("zk_fair", zk_hosts=zk.address, lease_ms=4000)
         a = a_factory.lock("product:1")
         a.acquire()
-        with sessions.begin() as session:
-            a_read = read_stock(session, 1, ProductKind.ITEM)[0]
+        a_read = steps.read(sessions)
         a.ensure_held()
         expire_session(a_factory.client, zk.address)
         queue = b_factory.client.get_children("/lockshop/fair/product:1")
@@ -133,21 +128,12 @@ def stage_session_expiry(run) -> None:
                   observed=f"nodes in the queue: {len(queue)}", agrees=not queue)
         b = b_factory.lock("product:1", timeout=5)
         b.acquire()
-        with sessions.begin() as session:
-            b_read = read_stock(session, 1, ProductKind.ITEM)[0]
-            write_stock(session, 1, b_read - 1, fencing_token=b.fencing_token)
-            insert_order(session, OrderRequest(1), None, context)
+        b_read = steps.read(sessions)
+        steps.sell(sessions, b_read, b.fencing_token)
         b.release()
         run.check("B takes the lock and sells one unit", expected="B writes stock 4",
                   observed=f"B read {b_read}, wrote {b_read - 1}", agrees=b_read == 5)
-        try:
-            with sessions.begin() as session:
-                write_stock(session, 1, a_read - 1,
-                            fencing_token=a.fencing_token if fenced else None)
-                insert_order(session, OrderRequest(1), None, context)
-            outcome = "written"
-        except StaleWriteRejected:
-            outcome = "refused as stale"
+        outcome = steps.sell(sessions, a_read, a.fencing_token if fenced else None)
         product = take_audit(sessions).products[0]
         observed = (f"A's write {outcome}; sold {product.sold}, stock {product.remaining}, "
                     f"lost updates {product.lost_updates}")
