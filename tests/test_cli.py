@@ -134,6 +134,32 @@ def test_up_starts_instances_and_stops_them_all_on_sigterm(tmp_path):
     assert port_is_free(port) and port_is_free(port + 1), "an instance outlived the launcher"
 
 
+def test_up_is_set_up_before_its_instances_answer(tmp_path):
+    """The first answer an instance gives already shows --strategy, --business-delay-ms
+    and --reset: a client that acts as soon as it is answered is not overwritten."""
+    port = two_free_ports_below_the_ephemeral_range()
+    assert run_cli("reset", cwd=tmp_path).returncode == 0  # a database from an earlier run
+    assert run_cli("settings", "--strategy", "none", "--business-delay-ms", "0",
+                   cwd=tmp_path).returncode == 0
+    process = subprocess.Popen(
+        [sys.executable, "-m", "lockshop.cli", "up", "--instances", "1", "--port", str(port),
+         "--strategy", "local", "--business-delay-ms", "7", "--reset"], cwd=tmp_path,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        first = None
+        deadline = time.monotonic() + 60
+        while first is None and time.monotonic() < deadline:
+            try:  # as early as the instance answers at all
+                first = requests.get(f"http://127.0.0.1:{port}/api/admin/settings", timeout=5)
+            except requests.ConnectionError:
+                time.sleep(0.002)
+        assert first is not None and first.status_code == 200
+        assert (first.json()["strategy"], first.json()["business_delay_ms"]) == ("local", 7)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(30)
+
+
 @pytest.mark.cluster
 def test_up_refuses_a_port_in_use(tmp_path):
     import socket

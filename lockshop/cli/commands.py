@@ -45,9 +45,12 @@ def _serve(config: Config, args: argparse.Namespace) -> int:
 
     cluster = Cluster(config, instances=args.instances, port=args.port, host=args.host,
                       threads=args.threads, runtime_dir=args.runtime_dir)
-    sessions = make_sessions(make_engine(cluster.config.database_url))
+    # The set-up is done before any instance starts: once one answers, a reset or a
+    # settings change sent to it stands (it used to be overwritten by the set-up).
+    cluster.prepare_database()
+    _apply_start_options(make_sessions(make_engine(cluster.config.database_url)),
+                         cluster.config, args)
     with cluster:
-        _apply_start_options(sessions, cluster.config, args)
         print(f"lockshop: {args.instances} instance(s) on {_describe_db(cluster.config.database_url)}")
         if config.redis_url:
             print(f"  redis: {config.redis_url}")

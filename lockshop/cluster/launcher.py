@@ -62,7 +62,7 @@ class Cluster:
 
     def start(self) -> Cluster:
         self.runtime_dir.mkdir(parents=True, exist_ok=True)
-        self._prepare_database()
+        self.prepare_database()
         ports = self._ports()
         try:
             for n, port in enumerate(ports, start=1):
@@ -116,9 +116,12 @@ class Cluster:
     def __exit__(self, *exc_info) -> None:
         self.stop()
 
-    def _prepare_database(self) -> None:
-        # Once, before any instance starts, so that instances never race to
-        # create tables (they would cope, but the logs would be noisy).
+    def prepare_database(self) -> None:
+        """Create the tables and seed the settings' defaults (again is harmless).
+
+        Before any instance starts, so that instances never race to create tables
+        (they would cope, but the logs would be noisy), and so that a caller can
+        set the cluster up before anyone can reach it."""
         engine = make_engine(self.config.database_url)
         try:
             create_schema(engine)
