@@ -12,6 +12,7 @@ import time
 
 from sqlalchemy import create_engine, text
 
+from lockshop.workshop.labs import steps
 from lockshop.workshop.labs.holders import holder_process
 from lockshop.workshop.labs.record import Lab
 
@@ -19,9 +20,7 @@ from lockshop.workshop.labs.record import Lab
 def _wait(factory, seconds: float) -> tuple[bool, float]:
     """Ask for product:1, waiting up to ``seconds``: (granted, seconds waited)."""
     lock = factory.lock("product:1", timeout=seconds)
-    started = time.monotonic()
-    granted = lock.acquire()
-    waited = time.monotonic() - started
+    granted, waited = steps.timed_acquire(lock)
     if granted:
         lock.release()
     return granted, waited
@@ -155,9 +154,7 @@ def stage_blocking(run) -> None:
         holder.acquire()
         threading.Timer(0.1, holder.release).start()  # a short critical section
         buyer = factory.lock("product:1", timeout=1.0)
-        started = time.monotonic()
-        granted = buyer.acquire(blocking=blocking)
-        waited = time.monotonic() - started
+        granted, waited = steps.timed_acquire(buyer, blocking=blocking)
         if granted:
             buyer.release()
         if half == "broken":
@@ -173,9 +170,7 @@ def stage_blocking(run) -> None:
             holder = factory.lock("product:1")
             holder.acquire()  # and this time it does not let go
             buyer = factory.lock("product:1", timeout=0.3)
-            started = time.monotonic()
-            granted = buyer.acquire()
-            waited = time.monotonic() - started
+            granted, waited = steps.timed_acquire(buyer)
             holder.release()
             run.check("A holds the lock for good; B asks, waiting up to 0.3 s",
                       expected="B gives up when its timeout ends (the shop answers 503 "

@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import time
 
+from lockshop.workshop.labs import steps
 from lockshop.workshop.labs.record import Lab
 from lockshop.workshop.labs.redis_leases import KEY, server_client
 
@@ -26,9 +27,7 @@ def stage_reentrant(run) -> None:
         outer = factory.lock("product:1")
         outer.acquire()
         inner = factory.lock("product:1", timeout=0.3)
-        started = time.monotonic()
-        again = inner.acquire()
-        waited = time.monotonic() - started
+        again, waited = steps.timed_acquire(inner)
         if half == "broken":
             run.check("the holder asks for product:1 again (an inner call, timeout 0.3 s)",
                       expected="it waits for itself, and gives up when the timeout ends",

@@ -7,6 +7,8 @@ the write takes the steps itself; everything else sells through the strategy.
 
 from __future__ import annotations
 
+import time
+
 from shop.errors import StaleWriteRejected
 from shop.orders.order_path import (
     OrderContext,
@@ -15,6 +17,7 @@ from shop.orders.order_path import (
     read_stock,
     write_stock,
 )
+from shop.store.audit import take_audit
 from shop.store.models import ProductKind
 
 CONTEXT = OrderContext("lab", "lab", business_delay_ms=0, lock_timeout_ms=1000)
@@ -36,3 +39,28 @@ def sell(sessions, stock_read: int, fencing_token: int | None = None) -> str:
         return "written"
     except StaleWriteRejected:
         return "refused as stale"
+
+
+def late_write(run, sessions, stock_read: int, fencing_token: int | None, *, action: str,
+               refused: str) -> None:
+    """The holder that lost its lock (a lease run out, a session ended, a failover)
+    writes what it computed before: with no token it overwrites the sale made since
+    (one update lost); with its token it is refused, and ``refused`` says why."""
+    outcome = sell(sessions, stock_read, fencing_token)
+    product = take_audit(sessions).products[0]
+    observed = (f"A's write {outcome}; sold {product.sold}, stock {product.remaining}, "
+                f"lost updates {product.lost_updates}")
+    if fencing_token is None:
+        run.check(action, expected="written over B's sale: 2 sold, stock 4, one update lost",
+                  observed=observed, agrees=outcome == "written" and product.lost_updates == 1)
+    else:
+        run.check(action, expected=f"refused as stale: 1 sold, stock 4, nothing lost; {refused}",
+                  observed=observed, agrees=outcome == "refused as stale"
+                  and product.lost_updates == 0 and product.sold == 1)
+
+
+def timed_acquire(lock, blocking: bool = True) -> tuple[bool, float]:
+    """Ask for ``lock``: (granted, seconds it took to say so)."""
+    started = time.monotonic()
+    granted = lock.acquire(blocking=blocking)
+    return granted, time.monotonic() - started

@@ -12,6 +12,7 @@ import threading
 import time
 
 import locks
+from lockshop.workshop.labs import steps
 from lockshop.workshop.labs.record import Lab
 
 # --- C19: the herd, and the queue that avoids it ------------------------------------------------
@@ -309,9 +310,7 @@ def stage_zk_reentrant(run) -> None:
         outer = factory.lock("product:1")
         outer.acquire()
         inner = factory.lock("product:1", timeout=0.3)
-        started = time.monotonic()
-        again = inner.acquire()
-        waited = time.monotonic() - started
+        again, waited = steps.timed_acquire(inner)
         observed = f"acquired: {again} after {waited:.2f} s"
         if half == "broken":
             run.check("the holder asks for product:1 again (an inner call, timeout 0.3 s)",
