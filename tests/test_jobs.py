@@ -70,7 +70,9 @@ def leaders(admin_url: str) -> list[str]:
 
 
 def test_a_killed_leader_is_replaced_and_the_jobs_go_on(start_cluster, zookeeper):
-    cluster = start_cluster(3, zk_hosts=zookeeper.address, lock_lease_ms=1500)
+    # A 3 s session: 1.5 s was seen to expire under CI's own load before the kill,
+    # moving leadership between live instances (the assertions below are unchanged).
+    cluster = start_cluster(3, zk_hosts=zookeeper.address, lock_lease_ms=3000)
     admin = ShopClient(cluster.urls[2])
     place_unpaid_orders(cluster.urls, admin, "none", job_guard="leader")
     run_jobs(admin, fire_times=2)
@@ -83,7 +85,7 @@ def test_a_killed_leader_is_replaced_and_the_jobs_go_on(start_cluster, zookeeper
     for _ in range(2):  # new unpaid orders for the new leader
         assert requests.post(f"{survivor.url}/api/orders", json={"product_id": 1},
                              timeout=30).status_code == 201
-    audit = run_jobs(admin, fire_times=4)  # the 1.5 s session ends, a new leader is elected
+    audit = run_jobs(admin, fire_times=6)  # the 3 s session ends, a new leader is elected
     later = leaders(survivor.url)[len(first):]
     assert later and leader.name not in later, later
     assert audit["jobs"]["orders_expired"] == ORDERS + 2
