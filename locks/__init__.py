@@ -21,10 +21,12 @@ from .errors import (
     LockNotOwned,
     UnknownStrategy,
 )
+from .holds import HoldLog, HoldRecord, holds
 from .metrics import MetricsRegistry, metrics
 from .registry import (
     Backends,
     LockFactory,
+    LockView,
     Strategy,
     all_strategies,
     get,
@@ -39,8 +41,8 @@ def open_factory(name: str, backends: Backends | None = None) -> LockFactory:
 
 
 __all__ = [
-    "BackendUnavailable", "Backends", "DistributedLock", "LockError", "LockFactory",
-    "LockLost", "LockNotAcquired", "LockNotOwned", "MetricsRegistry", "Strategy",
-    "UnknownStrategy", "all_strategies", "get", "metrics", "names", "open_factory",
-    "register",
+    "BackendUnavailable", "Backends", "DistributedLock", "HoldLog", "HoldRecord",
+    "LockError", "LockFactory", "LockLost", "LockNotAcquired", "LockNotOwned", "LockView",
+    "MetricsRegistry", "Strategy", "UnknownStrategy", "all_strategies", "get", "holds",
+    "metrics", "names", "open_factory", "register",
 ]

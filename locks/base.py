@@ -24,8 +24,9 @@ public step, so no backend has to wrap ``acquire``/``release`` itself.
 
 The base gives every lock the same public face: ``acquire(blocking, timeout)``
 returning a bool, ``release()``, ``with``, ``held``, ``ensure_held()`` and
-``fencing_token``, plus logging and metrics. A lock object belongs to one
-thread for one hold, as in redis-py: make a new one per critical section.
+``fencing_token``, plus logging, metrics and a log of its holds (``locks.holds``).
+A lock object belongs to one thread for one hold, as in redis-py: make a new one
+per critical section.
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ from .errors import (
     LockNotAcquired,
     LockNotOwned,
 )
+from .holds import HoldLog
+from .holds import holds as default_holds
 from .metrics import MetricsRegistry
 from .metrics import metrics as default_metrics
 
@@ -102,6 +105,7 @@ class DistributedLock(ABC):
         clock: Clock = time.monotonic,
         sleep: Sleep = time.sleep,
         metrics: MetricsRegistry = default_metrics,
+        hold_log: HoldLog = default_holds,
     ) -> None:
         if not name:
             raise ValueError("a lock needs a name")
@@ -114,6 +118,8 @@ class DistributedLock(ABC):
         self._clock = clock
         self._sleep = sleep
         self._metrics = metrics
+        self._hold_log = hold_log
+        self._hold_id: int | None = None
         self._acquired_at: float | None = None
         self._next_poll = self.poll_interval
         self._fencing_token: int | None = None
@@ -202,6 +208,8 @@ class DistributedLock(ABC):
                 self._depth = 1
                 waited = self._acquired_at - started
                 self._metrics.record(self.strategy, "acquired", waited)
+                self._hold_id = self._hold_log.opened(self.name, self.strategy, self.owner,
+                                                      self._fencing_token)
                 log.debug("acquired %s (%s) after %.4fs", self.name, self.strategy, waited)
                 return True
             remaining = deadline - self._clock()
@@ -219,14 +227,20 @@ class DistributedLock(ABC):
             self._release()
             self._depth -= 1
             return
+        releasing_at = time.time()  # the hold log's real-time clock, not self._clock
         held_for = self._clock() - self._acquired_at
         self._acquired_at = None
         self._depth = 0
+        ended = "release failed"  # unless the backend answers, below
         try:
             self._release()
+            ended = "released"
         except LockLost:
+            ended = "lost"
             self._metrics.record(self.strategy, "lost")
             raise
+        finally:
+            self._hold_log.closed(self._hold_id, ended, at=releasing_at)
         self._metrics.record(self.strategy, "released", held_for)
         log.debug("released %s (%s) after %.4fs", self.name, self.strategy, held_for)
 

@@ -43,9 +43,14 @@ from __future__ import annotations
 
 from .errors import LockLost
 from .redis_lock import RedisLock
-from .redis_support import FENCE_EPOCH, FENCE_PREFIX, NEXT_TOKEN_FUNCTION, RedisFactory
+from .redis_support import (
+    FENCE_EPOCH,
+    FENCE_PREFIX,
+    NEXT_TOKEN_FUNCTION,
+    QUEUE_PREFIX,
+    RedisFactory,
+)
 
-QUEUE_PREFIX = "lockshop:queue:"
 WAITING_PREFIX = "lockshop:waiting:"
 SINCE_PREFIX = "lockshop:since:"
 WAKE_PREFIX = "lockshop:wake:"

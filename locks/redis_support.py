@@ -34,9 +34,11 @@ from collections.abc import Sequence
 import redis
 
 from .base import DistributedLock
-from .registry import Backends, LockFactory, Strategy
+from .registry import Backends, LockFactory, LockView, Strategy
 
 KEY_PREFIX = "lockshop:lock:"
+#: The fair lock's queue of waiting tokens (a list); see redis_fair.
+QUEUE_PREFIX = "lockshop:queue:"
 FENCE_PREFIX = "lockshop:fence:"
 FENCE_EPOCH = "lockshop:fence-epoch"
 
@@ -163,5 +165,28 @@ class RedisFactory(LockFactory):
         except redis.RedisError:
             return False
 
+    def look(self, name: str) -> LockView:
+        """The lock's key (a token, or a hash of re-entrant holders) and its lease, and
+        the fair lock's queue."""
+        key = KEY_PREFIX + name
+        ttl = self.client.pttl(key)
+        expires = ttl if ttl >= 0 else None
+        kind = self.client.type(key).decode()
+        if kind == "string":
+            tokens = [self.client.get(key)]
+        elif kind == "hash":
+            tokens = list(self.client.hkeys(key))
+        else:
+            tokens = []
+        holders = [{**describe_token(t), "expires_in_ms": expires} for t in tokens]
+        waiting = [describe_token(t) for t in self.client.lrange(QUEUE_PREFIX + name, 0, -1)]
+        return LockView(f"redis key {key}", holders, waiting)
+
     def close(self) -> None:
         self.client.close()
+
+
+def describe_token(token: bytes) -> dict:
+    """A token as a holder: the token, and the owner it ends with (see ``new_token``)."""
+    text = token.decode(errors="replace")
+    return {"token": text, "owner": text.split(":", 1)[1] if ":" in text else text}

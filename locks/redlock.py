@@ -33,8 +33,8 @@ import redis
 from .base import DistributedLock
 from .errors import BackendUnavailable, LockLost
 from .redis_lock import RedisLock
-from .redis_support import KEY_PREFIX
-from .registry import Backends, LockFactory, Strategy
+from .redis_support import KEY_PREFIX, describe_token
+from .registry import Backends, LockFactory, LockView, Strategy
 
 CLOCK_DRIFT_FACTOR = 0.01
 CLOCK_DRIFT_MS = 2
@@ -147,6 +147,22 @@ class RedlockFactory(LockFactory):
             except redis.RedisError:
                 pass
         return up >= len(self.clients) // 2 + 1
+
+    def look(self, name: str) -> LockView:
+        """Each server's key: the holder is whoever's token a majority of them hold."""
+        key = KEY_PREFIX + name
+        seen: dict[bytes, int] = {}
+        for client in self.clients:
+            try:
+                token = client.get(key)
+            except redis.RedisError:
+                continue  # a server down: it holds nothing for anyone
+            if token is not None:
+                seen[token] = seen.get(token, 0) + 1
+        holders = [{**describe_token(token), "servers": f"{count} of {len(self.clients)}",
+                    "majority": count > len(self.clients) // 2}
+                   for token, count in seen.items()]
+        return LockView(f"redis key {key} on {len(self.clients)} servers", holders)
 
     def close(self) -> None:
         for client in self.clients:

@@ -13,7 +13,7 @@ say that it is unavailable, instead of failing to import.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .base import DistributedLock
 from .errors import UnknownStrategy
@@ -31,6 +31,21 @@ class Backends:
     lease_ms: int = 10_000
     #: Fault hooks that make a broken lock fail on demand (see locks.redis_broken).
     faults: tuple[str, ...] = ()
+
+
+@dataclass
+class LockView:
+    """One lock as its backend shows it now: who holds it and who waits, read from
+    the keys, znodes or rows themselves (not from anyone's bookkeeping).
+
+    Each holder and waiter is a dict with at least ``owner`` (host:pid:thread, as
+    the lock was asked by) and, where the backend has them, ``token``,
+    ``expires_in_ms`` (None: never expires) and ``since`` (time.time() seconds).
+    """
+
+    where: str  # "redis key lockshop:lock:product:1"
+    holders: list[dict] = field(default_factory=list)
+    waiting: list[dict] = field(default_factory=list)
 
 
 class LockFactory:
@@ -67,6 +82,11 @@ class LockFactory:
     def available(self) -> bool:
         """Whether the backend answers right now."""
         return True
+
+    def look(self, name: str) -> LockView | None:
+        """``name`` as the backend shows it; None where locks live only in this
+        process's memory (or nowhere)."""
+        return None
 
     def close(self) -> None:
         """Let go of connections; locks made by this factory must not be used after."""

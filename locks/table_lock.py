@@ -47,7 +47,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from .base import DistributedLock
 from .errors import LockLost
-from .registry import Backends, LockFactory, Strategy
+from .registry import Backends, LockFactory, LockView, Strategy
 
 metadata = MetaData()
 
@@ -162,6 +162,16 @@ class TableLockFactory(LockFactory):
                 return True
         except DBAPIError:
             return False
+
+    def look(self, name: str) -> LockView:
+        """The lock's row: its owner and when its lease ends (no waiters: they poll)."""
+        with self.engine.connect() as db:
+            row = db.execute(select(lock_rows.c.owner, lock_rows.c.expires_at_ms)
+                             .where(lock_rows.c.name == name)).first()
+        holders = [] if row is None else [{
+            "token": row.owner, "owner": row.owner.split("@", 1)[-1],
+            "expires_in_ms": row.expires_at_ms - now_ms()}]
+        return LockView(f"row {name!r} of {lock_rows.name}", holders)
 
     def close(self) -> None:
         self.engine.dispose()

@@ -22,6 +22,7 @@ from __future__ import annotations
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
 from .errors import LockLost
+from .registry import LockView
 from .zk_support import ROOT, UNREACHABLE, ZooKeeperFactory, ZooKeeperLockBase
 
 SIMPLE_ROOT = f"{ROOT}/simple"
@@ -64,3 +65,8 @@ class ZkSimpleLock(ZooKeeperLockBase):
 
 class ZkSimpleFactory(ZooKeeperFactory):
     lock_class = ZkSimpleLock
+
+    def look(self, name: str) -> LockView:
+        # Its waiters leave nothing in ZooKeeper: each only watches the one node.
+        node = self.describe_node(f"{SIMPLE_ROOT}/{name}")
+        return LockView(f"znode {SIMPLE_ROOT}/{name}", [node] if node else [])

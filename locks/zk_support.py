@@ -63,7 +63,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import EventType, ZnodeStat
 
 from .base import DistributedLock, default_owner
-from .registry import Backends, LockFactory, Strategy
+from .registry import Backends, LockFactory, LockView, Strategy
 from .zk_client import new_client
 
 log = logging.getLogger("locks.zookeeper")
@@ -227,6 +227,16 @@ class ZooKeeperFactory(LockFactory):
     def close(self) -> None:
         self.client.stop()
         self.client.close()
+
+    def describe_node(self, path: str) -> dict | None:
+        """A lock node as a holder or waiter: its owner (the node's data), when it was
+        created, and the session that owns it; None when it is gone."""
+        try:
+            data, stat = self.call(self.client.get_async, path)
+        except NoNodeError:
+            return None
+        return {"node": path, "owner": data.decode(errors="replace"), "since": stat.ctime / 1000,
+                "session": f"{stat.ephemeralOwner:#x}"}
 
     # --- requests ----------------------------------------------------------------
 
@@ -444,3 +454,18 @@ class QueueFactory(ZooKeeperFactory):
         super().__init__(*args, **kwargs)
         #: (parent, kind, owner) -> Hold: who holds what, for re-entry.
         self.holds: dict[tuple[str, str, str], Hold] = {}
+
+    def look(self, name: str) -> LockView:
+        """The queue under the lock's parent, in sequence order: the head holds it (or
+        every reader ahead of the first writer), the rest wait."""
+        parent = f"{self.lock_class.root}/{name}"
+        try:
+            children = sorted(self.call(self.client.get_children_async, parent), key=sequence)
+        except NoNodeError:
+            children = []
+        nodes = [n for n in (self.describe_node(f"{parent}/{c}") for c in children) if n]
+        holding = 1
+        if nodes and nodes[0]["node"].rsplit("/", 1)[1].startswith("read-"):
+            holding = next((i for i, n in enumerate(nodes)
+                            if not n["node"].rsplit("/", 1)[1].startswith("read-")), len(nodes))
+        return LockView(f"znodes under {parent}", nodes[:holding], nodes[holding:])

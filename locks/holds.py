@@ -1,0 +1,95 @@
+"""What every lock remembers of its own holds: who held which lock, from when to when.
+
+A lock's holder is the only one who knows for sure when it *believed* it held
+the lock: a lease can run out, or a session end, while the holder still works.
+So each process keeps a short log of its holds, on the machine's real-time
+clock (``time.time()``, comparable across processes on one host), and the
+console draws them side by side: two holds of one lock that overlap in time
+are two holders at once, which is what a lock exists to prevent.
+
+The log is bounded (the last ``capacity`` holds), so a long load run costs a
+fixed amount of memory. Holds still open are kept apart, so they are never
+pushed out by the finished ones.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections import deque
+from dataclasses import asdict, dataclass
+
+
+@dataclass
+class HoldRecord:
+    id: int
+    lock: str  # the lock's name: "product:1"
+    strategy: str
+    owner: str  # host:pid:thread, as the lock knows it
+    fencing_token: int | None
+    acquired: float  # time.time() when the acquire returned, seconds
+    released: float | None = None  # time.time() when the release began; None while held
+    #: How it ended: "released", "lost" (the backend said it was no longer ours), or
+    #: "release failed" (the backend could not be reached to say).
+    ended: str | None = None
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+class HoldLog:
+    """Thread-safe: the holds of this process, the open ones and the last finished ones."""
+
+    def __init__(self, capacity: int = 2000) -> None:
+        self._lock = threading.Lock()
+        self._capacity = capacity
+        self._ids = itertools.count(1)
+        self._open: dict[int, HoldRecord] = {}
+        self._finished: deque[HoldRecord] = deque(maxlen=capacity)
+
+    def opened(self, lock: str, strategy: str, owner: str, fencing_token: int | None) -> int:
+        """A hold began now; its id, for ``closed``."""
+        record = HoldRecord(next(self._ids), lock, strategy, owner, fencing_token, time.time())
+        with self._lock:
+            self._open[record.id] = record
+            if len(self._open) > self._capacity:  # a holder that never released: forget it
+                self._open.pop(next(iter(self._open)))
+        return record.id
+
+    def closed(self, hold_id: int | None, ended: str = "released",
+               at: float | None = None) -> None:
+        """A hold ended ``at`` (time.time()): when its holder *began* to release, since
+        from then on it does nothing under the lock. Stamped after the backend's answer,
+        the next holder, granted meanwhile, would seem to overlap it by a round trip."""
+        with self._lock:
+            record = self._open.pop(hold_id, None)
+            if record is None:
+                return
+            record.released, record.ended = at or time.time(), ended
+            self._finished.append(record)
+
+    def close_open(self, ended: str) -> int:
+        """Close every hold still open, as ``ended``: for a program that drops its locks
+        without releasing them (a lab's last holders). How many were open."""
+        with self._lock:
+            records, self._open = list(self._open.values()), {}
+            for record in records:
+                record.released, record.ended = time.time(), ended
+                self._finished.append(record)
+        return len(records)
+
+    def holds(self, since: float = 0.0) -> list[HoldRecord]:
+        """Holds open now, and those that ended at or after ``since`` (time.time())."""
+        with self._lock:
+            finished = [r for r in self._finished if r.released >= since]
+            return sorted([*finished, *self._open.values()], key=lambda r: r.acquired)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._open.clear()
+            self._finished.clear()
+
+
+# The process-wide log. A lock records into it unless given another.
+holds = HoldLog()
