@@ -93,6 +93,16 @@ def job_runs():
         return jsonify({"runs": [run.as_dict() for run in reversed(runs)]})
 
 
+@admin.get("/zookeeper-sessions")
+@spec.validate(resp=answers(200, schemas.ZooKeeperSessions, 401), security=ADMIN, tags=["admin"])
+def zookeeper_sessions():
+    """This instance's ZooKeeper sessions (id and password), one per ZooKeeper strategy
+    in use: what a fault tool needs to end one on the server, as a partition would."""
+    return jsonify({"sessions": [
+        {"strategy": name, "session_id": f"{session_id:#x}", "password": password.hex()}
+        for name, (session_id, password) in shop().strategies.zookeeper_sessions().items()]})
+
+
 def _product_spec(product: schemas.NewProduct) -> ProductSpec:
     kind = ProductKind(product.kind)
     name = product.name or product.sku

@@ -242,6 +242,69 @@ class JobRuns(Answer):
     runs: list[JobRun]
 
 
+class HoldsQuery(Request):
+    """Which holds: those still open, and those that ended at or after ``since``."""
+
+    # Query strings are text: "1.5" is the number here, so this one is not strict.
+    model_config = ConfigDict(extra="forbid", strict=False)
+    since: float = Field(0.0, ge=0, description="seconds since the epoch (time.time())")
+
+
+class Hold(Answer):
+    id: int
+    lock: str
+    strategy: str
+    owner: str
+    fencing_token: int | None
+    acquired: float
+    released: float | None
+    ended: str | None
+
+
+class Holds(Answer):
+    """This instance's own record of its holds, on its real-time clock."""
+
+    instance: str
+    pid: int
+    now: float
+    holds: list[Hold]
+
+
+class LockHolder(Answer):
+    owner: str
+
+
+class LockView(Answer):
+    where: str
+    holders: list[LockHolder]
+    waiting: list[LockHolder]
+
+
+class ProductLock(Answer):
+    product_id: int
+    lock: str
+    view: LockView | None = Field(description="null where the strategy keeps no lock "
+                                              "outside this process")
+    held_here: list[Hold]
+
+
+class LockList(Answer):
+    instance: str
+    pid: int
+    strategy: str
+    locks: list[ProductLock]
+
+
+class ZooKeeperSession(Answer):
+    strategy: str
+    session_id: str
+    password: str
+
+
+class ZooKeeperSessions(Answer):
+    sessions: list[ZooKeeperSession]
+
+
 class Health(Answer):
     status: Literal["ok"]
     instance: str

@@ -216,6 +216,17 @@ class Strategies:
             log.debug("strategy %s unavailable: %s", strategy.name, error)
             return False
 
+    def zookeeper_sessions(self) -> dict[str, tuple[int, bytes]]:
+        """Strategy name -> (session id, password) of each ZooKeeper session open here."""
+        with self._opening:
+            factories = dict(self._factories)
+        sessions = {}
+        for name, factory in factories.items():
+            client_id = getattr(getattr(factory, "client", None), "client_id", None)
+            if locks.get(name).family.startswith("zookeeper") and client_id:
+                sessions[name] = client_id
+        return sessions
+
     def close(self) -> None:
         with self._opening:
             for factory in self._factories.values():

@@ -1,0 +1,305 @@
+// The workshop console. It draws; it decides nothing. It reads this instance's API
+// (settings, locks, holds) and asks the launcher's control for what only the launcher
+// can do: labs, sales, faults. Everything refreshes about once a second.
+"use strict";
+
+const root = document.getElementById("console");
+const CONTROL = root.dataset.control;          // "" when not started by `lockshop up`
+const TOKEN_REQUIRED = root.dataset.tokenRequired === "yes";
+const TOKEN_KEY = "lockshop-admin-token";
+const view = {state: null, labRun: null, lockWindow: 30, pids: new Map()};
+
+// --- talking to the shop and to the control -------------------------------------
+
+function token() { return sessionStorage.getItem(TOKEN_KEY) || ""; }
+function instructor() { return !TOKEN_REQUIRED || token() !== ""; }
+
+async function call(url, options) {
+  const headers = {"Content-Type": "application/json"};
+  if (token()) headers.Authorization = `Bearer ${token()}`;
+  const response = await fetch(url, {...options, headers});
+  const body = await response.json().catch(() => ({}));
+  if (!response.ok) throw new Error(body.error || body.message || `${response.status} ${response.statusText}`);
+  return body;
+}
+const shopApi = (path, options) => call(path, options);
+const control = (path, options) => call(CONTROL + path, options);
+const post = body => ({method: "POST", body: JSON.stringify(body || {})});
+
+function say(text, bad) {
+  const message = document.getElementById("message");
+  message.textContent = text;
+  message.className = bad ? "notice bad" : "notice";
+  message.hidden = !text;
+}
+
+// Run an action from a button: say what happened, never leave an error uncaught.
+async function act(what, action) {
+  say(`${what}…`);
+  try {
+    await action();
+    say(`${what}: done`);
+  } catch (error) {
+    say(`${what}: ${error.message}`, true);
+  }
+}
+
+function element(tag, attributes, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attributes || {})) {
+    if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else if (value !== false && value !== null && value !== undefined) node.setAttribute(key, value);
+  }
+  node.append(...children.filter(c => c !== null && c !== undefined));
+  return node;
+}
+const button = (label, onclick, extra) => element("button", {type: "button", onclick, ...extra}, label);
+
+// --- role ---------------------------------------------------------------------------
+
+function showRole() {
+  document.body.classList.toggle("student", !instructor());
+  document.getElementById("role").textContent = instructor()
+    ? "instructor: every control is yours" : "student: read-only, and the shop's buy pages";
+}
+const tokenForm = document.getElementById("token-form");
+if (tokenForm) {
+  tokenForm.addEventListener("submit", event => {
+    event.preventDefault();
+    sessionStorage.setItem(TOKEN_KEY, document.getElementById("token").value);
+    showRole();
+  });
+}
+
+// --- cluster: instances, servers, settings ------------------------------------------
+
+function drawCluster(state) {
+  const instances = document.querySelector("#instances tbody");
+  instances.replaceChildren(...state.instances.map(i => element("tr", {"data-instance": i.name},
+    element("td", {}, i.name),
+    element("td", {}, element("span", {class: `badge ${i.state}`}, i.state)),
+    element("td", {}, element("a", {href: i.url + "/console"}, i.url)),
+    element("td", {class: "act"},
+      ...["pause", "resume", "kill", "restart", "expire-session"].map(action =>
+        button(action, () => act(`${action} ${i.name}`,
+          () => control(`/control/instances/${i.name}/${action}`, post()).then(refreshState)),
+          {"data-action": action}))))));
+  const servers = document.querySelector("#servers tbody");
+  servers.replaceChildren(...state.servers.map(s => element("tr", {"data-server": s.name},
+    element("td", {}, s.name),
+    element("td", {}, element("span", {class: `badge ${s.state}`}, s.state)),
+    element("td", {class: "act"}, ...["stop", "start"].map(action =>
+      button(action, () => act(`${action} ${s.name}`,
+        () => control(`/control/servers/${s.name}/${action}`, post()).then(refreshState)),
+        {"data-action": action}))))));
+}
+
+async function refreshSettings() {
+  const s = await shopApi("/api/strategies");
+  document.getElementById("current-settings").textContent = `strategy ${s.current}`;
+}
+
+document.getElementById("settings").addEventListener("submit", event => {
+  event.preventDefault();
+  const form = new FormData(event.target);
+  const change = {strategy: form.get("strategy"), job_guard: form.get("job_guard"),
+                  business_delay_ms: Number(form.get("business_delay_ms")),
+                  job_interval_ms: Number(form.get("job_interval_ms"))};
+  act("change the settings", async () => {
+    const now = await shopApi("/api/admin/settings", {method: "PUT", body: JSON.stringify(change)});
+    document.getElementById("current-settings").textContent =
+      `strategy ${now.strategy}, delay ${now.business_delay_ms} ms, jobs every ${now.job_interval_ms} ms (${now.job_guard})`;
+  });
+});
+document.getElementById("reset").addEventListener("click", () =>
+  act("reset the products", () => shopApi("/api/admin/reset", post())));
+
+// --- the live sale --------------------------------------------------------------------
+
+document.getElementById("sale-form").addEventListener("submit", event => {
+  event.preventDefault();
+  const form = new FormData(event.target);
+  const sale = {strategy: form.get("strategy"), product: form.get("product"),
+                buyers: Number(form.get("buyers")), seconds: Number(form.get("seconds")),
+                business_delay_ms: Number(form.get("business_delay_ms"))};
+  act(`start a sale under ${sale.strategy}`, () => control("/control/sales", post(sale)).then(refreshSales));
+});
+
+async function refreshSales() {
+  const {sales} = await control("/control/sales");
+  const lastTwo = sales.slice(-2);
+  const container = document.getElementById("sales");
+  container.replaceChildren(...lastTwo.map(drawSale));
+}
+
+function drawSale(sale) {
+  const samples = sale.samples;
+  const at = key => samples.map(s => [s.t, s[key]]);
+  const panel = element("div", {class: "sale", "data-sale": sale.sale, "data-state": sale.state,
+                                "data-strategy": sale.request.strategy});
+  const verdict = sale.state === "running" ? element("p", {class: "verdict running"}, "running…")
+    : sale.state === "failed" ? element("p", {class: "verdict bad"}, `stopped: ${sale.problem}`)
+    : element("p", {class: `verdict ${sale.audit.correct ? "ok" : "bad"}`},
+        sale.audit.correct ? "Audit: correct" : "Audit: NOT correct");
+  const last = samples.length ? samples[samples.length - 1] : {};
+  const final = sale.audit ? totals(sale.audit) : last;
+  panel.append(
+    element("h3", {}, `Sale ${sale.sale}: ${sale.request.strategy}`),
+    element("p", {class: "muted"}, `${sale.request.buyers} buyers, ${sale.request.seconds} s, ` +
+      `delay ${sale.request.business_delay_ms} ms, on ${sale.instances.join(", ")}`),
+    verdict,
+    element("p", {class: "figures"},
+      element("span", {}, "oversold "), element("strong", {class: "oversold"}, String(final.oversold ?? 0)),
+      element("span", {}, " · lost updates "), element("strong", {class: "lost"}, String(final.lost_updates ?? 0)),
+      element("span", {}, " · double-booked seats "), element("strong", {}, String(final.double_booked_seats ?? 0)),
+      sale.locust ? element("span", {}, ` · Locust: ${sale.locust.requests} requests, ` +
+        `${sale.locust.failures} failures, p95 ${sale.locust.p95_ms} ms`) : null));
+  const charts = element("div", {class: "charts"});
+  const chart = () => { const c = element("div", {class: "chart-box"}); charts.append(c); return c; };
+  const xMax = sale.request.seconds + 2;
+  lineChart(chart(), "stock remaining", [{name: "stock", points: at("stock")}], {xMax});
+  lineChart(chart(), "orders/s per instance", sale.instances.map(name => ({
+    name, points: samples.map(s => [s.t, s.orders_per_second[name] ?? null])})), {xMax});
+  lineChart(chart(), "oversold and lost updates", [
+    {name: "oversold", points: at("oversold"), colour: "#b42318"},
+    {name: "lost updates", points: at("lost_updates"), colour: "#d97706"}], {xMax});
+  lineChart(chart(), "lock wait p95 (ms)", [{name: "p95", points: at("lock_wait_p95_ms")}], {xMax});
+  lineChart(chart(), "Locust requests/s", [
+    {name: "requests", points: at("locust_requests_per_second")},
+    {name: "failures", points: at("locust_failures_per_second"), colour: "#b42318"}], {xMax});
+  panel.append(charts);
+  return panel;
+}
+
+function totals(audit) {
+  const sum = key => audit.products.reduce((total, p) => total + p[key], 0);
+  return {oversold: sum("oversold"), lost_updates: sum("lost_updates"),
+          double_booked_seats: sum("double_booked_seats")};
+}
+
+// --- the lock view ----------------------------------------------------------------------
+
+document.getElementById("window").addEventListener("change", event => {
+  view.lockWindow = Number(event.target.value);
+});
+
+function whoIs(owner) {
+  // An owner is host:pid:thread; every instance says its pid with its holds.
+  const pid = Number(String(owner).split(":")[1]);
+  return view.pids.get(pid) || (pid ? `pid ${pid}` : owner);
+}
+
+function describeHolder(holder) {
+  const parts = [whoIs(holder.owner)];
+  if (holder.token) parts.push(`token ${holder.token.split(":")[0].slice(0, 12)}`);
+  if (holder.node) parts.push(`node ${holder.node.split("/").pop()}`);
+  if (holder.since) parts.push(`since ${new Date(holder.since * 1000).toLocaleTimeString()}`);
+  if (holder.expires_in_ms !== undefined) {
+    parts.push(holder.expires_in_ms === null ? "no expiry" : `expires in ${holder.expires_in_ms} ms`);
+  }
+  if (holder.servers) parts.push(`on ${holder.servers} servers`);
+  return parts.join(", ");
+}
+
+async function refreshLocks() {
+  const answer = await shopApi("/api/locks");
+  const rows = answer.locks.map(l => element("tr", {"data-lock": l.lock},
+    element("td", {}, element("a", {href: `/products/${l.product_id}`}, l.lock)),
+    element("td", {class: "muted"}, l.view ? l.view.where : (l.problem || `${answer.strategy}: in each process only`)),
+    element("td", {}, l.view ? (l.view.holders.map(describeHolder).join("; ") || "nobody")
+                             : (l.held_here.length ? `${answer.instance} (${l.held_here.length})` : "–")),
+    element("td", {}, l.view ? (l.view.waiting.map(w => whoIs(w.owner)).join(", ") || "–") : "–")));
+  document.querySelector("#lock-table tbody").replaceChildren(...rows);
+  const since = Date.now() / 1000 - view.lockWindow;
+  const timeline = CONTROL ? await control(`/control/holds?since=${since}`)
+    : await shopApi(`/api/locks/holds?since=${since}`).then(own => ({
+        now: own.now, sources: [{name: own.instance, pid: own.pid, holds: own.holds}], overlaps: []}));
+  for (const source of timeline.sources) if (source.pid) view.pids.set(source.pid, source.name);
+  const red = new Set(timeline.overlaps.flatMap(o => o.holds.map(h => `${h.source}#${h.id}`)));
+  const rowsToDraw = timeline.sources.filter(s => s.holds.length || s.name !== "labs");
+  holdTimeline(document.getElementById("timeline"), rowsToDraw, red, timeline.now - view.lockWindow, timeline.now);
+  const overlapText = document.getElementById("overlaps");
+  overlapText.textContent = timeline.overlaps.length
+    ? `${timeline.overlaps.length} overlap(s): two holders of one lock at once, ` +
+      `the longest ${Math.max(...timeline.overlaps.map(o => o.seconds * 1000)).toFixed(0)} ms`
+    : "No two holds of one lock overlapped in this window.";
+  overlapText.className = timeline.overlaps.length ? "overlap-text" : "muted";
+  overlapText.dataset.overlaps = timeline.overlaps.length;
+}
+
+// --- labs --------------------------------------------------------------------------------
+
+async function loadLabs() {
+  const {articles} = await control("/control/labs");
+  const list = document.getElementById("lab-list");
+  // One fold per article, the first one open: 43 labs would not fit on one screen.
+  list.replaceChildren(...articles.map((group, index) => element("details",
+    {class: "article", "data-article": group.article, open: index === 0 ? "open" : null},
+    element("summary", {}, `${group.article} ${group.title} (${group.labs.length} labs)`),
+    element("ul", {}, ...group.labs.map(lab => element("li", {"data-lab": lab.id},
+      button("Run", () => act(`run lab ${lab.id}`, async () => {
+        view.labRun = (await control(`/control/labs/${lab.id}/run`, post())).run;
+        await refreshLabRun();
+      }), {class: "act", disabled: lab.missing ? "disabled" : null}),
+      element("strong", {}, ` ${lab.id} `), lab.title,
+      element("span", {class: "muted"}, ` ~${lab.seconds} s` + (lab.needs.length ? `, needs ${lab.needs.join(", ")}` : "")),
+      lab.missing ? element("span", {class: "bad"}, ` cannot run here: ${lab.missing}`) : null))))));
+}
+
+async function refreshLabRun() {
+  if (!view.labRun) return;
+  const run = await control(`/control/labs/runs/${view.labRun}`);
+  const record = run.record;
+  const halves = ["broken", "fix", "measure"].filter(half => record.versions[half] ||
+                                                         record.steps.some(s => s.half === half));
+  const verdictClass = record.verdict === "holds" ? "ok" : record.verdict === "running" ? "running" : "bad";
+  const panel = document.getElementById("lab-run");
+  panel.replaceChildren(
+    element("h3", {}, `${record.id} ${record.title}`),
+    element("p", {class: "muted"}, `articles ${record.articles.join(", ") || "–"}`),
+    ...halves.map(half => element("div", {class: `half ${half}`, "data-half": half},
+      element("h4", {}, `${half}: ${record.versions[half] || ""}`),
+      element("ol", {}, ...record.steps.filter(s => s.half === half).map(step =>
+        element("li", {class: step.agrees ? "agrees" : "differs"},
+          element("div", {}, step.action),
+          element("div", {class: "expected"}, `expected: ${step.expected}`),
+          element("div", {class: "observed"}, `observed: ${step.observed} ${step.agrees ? "✓" : "✗ differs"}`)))))),
+    element("p", {class: `verdict ${verdictClass}`, id: "lab-verdict", "data-verdict": record.verdict},
+      record.verdict === "running" ? "running…"
+        : `${record.verdict}${record.reason ? ": " + record.reason : ""} (${record.seconds} s)`));
+}
+
+// --- the refresh loop -------------------------------------------------------------------
+
+async function refreshState() {
+  view.state = await control("/control/state");
+  drawCluster(view.state);
+  if (view.state.lab && !view.labRun) view.labRun = view.state.lab.run;
+}
+
+async function tick() {
+  const steps = [refreshSettings, refreshLocks];
+  if (CONTROL) steps.push(refreshState, refreshSales, refreshLabRun);
+  const problems = [];
+  for (const step of steps) {
+    try {
+      await step();
+    } catch (error) {
+      // An instance may be paused or restarting: show it, and try again next tick.
+      problems.push(`${step.name}: ${error.message}`);
+    }
+  }
+  const problem = document.getElementById("refresh-problem");
+  problem.textContent = problems.length ? `Could not refresh: ${problems.join("; ")}` : "";
+  problem.hidden = !problems.length;
+  setTimeout(tick, 1000);
+}
+
+showRole();
+if (CONTROL) {
+  loadLabs().catch(error => say(`could not list the labs: ${error.message}`, true));
+} else {
+  document.getElementById("no-control").hidden = false;
+  for (const id of ["cluster", "sale", "labs"]) document.getElementById(id).classList.add("unavailable");
+}
+tick();
