@@ -108,3 +108,14 @@ def _aggregated_row(path: Path) -> dict:
             if row.get("Name") == "Aggregated":
                 return row
     return {}
+
+
+def latest_history_row(csv_prefix: Path) -> dict:
+    """The newest "Aggregated" row of a running Locust's stats history (one a second):
+    its own figures, read while it runs. Empty until the first one is written."""
+    path = Path(f"{csv_prefix}_stats_history.csv")
+    if not path.is_file():
+        return {}
+    with path.open(newline="") as history:
+        rows = [row for row in csv.DictReader(history) if row.get("Name") == "Aggregated"]
+    return rows[-1] if rows else {}

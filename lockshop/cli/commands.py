@@ -7,6 +7,7 @@ import json
 import logging
 import signal
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from sqlalchemy import select
@@ -33,16 +34,20 @@ class CliError(Exception):
 # --- commands -------------------------------------------------------------------
 
 def cmd_up(args: argparse.Namespace, config: Config) -> int:
-    from lockshop.workshop.runs import own_servers
+    from lockshop.cluster.servers import own_servers
 
     _raise_on_sigterm()
-    with own_servers(config, args.runtime_dir) as config:
-        return _serve(config, args)
+    with own_servers(config, args.runtime_dir) as servers:
+        return _serve(servers, args)
 
 
-def _serve(config: Config, args: argparse.Namespace) -> int:
+def _serve(servers, args: argparse.Namespace) -> int:
     from lockshop.cluster.launcher import Cluster
+    from lockshop.control.app import Control, ControlServer
 
+    # The control's port is taken first: every instance is told where it is.
+    control_server = ControlServer(args.host, args.control_port)
+    config = replace(servers.config, control_url=control_server.url)
     cluster = Cluster(config, instances=args.instances, port=args.port, host=args.host,
                       threads=args.threads, runtime_dir=args.runtime_dir)
     # The set-up is done before any instance starts: once one answers, a reset or a
@@ -51,26 +56,54 @@ def _serve(config: Config, args: argparse.Namespace) -> int:
     _apply_start_options(make_sessions(make_engine(cluster.config.database_url)),
                          cluster.config, args)
     with cluster:
-        print(f"lockshop: {args.instances} instance(s) on {_describe_db(cluster.config.database_url)}")
-        if config.redis_url:
-            print(f"  redis: {config.redis_url}")
-        if config.redis_urls:
-            print(f"  redlock servers: {', '.join(config.redis_urls)}")
-        if config.zk_hosts:
-            print(f"  zookeeper: {config.zk_hosts}")
-        for instance in cluster.instances:
-            print(f"  {instance.name}  {instance.url}   (log: {instance.log_path})")
-        print(f"dashboard: {cluster.urls[0]}/    API: {cluster.urls[0]}/api/openapi.json")
-        print("Ctrl-C stops them all.", flush=True)
+        control = Control(cluster, servers.started, cluster.config, args.runtime_dir / "console")
+        control_server.serve(control)
         try:
-            while all(i.process.poll() is None for i in cluster.instances):
-                time.sleep(0.5)
-        except KeyboardInterrupt:
-            print("\nstopping…", flush=True)
-            return 0
-        dead = [i for i in cluster.instances if i.process.poll() is not None]
-        raise CliError(f"{dead[0].name} exited with {dead[0].process.returncode}; "
-                       f"see {dead[0].log_path}; stopped the others")
+            _say_what_runs(cluster, config, control_server.url)
+            return _watch(cluster)
+        finally:
+            control_server.close()
+            control.close()
+
+
+def _say_what_runs(cluster, config: Config, control_url: str) -> None:
+    print(f"lockshop: {len(cluster.instances)} instance(s) on "
+          f"{_describe_db(cluster.config.database_url)}")
+    if config.redis_url:
+        print(f"  redis: {config.redis_url}")
+    if config.redis_urls:
+        print(f"  redlock servers: {', '.join(config.redis_urls)}")
+    if config.zk_hosts:
+        print(f"  zookeeper: {config.zk_hosts}")
+    for instance in cluster.instances:
+        print(f"  {instance.name}  {instance.url}   (log: {instance.log_path})")
+    print(f"  control (labs, faults, sales): {control_url}")
+    print(f"console: {cluster.urls[0]}/console    dashboard: {cluster.urls[0]}/    "
+          f"API: {cluster.urls[0]}/api/openapi.json")
+    if not config.admin_token:
+        print("  no admin token (LOCKSHOP_ADMIN_TOKEN): anyone who reaches the console "
+              "can act on the cluster")
+    print("Ctrl-C stops them all.", flush=True)
+
+
+def _watch(cluster) -> int:
+    """Until Ctrl-C. An instance may go down on purpose (the console kills and restarts
+    them): say so, and keep the rest running."""
+    down: set[str] = set()
+    try:
+        while True:
+            for instance in cluster.instances:
+                stopped = instance.process.poll() is not None
+                if stopped and instance.name not in down:
+                    print(f"{instance.name} is down (exit {instance.process.returncode}); "
+                          f"the console can restart it; log: {instance.log_path}", flush=True)
+                    down.add(instance.name)
+                elif not stopped:
+                    down.discard(instance.name)
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        print("\nstopping…", flush=True)
+        return 0
 
 
 def cmd_demo(args: argparse.Namespace, config: Config) -> int:

@@ -27,6 +27,8 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--strategy", help="switch the cluster to this strategy at start")
     up.add_argument("--business-delay-ms", type=delay, help="set the business delay at start")
     up.add_argument("--reset", action="store_true", help="restore the default products at start")
+    up.add_argument("--control-port", type=port_number, default=0,
+                    help="the console's control (labs, faults, sales); default: a free port")
     up.add_argument("--runtime-dir", type=Path, default=DEFAULT_RUNTIME_DIR)
     up.set_defaults(run=commands.cmd_up)
 

@@ -41,6 +41,10 @@ class ShopClient:
         except (urllib.error.URLError, ConnectionError, TimeoutError) as error:
             return f"no answer ({getattr(error, 'reason', error)})"
 
+    def get(self, path: str) -> dict:
+        """Any JSON answer of the shop's, by path ("/api/strategies")."""
+        return self._call("GET", path)
+
     def metrics(self) -> str:
         """The instance's ``/metrics`` text."""
         return self._call_raw("GET", "/metrics").decode()

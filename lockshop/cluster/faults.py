@@ -13,12 +13,16 @@ from kazoo.client import KazooClient
 def expire_session(client: KazooClient, hosts: str) -> None:
     """End ``client``'s ZooKeeper session on the server, as a timeout would.
 
-    A second connection joins the same session (its id and password) and
-    closes it: the server deletes the session's ephemeral nodes at once, and
-    the first client hears that its session expired. It stands for a holder
-    paused, or cut off, for longer than its session timeout.
+    It stands for a holder paused, or cut off, for longer than its session
+    timeout: the server deletes the session's ephemeral nodes at once, and the
+    client hears that its session expired.
     """
-    session_id, password = client.client_id
+    end_session(*client.client_id, hosts)
+
+
+def end_session(session_id: int, password: bytes, hosts: str) -> None:
+    """End the session ``session_id`` (another process's, say) on the server: a second
+    connection joins it, with its id and password, and closes it."""
     twin = KazooClient(hosts=hosts, client_id=(session_id, password))
     twin.start(timeout=10)
     twin.stop()

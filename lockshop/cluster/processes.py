@@ -105,6 +105,18 @@ def last_line(path: Path) -> str:
     return lines[-1].strip() if lines else "(empty log)"
 
 
+def process_state(pid: int, exit_code: int | None = None) -> str:
+    """Whether a process is "up", "paused" (SIGSTOP: the kernel says T) or "down"."""
+    if exit_code is not None:
+        return "down"
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return "down"
+    # The state is the first field after the command's name, which is in parentheses.
+    return "paused" if stat.rsplit(")", 1)[1].split()[0] in ("T", "t") else "up"
+
+
 class ServerProcess:
     """A server process we started and may stop, kill (a crash), pause and resume.
 

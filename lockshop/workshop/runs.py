@@ -11,7 +11,7 @@ from __future__ import annotations
 import secrets
 import sys
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager, nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -21,9 +21,8 @@ from loadtest.runner import LocustResult, run_locust
 from lockshop.cluster.client import ShopClient
 from lockshop.cluster.launcher import Cluster
 from lockshop.cluster.processes import StartError
-from lockshop.cluster.redis_servers import RedisServer, redis_server_binary
 from lockshop.cluster.scratch import scratch_database, server_error
-from lockshop.cluster.zookeeper_servers import ZooKeeperServer, zookeeper_installed
+from lockshop.cluster.servers import own_servers
 from shop.config import DEFAULT_DATABASE_URL, Config, locks_backends
 from shop.errors import Unprocessable
 from shop.orders.strategies import ShopStrategy, Strategies
@@ -121,8 +120,8 @@ def stage(config: Config, runtime: Path, server_admin_url: str | None = None,
     else:
         database = nullcontext(config.database_url if config.database_url != DEFAULT_DATABASE_URL
                                 else f"sqlite:///{runtime / 'shop.db'}")
-    with database as url, own_servers(config, runtime) as config:
-        config = replace(config, database_url=url,
+    with database as url, own_servers(config, runtime) as servers:
+        config = replace(servers.config, database_url=url,
                          admin_token=config.admin_token or secrets.token_urlsafe(16))
         strategies = Strategies(locks_backends(config), backend_name(url))
         try:
@@ -130,30 +129,6 @@ def stage(config: Config, runtime: Path, server_admin_url: str | None = None,
                 yield cluster, strategies, config
         finally:
             strategies.close()  # before its servers stop: no client left reconnecting
-
-
-#: Independent servers started for Redlock when none are configured.
-REDLOCK_SERVERS = 5
-
-
-@contextmanager
-def own_servers(config: Config, runtime: Path) -> Iterator[Config]:
-    """Start servers of our own where no address is configured and the server is
-    installed: one Redis for the single-server locks, five independent ones for
-    Redlock, and a standalone ZooKeeper."""
-    with ExitStack() as stack:
-        if redis_server_binary() is not None:
-            if not config.redis_url:
-                server = stack.enter_context(RedisServer(runtime / "servers", "redis"))
-                config = replace(config, redis_url=server.url)
-            if not config.redis_urls:
-                servers = [stack.enter_context(RedisServer(runtime / "servers", f"redlock-{n}"))
-                           for n in range(1, REDLOCK_SERVERS + 1)]
-                config = replace(config, redis_urls=tuple(s.url for s in servers))
-        if zookeeper_installed() and not config.zk_hosts:
-            zookeeper = stack.enter_context(ZooKeeperServer(runtime / "servers", "zookeeper"))
-            config = replace(config, zk_hosts=zookeeper.address)
-        yield config
 
 
 def run_sale(cluster: Cluster, config: Config, scenario: Scenario, run: PlannedRun, *,
@@ -181,11 +156,17 @@ def run_sale(cluster: Cluster, config: Config, scenario: Scenario, run: PlannedR
 
 def scrape_lock_metrics(base_url: str) -> dict:
     """One instance's lock figures from ``/metrics``: (sample, strategy, le) -> value."""
+    return parse_lock_metrics(ShopClient(base_url, timeout=10).metrics())
+
+
+def parse_lock_metrics(text: str) -> dict:
+    """``/metrics`` text as (sample, strategy, le or outcome) -> value: the third part is
+    a histogram bucket's bound, or an order's outcome ("placed", "SoldOut", ...)."""
     samples: dict[tuple[str, str, str], float] = {}
-    for family in text_string_to_metric_families(ShopClient(base_url, timeout=10).metrics()):
+    for family in text_string_to_metric_families(text):
         for sample in family.samples:
             samples[(sample.name, sample.labels.get("strategy", ""),
-                     sample.labels.get("le", ""))] = sample.value
+                     sample.labels.get("le", sample.labels.get("outcome", "")))] = sample.value
     return samples
 
 

@@ -1,0 +1,270 @@
+"""The control's HTTP face: what the console's instructor buttons call.
+
+GET is open (a student's console reads the same state); everything that acts
+needs the admin token, as the shop's admin API does. Every answer carries
+CORS headers: the console's page comes from a shop instance, on another port.
+
+    GET  /control/state                       instances, servers, running lab and sale
+    POST /control/instances/<name>/<action>   pause, resume, kill, restart, expire-session
+    POST /control/servers/<name>/<action>     stop, start
+    GET  /control/labs                        every lab, by article
+    POST /control/labs/<id>/run               start one; 409 while another runs
+    GET  /control/labs/runs/<n>               its record so far
+    POST /control/sales                       start a sale; 409 while another runs
+    GET  /control/sales, /control/sales/<n>   the sales, sampled once a second
+    GET  /control/holds?since=<epoch s>       every instance's holds, and the overlaps
+"""
+
+from __future__ import annotations
+
+import hmac
+import threading
+from pathlib import Path
+
+from flask import Flask, Response, jsonify, request
+from werkzeug.exceptions import HTTPException
+from werkzeug.serving import make_server
+
+from lockshop.cluster.client import ShopClient, ShopClientError
+from lockshop.cluster.faults import end_session
+from lockshop.cluster.launcher import Cluster
+from lockshop.cluster.processes import ServerProcess, process_state
+from lockshop.control.labs import Busy, LabRunner, catalogue
+from lockshop.control.sales import BadSale, SaleRequest, SaleRunner
+from lockshop.control.timeline import collect_holds
+from shop.config import Config
+
+INSTANCE_ACTIONS = ("pause", "resume", "kill", "restart", "expire-session")
+SERVER_ACTIONS = ("stop", "start")
+
+
+class ControlError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+class Control:
+    """The launcher's parts, and what may be done to them."""
+
+    def __init__(self, cluster: Cluster, servers: dict[str, ServerProcess], config: Config,
+                 runtime: Path) -> None:
+        self.cluster, self.servers, self.config = cluster, servers, config
+        self.labs = LabRunner(runtime / "labs")
+        self.sales = SaleRunner(cluster, config.admin_token, runtime / "sales")
+        #: One fault at a time: a restart takes seconds, and a second click must wait.
+        self._acting = threading.Lock()
+
+    def state(self) -> dict:
+        lab, sales = self.labs.current(), self.sales.sales()
+        return {
+            "instances": [{"name": i.name, "url": i.url, "pid": i.process.pid,
+                           "state": process_state(i.process.pid, i.process.poll())}
+                          for i in self.cluster.instances],
+            "servers": [{"name": name, "state": server_state(server)}
+                        for name, server in self.servers.items()],
+            "token_required": bool(self.config.admin_token),
+            "lab": lab.as_dict() if lab else None,
+            "sale": sales[-1].number if sales else None,
+        }
+
+    def act_on_instance(self, name: str, action: str) -> None:
+        try:
+            self.cluster.instance(name)
+        except KeyError:
+            raise ControlError(404, f"no instance named {name!r}") from None
+        if action not in INSTANCE_ACTIONS:
+            raise ControlError(404, f"no action {action!r}; choose from "
+                                    f"{', '.join(INSTANCE_ACTIONS)}")
+        with self._acting:
+            if action == "expire-session":
+                self._expire_sessions(name)
+            else:
+                getattr(self.cluster, action)(name)
+
+    def act_on_server(self, name: str, action: str) -> None:
+        server = self.servers.get(name)
+        if server is None:
+            raise ControlError(404, f"no server named {name!r}; this launcher started "
+                                    f"{', '.join(self.servers) or 'none'}")
+        if action not in SERVER_ACTIONS:
+            raise ControlError(404, f"no action {action!r}; choose from "
+                                    f"{', '.join(SERVER_ACTIONS)}")
+        with self._acting:
+            if action == "stop":
+                server.stop()
+            elif server.process is None:
+                server.start()
+
+    def check_strategy(self, name: str) -> None:
+        """Refuse a strategy the shop does not know, or cannot use now, with a 422."""
+        try:
+            listed = ShopClient(self.cluster.urls[0], timeout=5).get("/api/strategies")
+        except ShopClientError as error:
+            raise ControlError(503, f"the shop does not answer: {error}") from None
+        strategy = next((s for s in listed["strategies"] if s["name"] == name), None)
+        if strategy is None:
+            raise ControlError(422, f"no strategy named {name!r}")
+        if not strategy["available"]:
+            raise ControlError(422, f"strategy {name!r} cannot run here now "
+                                    f"(it needs {', '.join(strategy['requires'])})")
+
+    def holds(self, since: float) -> dict:
+        return collect_holds({i.name: i.url for i in self.cluster.instances}, since)
+
+    def _expire_sessions(self, name: str) -> None:
+        if not self.config.zk_hosts:
+            raise ControlError(409, "this cluster has no ZooKeeper")
+        client = ShopClient(self.cluster.instance(name).url, self.config.admin_token, timeout=5)
+        try:
+            sessions = client.get("/api/admin/zookeeper-sessions")["sessions"]
+        except ShopClientError as error:
+            raise ControlError(503, f"{name} did not say its sessions: {error}") from None
+        if not sessions:
+            raise ControlError(409, f"{name} has no ZooKeeper session open yet "
+                                    "(no ZooKeeper strategy or leader election used)")
+        for session in sessions:
+            end_session(int(session["session_id"], 16), bytes.fromhex(session["password"]),
+                        self.config.zk_hosts)
+
+    def close(self) -> None:
+        self.labs.close()
+
+
+def server_state(server: ServerProcess) -> str:
+    if server.process is None:
+        return "down"
+    return process_state(server.process.pid, server.process.poll())
+
+
+def control_app(control: Control) -> Flask:
+    app = Flask(__name__, static_folder=None)
+    app.json.sort_keys = False
+    token = control.config.admin_token
+
+    @app.before_request
+    def require_token_to_act():
+        if request.method == "OPTIONS":
+            return Response(status=204)  # a CORS preflight: the headers below say it all
+        if request.method == "GET" or not token:
+            return None
+        scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(),
+                                                                 token.encode()):
+            raise ControlError(401, "this needs the admin token (Authorization: Bearer <token>)")
+        return None
+
+    @app.after_request
+    def allow_the_console(response: Response) -> Response:
+        response.headers["Access-Control-Allow-Origin"] = "*"
+        response.headers["Access-Control-Allow-Headers"] = "Authorization, Content-Type"
+        response.headers["Access-Control-Allow-Methods"] = "GET, POST"
+        return response
+
+    @app.errorhandler(ControlError)
+    def refuse(error: ControlError):
+        return jsonify({"error": error.message}), error.status
+
+    @app.errorhandler(HTTPException)
+    def http_error(error: HTTPException):
+        return jsonify({"error": error.description}), error.code
+
+    @app.get("/control/state")
+    def state():
+        return jsonify(control.state())
+
+    @app.post("/control/instances/<name>/<action>")
+    def instance_action(name: str, action: str):
+        control.act_on_instance(name, action)
+        return jsonify(control.state())
+
+    @app.post("/control/servers/<name>/<action>")
+    def server_action(name: str, action: str):
+        control.act_on_server(name, action)
+        return jsonify(control.state())
+
+    @app.get("/control/labs")
+    def lab_list():
+        return jsonify({"articles": catalogue()})
+
+    @app.post("/control/labs/<name>/run")
+    def run_lab(name: str):
+        try:
+            run = control.labs.start(name)
+        except KeyError:
+            raise ControlError(404, f"no lab named {name!r}") from None
+        except Busy as busy:
+            raise ControlError(409, str(busy)) from None
+        return jsonify(run.as_dict()), 202
+
+    @app.get("/control/labs/runs/<int:number>")
+    def lab_run(number: int):
+        try:
+            return jsonify(control.labs.run(number).as_dict())
+        except KeyError:
+            raise ControlError(404, f"no lab run {number}") from None
+
+    @app.post("/control/sales")
+    def start_sale():
+        body = request.get_json(silent=True)
+        if not isinstance(body, dict):
+            raise ControlError(400, "send a JSON object: strategy, buyers, seconds, "
+                                    "business_delay_ms, product")
+        try:
+            sale_request = SaleRequest(**body)
+        except TypeError as error:
+            raise ControlError(400, f"not a sale: {error}") from None
+        except BadSale as bad:
+            raise ControlError(422, str(bad)) from None
+        control.check_strategy(sale_request.strategy)
+        try:
+            sale = control.sales.start(sale_request)
+        except Busy as busy:
+            raise ControlError(409, str(busy)) from None
+        return jsonify(sale.as_dict()), 202
+
+    @app.get("/control/sales")
+    def sales():
+        return jsonify({"sales": [s.as_dict() for s in control.sales.sales()]})
+
+    @app.get("/control/sales/<int:number>")
+    def sale(number: int):
+        try:
+            return jsonify(control.sales.sale(number).as_dict())
+        except KeyError:
+            raise ControlError(404, f"no sale {number}") from None
+
+    @app.get("/control/holds")
+    def holds():
+        try:
+            since = float(request.args.get("since", "0"))
+        except ValueError:
+            raise ControlError(400, "since must be a number of seconds (time.time())") from None
+        return jsonify(control.holds(since))
+
+    return app
+
+
+class ControlServer:
+    """The control app on its own port, served from a thread of the launcher."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        self._app = Flask(__name__)  # replaced by serve(); the socket is bound now
+        self._server = make_server(host, port, self._dispatch, threaded=True)
+        self.port = self._server.server_port
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def serve(self, control: Control) -> None:
+        self._app = control_app(control)
+        threading.Thread(target=self._server.serve_forever, name="control", daemon=True).start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+
+    def _dispatch(self, environ, start_response):
+        return self._app(environ, start_response)
+

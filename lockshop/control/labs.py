@@ -1,0 +1,120 @@
+"""Labs run from the console: one at a time, in a thread of the launcher, on servers
+of their own, with their steps readable while they happen.
+
+They are the same labs, with the same records, as ``lockshop lab --json``.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import logging
+import threading
+from pathlib import Path
+
+import locks
+
+from lockshop.cluster.redis_servers import redis_server_binary
+from lockshop.cluster.zookeeper_servers import zookeeper_installed
+from lockshop.workshop import labs
+from lockshop.workshop.labs.record import ARTICLES, Lab, LabRecord, Step
+from lockshop.workshop.labs.stage import Parts, running
+
+
+class Busy(Exception):
+    """Something of the same kind is already running: one lab (or sale) at a time."""
+
+
+def missing_parts(lab: Lab) -> str | None:
+    """What this machine lacks for ``lab`` (MariaDB is found out by the lab itself)."""
+    if "redis" in lab.needs and redis_server_binary() is None:
+        return "redis-server is not installed"
+    if "zookeeper" in lab.needs and not zookeeper_installed():
+        return "ZooKeeper is not installed"
+    return None
+
+
+def catalogue() -> list[dict]:
+    """Every lab, grouped by the article it stages, as the console lists them."""
+    groups = [(article, title, labs.of_article(article)) for article, title in ARTICLES.items()]
+    groups.append(("--", "beyond the articles", [lab for lab in labs.LABS.values()
+                                                  if not lab.articles]))
+    return [{"article": article, "title": title,
+             "labs": [{"id": lab.id, "name": lab.name, "title": lab.title,
+                       "needs": list(lab.needs), "seconds": lab.seconds,
+                       "measured": lab.measured, "missing": missing_parts(lab)}
+                      for lab in group]}
+            for article, title, group in groups if group]
+
+
+class LabRun:
+    """One run of one lab: its record, growing step by step."""
+
+    def __init__(self, number: int, lab: Lab) -> None:
+        self.number, self.lab = number, lab
+        self.record = LabRecord(lab.id, lab.name, lab.title, lab.articles)
+        self.done = False
+        self._guard = threading.Lock()
+
+    def as_dict(self) -> dict:
+        with self._guard:
+            return {"run": self.number, "lab": self.lab.id, "done": self.done,
+                    "record": copy.deepcopy(self.record.as_dict())}
+
+    def on_step(self, record: LabRecord, step: Step | None = None) -> None:
+        with self._guard:
+            self.record = record
+
+    def finished(self, record: LabRecord) -> None:
+        with self._guard:
+            self.record, self.done = record, True
+
+
+class LabRunner:
+    """Starts labs in the background, one at a time, and keeps every run's record."""
+
+    def __init__(self, runtime: Path) -> None:
+        self.runtime = runtime
+        self._parts: Parts | None = None
+        self._runs: dict[int, LabRun] = {}
+        self._numbers = itertools.count(1)
+        self._guard = threading.Lock()
+        self._current: LabRun | None = None
+
+    def start(self, name: str) -> LabRun:
+        lab = labs.find(name)  # KeyError: no such lab
+        with self._guard:
+            if self._current is not None and not self._current.done:
+                raise Busy(f"lab {self._current.lab.id} is still running")
+            run = self._current = LabRun(next(self._numbers), lab)
+            self._runs[run.number] = run
+        threading.Thread(target=self._stage, args=(run,), name=f"lab-{lab.id}",
+                         daemon=True).start()
+        return run
+
+    def run(self, number: int) -> LabRun:
+        return self._runs[number]  # KeyError: no such run
+
+    def current(self) -> LabRun | None:
+        return self._current
+
+    def close(self) -> None:
+        if self._parts is not None:
+            self._parts.close()
+
+    def _stage(self, run: LabRun) -> None:
+        # A lab drops connections and kills servers on purpose: the warnings would
+        # drown the launcher's own output.
+        logging.getLogger("kazoo").setLevel(logging.CRITICAL)
+        logging.getLogger("locks").setLevel(logging.ERROR)
+        if self._parts is None:
+            self._parts = Parts(self.runtime)
+        problem = missing_parts(run.lab)
+        with running(run.lab, self._parts, run.on_step, lambda half, version: None) as staged:
+            run.on_step(staged.record)  # its steps show as they are checked
+            if problem:
+                staged.skip(problem)
+            run.lab.stage(staged)
+        # Its locks were dropped with their factories: what it left held ends here.
+        locks.holds.close_open(f"left held when lab {run.lab.id} ended")
+        run.finished(staged.record)

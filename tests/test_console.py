@@ -1,0 +1,284 @@
+"""The workshop console in a real Chromium, on a real cluster started by ``lockshop up``.
+
+Each test drives the page as an instructor would (buttons, forms) and reads
+what the page shows; a JavaScript error, or any error in the browser's
+console, fails the test. Screenshots of every page go to the test's
+temporary folder (the README's come from here).
+
+Chromium and its driver come from Debian (``./run tests`` installs them); where
+they are missing the tests skip loudly, and fail in CI.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+from conftest import require
+from lockshop.cluster.processes import free_port
+from lockshop.cluster.redis_servers import redis_server_binary
+
+pytestmark = [pytest.mark.cluster, pytest.mark.browser]
+
+TOKEN = "console-test-token"
+#: Long enough for a sale, a lab and a restart; a step that takes longer is broken.
+WAIT_MS = 90_000
+
+
+def chromium_path() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    require(chromium_path() is not None, "Chromium is not installed (Debian: chromium)")
+    playwright_api = pytest.importorskip("playwright.sync_api")
+    with playwright_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path(),
+                                             args=["--no-sandbox"])
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def workshop(tmp_path_factory):
+    """``lockshop up`` with three instances, its servers and its control, as a user starts it."""
+    require(redis_server_binary() is not None, "redis-server is not installed")
+    folder = tmp_path_factory.mktemp("workshop")
+    port = free_port()
+    while not all(_free(p) for p in (port, port + 1, port + 2)):
+        port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "lockshop.cli", "up", "--instances", "3", "--port", str(port),
+         "--strategy", "none", "--reset"], cwd=folder, text=True,
+        env={**os.environ, "LOCKSHOP_ADMIN_TOKEN": TOKEN},
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    lines = []
+    try:
+        for line in process.stdout:
+            lines.append(line)
+            if line.startswith("Ctrl-C"):
+                break
+        text = "".join(lines)
+        console = re.search(r"console: (\S+)", text)
+        control = re.search(r"control \(labs, faults, sales\): (\S+)", text)
+        assert console and control, text
+        yield {"console": console.group(1), "control": control.group(1), "folder": folder}
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        process.stdout.close()
+
+
+def _free(port: int) -> bool:
+    from lockshop.cluster.processes import port_is_free
+    return port_is_free(port)
+
+
+class Console:
+    """One page of the console, with every error the browser reports kept."""
+
+    def __init__(self, page, shots: Path) -> None:
+        self.page, self.shots, self.errors = page, shots, []
+        page.on("pageerror", lambda error: self.errors.append(f"uncaught: {error}"))
+        page.on("console", lambda message: self.errors.append(f"console: {message.text}")
+                if message.type == "error" else None)
+
+    def open(self, url: str, *, token: str | None = TOKEN) -> Console:
+        self.page.goto(url)
+        if token:
+            self.page.fill("#token", token)
+            self.page.click("#token-form button")
+        return self
+
+    def shot(self, name: str) -> Path:
+        path = self.shots / f"{name}.png"
+        self.page.screenshot(path=path, full_page=True)
+        return path
+
+    def control(self, path: str) -> dict:
+        url = self.page.locator("#console").get_attribute("data-control")
+        return requests.get(url + path, timeout=10).json()
+
+
+@pytest.fixture
+def console(browser, tmp_path):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(WAIT_MS)
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    console = Console(page, shots)
+    yield console
+    page.close()
+    print(f"screenshots: {shots}")
+    assert console.errors == [], "the browser reported errors"
+
+
+def start_sale(console: Console, strategy: str, seconds: int = 5) -> int:
+    """Start a sale from the form; its number."""
+    page = console.page
+    number = len(console.control("/control/sales")["sales"]) + 1
+    page.select_option("#sale-form select[name=strategy]", strategy)
+    page.fill("#sale-form input[name=buyers]", "20")
+    page.fill("#sale-form input[name=seconds]", str(seconds))
+    page.fill("#sale-form input[name=business_delay_ms]", "50")
+    page.click("#start-sale")
+    return number
+
+
+def finished_sale(console: Console, number: int):
+    sale = console.page.locator(f".sale[data-sale='{number}'][data-state=done]")
+    sale.wait_for()
+    return sale
+
+
+def test_a_sale_under_none_oversells_and_under_redis_does_not(console, workshop):
+    console.open(workshop["console"])
+    started = time.time()
+    number = start_sale(console, "none")
+    running = console.page.locator(f".sale[data-sale='{number}'][data-state=running]")
+    running.wait_for()
+    console.page.wait_for_function(  # a few samples drawn, for the picture
+        "document.querySelectorAll('.sale[data-state=running] polyline').length >= 4")
+    console.shot("sale-none-running")
+    none = finished_sale(console, number)
+    assert int(none.locator(".oversold").inner_text()) > 0
+    assert "NOT correct" in none.locator(".verdict").inner_text()
+    # Without a lock, holds of one product's lock overlap: drawn in red.
+    console.page.wait_for_function(
+        "Number(document.getElementById('overlaps').dataset.overlaps) > 0")
+    assert console.page.locator("#timeline rect.hold.overlap").count() > 0
+    console.shot("sale-none-done")
+
+    redis_started = time.time()
+    redis_sale = finished_sale(console, start_sale(console, "redis"))
+    assert int(redis_sale.locator(".oversold").inner_text()) == 0
+    assert int(redis_sale.locator(".lost").inner_text()) == 0
+    assert redis_sale.locator(".verdict").inner_text() == "Audit: correct"
+    # Side by side: the last two sales.
+    assert console.page.locator(".sale").count() == 2
+    console.shot("sales-side-by-side")
+    # The same timeline, for the holds taken since the redis sale began (the scheduled
+    # jobs' locks included): many, and not one overlap.
+    timeline = console.control(f"/control/holds?since={redis_started}")
+    since_redis = {(s["name"], h["id"]) for s in timeline["sources"] for h in s["holds"]
+                   if h["acquired"] >= redis_started}
+    overlapping = [o for o in timeline["overlaps"]
+                   if all((h["source"], h["id"]) in since_redis for h in o["holds"])]
+    assert len(since_redis) > 50 and overlapping == []
+    assert redis_started > started
+
+
+def test_pausing_an_instance_from_the_page(console, workshop):
+    console.open(workshop["console"])
+    page = console.page
+    row = page.locator("#instances tr[data-instance=shop-2]")
+    row.locator("button[data-action=pause]").click()
+    row.locator(".badge.paused").wait_for()
+    console.shot("shop-2-paused")
+    try:
+        sale = finished_sale(console, start_sale(console, "redis", seconds=3))
+        # Its buyers went to the others, which answered every order.
+        assert "on shop-1, shop-3" in sale.inner_text()
+        assert sale.get_attribute("data-state") == "done"
+        assert "Audit: correct" in sale.locator(".verdict").inner_text()
+        answered = console.control("/control/sales")["sales"][-1]
+        assert answered["locust"]["requests"] > 0 and answered["locust"]["failures"] == 0
+    finally:
+        row.locator("button[data-action=resume]").click()
+        row.locator(".badge.up").wait_for()
+    console.shot("shop-2-resumed")
+
+
+def test_a_lab_runs_from_its_button_and_draws_its_two_holders(console, workshop):
+    console.open(workshop["console"])
+    page = console.page
+    page.select_option("#window", "10")
+    page.locator("details[data-article=A2] summary").click()
+    page.locator("details[data-article=A2] li[data-lab=C11] button").click()
+    # Its steps appear as they happen: the broken half first.
+    page.locator("#lab-run .half.broken li").first.wait_for()
+    page.locator("#lab-verdict[data-verdict=holds]").wait_for()
+    broken = page.locator("#lab-run .half.broken li")
+    fix = page.locator("#lab-run .half.fix li")
+    assert broken.count() >= 3 and fix.count() >= 3
+    assert page.locator("#lab-run li.differs").count() == 0
+    assert "two holders: True; oversold 1" in broken.last.inner_text()
+    assert "two holders: False; oversold 0" in fix.last.inner_text()
+    # A and B (and B and C) held product:1 at once, by their own records.
+    page.wait_for_function("Number(document.getElementById('overlaps').dataset.overlaps) > 0")
+    assert page.locator("#timeline rect.hold.overlap").count() >= 2
+    console.shot("lab-two-holders")
+
+
+def test_a_student_sees_without_acting(console, workshop):
+    console.open(workshop["console"], token=None)
+    page = console.page
+    page.locator("#instances tr[data-instance=shop-1]").wait_for()
+    assert "student" in page.locator("#role").inner_text()
+    assert not page.locator("#instances button[data-action=kill]").first.is_visible()
+    assert not page.locator("#start-sale").is_visible()
+    # And the control refuses to act without the token, whatever the page shows.
+    control = page.locator("#console").get_attribute("data-control")
+    refused = requests.post(f"{control}/control/instances/shop-1/kill", timeout=10)
+    assert refused.status_code == 401 and "admin token" in refused.json()["error"]
+    console.shot("student")
+
+
+def test_the_control_refuses_bad_requests_and_changes_nothing(workshop):
+    control, auth = workshop["control"], {"Authorization": f"Bearer {TOKEN}"}
+    before = requests.get(f"{control}/control/state", timeout=10).json()
+
+    def refused(path: str, body=None, status: int = 422) -> str:
+        answer = requests.post(control + path, json=body, headers=auth, timeout=10)
+        assert answer.status_code == status, answer.text
+        return answer.json()["error"]
+
+    assert "JSON object" in refused("/control/sales", status=400)
+    assert "not a sale" in refused("/control/sales", {"strategy": "none", "colour": 1}, 400)
+    assert "no strategy named 'nope'" in refused("/control/sales", {"strategy": "nope"})
+    assert "buyers must be a whole number from 1 to 200" in refused(
+        "/control/sales", {"strategy": "none", "buyers": 0})
+    assert "product must be one of" in refused("/control/sales",
+                                               {"strategy": "none", "product": "cake"})
+    assert "no instance named 'shop-9'" in refused("/control/instances/shop-9/kill", status=404)
+    assert "no action 'explode'" in refused("/control/instances/shop-1/explode", status=404)
+    assert "no server named 'mysql'" in refused("/control/servers/mysql/stop", status=404)
+    assert "no lab named 'C99'" in refused("/control/labs/C99/run", status=404)
+    wrong = requests.post(f"{control}/control/servers/redis/stop", timeout=10,
+                          headers={"Authorization": "Bearer wrong"})
+    assert wrong.status_code == 401
+    bad_since = requests.get(f"{control}/control/holds?since=yesterday", timeout=10)
+    assert bad_since.status_code == 400 and "since" in bad_since.json()["error"]
+    after = requests.get(f"{control}/control/state", timeout=10).json()
+    assert [(i["name"], i["state"]) for i in after["instances"]] == [
+        (i["name"], i["state"]) for i in before["instances"]]
+    assert after["servers"] == before["servers"] and after["sale"] == before["sale"]
+
+
+def test_one_sale_at_a_time(workshop):
+    control, auth = workshop["control"], {"Authorization": f"Bearer {TOKEN}"}
+    sale = {"strategy": "redis", "buyers": 2, "seconds": 2, "business_delay_ms": 0}
+    first = requests.post(f"{control}/control/sales", json=sale, headers=auth, timeout=10)
+    assert first.status_code == 202
+    second = requests.post(f"{control}/control/sales", json=sale, headers=auth, timeout=10)
+    assert second.status_code == 409 and "still running" in second.json()["error"]
+    number = first.json()["sale"]
+    deadline = time.monotonic() + 60
+    while requests.get(f"{control}/control/sales/{number}", timeout=10).json()["state"] == "running":
+        assert time.monotonic() < deadline, "a 2 s sale did not end in a minute"
+        time.sleep(0.5)
+    done = requests.get(f"{control}/control/sales/{number}", timeout=10).json()
+    assert done["state"] == "done" and done["audit"]["correct"] and done["samples"]
