@@ -108,6 +108,12 @@ class Console:
         self.page.screenshot(path=path, full_page=True)
         return path
 
+    def shot_of(self, selector: str, name: str) -> Path:
+        """One part of the page (the README shows two of these)."""
+        path = self.shots / f"{name}.png"
+        self.page.locator(selector).screenshot(path=path)
+        return path
+
     def control(self, path: str) -> dict:
         url = self.page.locator("#console").get_attribute("data-control")
         return requests.get(url + path, timeout=10).json()
@@ -150,9 +156,10 @@ def test_a_sale_under_none_oversells_and_under_redis_does_not(console, workshop)
     number = start_sale(console, "none")
     running = console.page.locator(f".sale[data-sale='{number}'][data-state=running]")
     running.wait_for()
-    console.page.wait_for_function(  # a few samples drawn, for the picture
-        "document.querySelectorAll('.sale[data-state=running] polyline').length >= 4")
+    console.page.wait_for_function(  # a few seconds drawn, for the picture
+        f"Number(document.querySelector(\".sale[data-sale='{number}']\")?.dataset.samples) >= 4")
     console.shot("sale-none-running")
+    console.shot_of("#sale", "console-sale-none")
     none = finished_sale(console, number)
     assert int(none.locator(".oversold").inner_text()) > 0
     assert "NOT correct" in none.locator(".verdict").inner_text()
@@ -221,6 +228,7 @@ def test_a_lab_runs_from_its_button_and_draws_its_two_holders(console, workshop)
     page.wait_for_function("Number(document.getElementById('overlaps').dataset.overlaps) > 0")
     assert page.locator("#timeline rect.hold.overlap").count() >= 2
     console.shot("lab-two-holders")
+    console.shot_of("#locks", "console-two-holders")
 
 
 def test_a_student_sees_without_acting(console, workshop):

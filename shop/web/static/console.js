@@ -136,7 +136,7 @@ function drawSale(sale) {
   const samples = sale.samples;
   const at = key => samples.map(s => [s.t, s[key]]);
   const panel = element("div", {class: "sale", "data-sale": sale.sale, "data-state": sale.state,
-                                "data-strategy": sale.request.strategy});
+                                "data-strategy": sale.request.strategy, "data-samples": samples.length});
   const verdict = sale.state === "running" ? element("p", {class: "verdict running"}, "running…")
     : sale.state === "failed" ? element("p", {class: "verdict bad"}, `stopped: ${sale.problem}`)
     : element("p", {class: `verdict ${sale.audit.correct ? "ok" : "bad"}`},
