@@ -169,6 +169,12 @@ def test_a_sale_under_none_oversells_and_under_redis_does_not(console, workshop)
     assert console.page.locator("#timeline rect.hold.overlap").count() > 0
     console.shot("sale-none-done")
 
+    # Switched before the sale, and a moment given: a scheduled job that fired under
+    # `none` just before may still hold its lock beside another instance's (rightly).
+    requests.put(workshop["console"].replace("/console", "/api/admin/settings"),
+                 json={"strategy": "redis"}, headers={"Authorization": f"Bearer {TOKEN}"},
+                 timeout=10).raise_for_status()
+    time.sleep(0.5)
     redis_started = time.time()
     redis_sale = finished_sale(console, start_sale(console, "redis"))
     assert int(redis_sale.locator(".oversold").inner_text()) == 0
@@ -290,3 +296,31 @@ def test_one_sale_at_a_time(workshop):
         time.sleep(0.5)
     done = requests.get(f"{control}/control/sales/{number}", timeout=10).json()
     assert done["state"] == "done" and done["audit"]["correct"] and done["samples"]
+
+
+def test_expiring_an_instance_s_zookeeper_sessions(workshop):
+    """The fault ends the instance's session on the server: its next order runs on a new
+    session (kazoo starts one), and nothing is sold twice."""
+    from lockshop.cluster.client import ShopClient
+
+    control, auth = workshop["control"], {"Authorization": f"Bearer {TOKEN}"}
+    state = requests.get(f"{control}/control/state", timeout=10).json()
+    require(any(s["name"] == "zookeeper" for s in state["servers"]), "ZooKeeper is not installed")
+    shop = ShopClient(state["instances"][0]["url"], TOKEN)
+    shop.reset([{"sku": "x", "name": "Lab item", "stock": 5}])
+    shop.set_settings(strategy="zk_fair", business_delay_ms=0)
+    assert shop.order() == 201  # the instance opens its ZooKeeper session
+    before = {s["strategy"]: s for s in shop.get("/api/admin/zookeeper-sessions")["sessions"]}
+    assert "zk_fair" in before
+    answer = requests.post(f"{control}/control/instances/shop-1/expire-session", headers=auth,
+                           timeout=30)
+    assert answer.status_code == 200, answer.text
+    deadline = time.monotonic() + 30
+    while shop.order() != 201:
+        assert time.monotonic() < deadline, "no order succeeded after the session ended"
+        time.sleep(0.2)
+    after = {s["strategy"]: s for s in shop.get("/api/admin/zookeeper-sessions")["sessions"]}
+    assert after["zk_fair"]["session_id"] != before["zk_fair"]["session_id"]
+    audit = shop.audit()
+    assert audit["correct"] and audit["products"][0]["sold"] >= 2
+    shop.set_settings(strategy="none")

@@ -41,8 +41,10 @@ def product_locks():
         name = lock_name(product_id)
         answer.append({"product_id": product_id, "lock": name, **_look(factory, name),
                        "held_here": [h.as_dict() for h in open_holds if h.lock == name]})
+    figures = locks.metrics.snapshot().get(strategy, {})
     return jsonify({"instance": state.config.instance, "pid": os.getpid(),
-                    "strategy": strategy, "locks": answer})
+                    "strategy": strategy, "herd_wakeups": figures.get("wakeups", 0),
+                    "locks": answer})
 
 
 @lock_view.get("/holds")

@@ -292,6 +292,8 @@ class LockList(Answer):
     instance: str
     pid: int
     strategy: str
+    herd_wakeups: int = Field(description="waiters of this instance woken by a release, "
+                                          "under this strategy, since it started")
     locks: list[ProductLock]
 
 

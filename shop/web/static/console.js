@@ -210,6 +210,9 @@ async function refreshLocks() {
                              : (l.held_here.length ? `${answer.instance} (${l.held_here.length})` : "–")),
     element("td", {}, l.view ? (l.view.waiting.map(w => whoIs(w.owner)).join(", ") || "–") : "–")));
   document.querySelector("#lock-table tbody").replaceChildren(...rows);
+  document.getElementById("wakeups").textContent =
+    `Herd wake-ups on ${answer.instance} under ${answer.strategy} since it started: ${answer.herd_wakeups} ` +
+    "(waiters woken by a release: under zk_simple every waiter wakes, under zk_fair only the next).";
   const since = Date.now() / 1000 - view.lockWindow;
   const timeline = CONTROL ? await control(`/control/holds?since=${since}`)
     : await shopApi(`/api/locks/holds?since=${since}`).then(own => ({
