@@ -67,23 +67,30 @@ def test_a_lock_lost_to_its_lease_is_recorded_as_lost(redis_server):
     assert second.acquired < first.released
 
 
+def one_holder_one_waiter(factory):
+    """A holder of product:1 and, in a thread, a waiter for it: the holder, and the lock
+    as the backend shows it once the waiter is queued. Both are gone on return."""
+    holder = factory.lock("product:1")
+    holder.acquire()
+    waiter = threading.Thread(target=lambda: factory.lock("product:1", timeout=3).acquire())
+    waiter.start()
+    deadline = time.monotonic() + 5
+    while not factory.look("product:1").waiting and time.monotonic() < deadline:
+        time.sleep(0.01)
+    view = factory.look("product:1")
+    holder.release()
+    waiter.join()
+    return holder, view
+
+
 def test_a_redis_lock_shows_its_holder_and_its_queue(redis_server):
     factory = locks.open_factory("redis_fair", Backends(redis_url=redis_server.url,
                                                         lease_ms=5000))
     try:
-        holder = factory.lock("product:1")
-        holder.acquire()
-        waiting = threading.Thread(target=lambda: factory.lock("product:1", timeout=2).acquire())
-        waiting.start()
-        deadline = time.monotonic() + 5
-        while not factory.look("product:1").waiting and time.monotonic() < deadline:
-            time.sleep(0.01)
-        view = factory.look("product:1")
+        holder, view = one_holder_one_waiter(factory)
         assert [h["owner"] for h in view.holders] == [holder.owner]
         assert 0 < view.holders[0]["expires_in_ms"] <= 5000
         assert len(view.waiting) == 1
-        holder.release()
-        waiting.join()
     finally:
         factory.close()
 
@@ -91,18 +98,9 @@ def test_a_redis_lock_shows_its_holder_and_its_queue(redis_server):
 def test_a_zookeeper_queue_shows_its_head_as_holder_and_the_rest_waiting(zookeeper):
     factory = locks.open_factory("zk_fair", Backends(zk_hosts=zookeeper.address))
     try:
-        holder = factory.lock("product:1")
-        holder.acquire()
-        waiter = threading.Thread(target=lambda: factory.lock("product:1", timeout=3).acquire())
-        waiter.start()
-        deadline = time.monotonic() + 5
-        while not factory.look("product:1").waiting and time.monotonic() < deadline:
-            time.sleep(0.01)
-        view = factory.look("product:1")
+        holder, view = one_holder_one_waiter(factory)
         assert [h["owner"] for h in view.holders] == [holder.owner]
         assert len(view.waiting) == 1 and view.waiting[0]["since"] >= view.holders[0]["since"]
-        holder.release()
-        waiter.join()
     finally:
         factory.close()
 

@@ -29,7 +29,8 @@ from lockshop.cluster.client import ShopClient, ShopClientError
 from lockshop.cluster.faults import end_session
 from lockshop.cluster.launcher import Cluster
 from lockshop.cluster.processes import ServerProcess, process_state
-from lockshop.control.labs import Busy, LabRunner, catalogue
+from lockshop.control import Busy
+from lockshop.control.labs import LabRunner, catalogue
 from lockshop.control.sales import BadSale, SaleRequest, SaleRunner
 from lockshop.control.timeline import collect_holds
 from shop.config import Config
@@ -199,10 +200,7 @@ def control_app(control: Control) -> Flask:
 
     @app.get("/control/labs/runs/<int:number>")
     def lab_run(number: int):
-        try:
-            return jsonify(control.labs.run(number).as_dict())
-        except KeyError:
-            raise ControlError(404, f"no lab run {number}") from None
+        return jsonify(found(control.labs.run, number, "lab run").as_dict())
 
     @app.post("/control/sales")
     def start_sale():
@@ -229,10 +227,7 @@ def control_app(control: Control) -> Flask:
 
     @app.get("/control/sales/<int:number>")
     def sale(number: int):
-        try:
-            return jsonify(control.sales.sale(number).as_dict())
-        except KeyError:
-            raise ControlError(404, f"no sale {number}") from None
+        return jsonify(found(control.sales.sale, number, "sale").as_dict())
 
     @app.get("/control/holds")
     def holds():
@@ -243,6 +238,14 @@ def control_app(control: Control) -> Flask:
         return jsonify(control.holds(since))
 
     return app
+
+
+def found(lookup, number: int, what: str):
+    """``lookup(number)``, or a 404 that says what was not found."""
+    try:
+        return lookup(number)
+    except KeyError:
+        raise ControlError(404, f"no {what} {number}") from None
 
 
 class ControlServer:

@@ -16,13 +16,10 @@ import locks
 
 from lockshop.cluster.redis_servers import redis_server_binary
 from lockshop.cluster.zookeeper_servers import zookeeper_installed
+from lockshop.control import Busy
 from lockshop.workshop import labs
-from lockshop.workshop.labs.record import ARTICLES, Lab, LabRecord, Step
+from lockshop.workshop.labs.record import Lab, LabRecord, Step
 from lockshop.workshop.labs.stage import Parts, running
-
-
-class Busy(Exception):
-    """Something of the same kind is already running: one lab (or sale) at a time."""
 
 
 def missing_parts(lab: Lab) -> str | None:
@@ -36,15 +33,12 @@ def missing_parts(lab: Lab) -> str | None:
 
 def catalogue() -> list[dict]:
     """Every lab, grouped by the article it stages, as the console lists them."""
-    groups = [(article, title, labs.of_article(article)) for article, title in ARTICLES.items()]
-    groups.append(("--", "beyond the articles", [lab for lab in labs.LABS.values()
-                                                  if not lab.articles]))
     return [{"article": article, "title": title,
              "labs": [{"id": lab.id, "name": lab.name, "title": lab.title,
                        "needs": list(lab.needs), "seconds": lab.seconds,
                        "measured": lab.measured, "missing": missing_parts(lab)}
                       for lab in group]}
-            for article, title, group in groups if group]
+            for article, title, group in labs.by_article()]
 
 
 class LabRun:

@@ -8,13 +8,11 @@ what a lock exists to prevent, drawn in red by the console.
 
 from __future__ import annotations
 
-import json
 import os
 import time
-import urllib.error
-import urllib.request
 
 import locks
+from lockshop.cluster.client import ShopClient, ShopClientError
 
 #: The source name of holds taken in the launcher's own process: the labs'.
 LABS = "labs"
@@ -25,11 +23,9 @@ def collect_holds(instances: dict[str, str], since: float) -> dict:
     sources = []
     for name, url in instances.items():
         try:
-            with urllib.request.urlopen(f"{url}/api/locks/holds?since={since}",
-                                        timeout=0.5) as answer:
-                own = json.load(answer)
+            own = ShopClient(url, timeout=0.5).get(f"/api/locks/holds?since={since}")
             sources.append({"name": name, "pid": own["pid"], "holds": own["holds"]})
-        except (urllib.error.URLError, OSError, ValueError) as error:
+        except ShopClientError as error:
             # A paused instance does not answer: its holds show when it is resumed.
             sources.append({"name": name, "holds": [], "problem": str(error)})
     sources.append({"name": LABS, "pid": os.getpid(),

@@ -106,15 +106,19 @@ def _run_one(lab: Lab, parts: Parts, as_json: bool, out) -> LabRecord:
     return record
 
 
-def listing() -> str:
-    """The labs by article, with id, title and about how long each takes."""
-    lines = []
+def by_article() -> list[tuple[str, str, list[Lab]]]:
+    """(article, its title, its labs) for every article with labs, then the labs of no
+    article as "--". A lab of two articles is under both."""
     groups = [(article, title, of_article(article)) for article, title in ARTICLES.items()]
     groups.append(("--", "beyond the articles",
                    [lab for lab in LABS.values() if not lab.articles]))
-    for article, title, labs in groups:
-        if not labs:
-            continue
+    return [group for group in groups if group[2]]
+
+
+def listing() -> str:
+    """The labs by article, with id, title and about how long each takes."""
+    lines = []
+    for article, title, labs in by_article():
         lines.append(f"{article}  {title}")
         for lab in labs:
             needs = f"  [needs {', '.join(lab.needs)}]" if lab.needs else ""
@@ -128,5 +132,5 @@ def listing() -> str:
     return "\n".join(lines)
 
 
-__all__ = ["ARTICLES", "LABS", "Lab", "LabRecord", "find", "listing", "of_article",
+__all__ = ["ARTICLES", "LABS", "Lab", "LabRecord", "by_article", "find", "listing", "of_article",
            "run_lab", "run_labs"]

@@ -94,11 +94,6 @@ function drawCluster(state) {
         {"data-action": action}))))));
 }
 
-async function refreshSettings() {
-  const s = await shopApi("/api/strategies");
-  document.getElementById("current-settings").textContent = `strategy ${s.current}`;
-}
-
 document.getElementById("settings").addEventListener("submit", event => {
   event.preventDefault();
   const form = new FormData(event.target);
@@ -202,7 +197,10 @@ function describeHolder(holder) {
 }
 
 async function refreshLocks() {
+  // The lock view says the strategy too: no second request (and /api/strategies would
+  // probe every backend, every second, to say which are available).
   const answer = await shopApi("/api/locks");
+  document.getElementById("current-settings").textContent = `strategy ${answer.strategy}`;
   const rows = answer.locks.map(l => element("tr", {"data-lock": l.lock},
     element("td", {}, element("a", {href: `/products/${l.product_id}`}, l.lock)),
     element("td", {class: "muted"}, l.view ? l.view.where : (l.problem || `${answer.strategy}: in each process only`)),
@@ -281,7 +279,7 @@ async function refreshState() {
 }
 
 async function tick() {
-  const steps = [refreshSettings, refreshLocks];
+  const steps = [refreshLocks];
   if (CONTROL) steps.push(refreshState, refreshSales, refreshLabRun);
   const problems = [];
   for (const step of steps) {
