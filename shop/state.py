@@ -13,10 +13,10 @@ from locks import LockError
 from shop.config import Config
 from shop.errors import ShopError, Unprocessable
 from shop.metrics import counters
-from shop.orders.order_path import OrderContext, OrderRequest
+from shop.orders.order_path import OrderContext, OrderRequest, check_request
 from shop.orders.stocktake import Stocktake, take_stocktake
 from shop.orders.strategies import Strategies
-from shop.store.models import Order
+from shop.store.models import PlacedOrder
 from shop.store.settings import (
     JOB_GUARDS,
     ClusterSettings,
@@ -49,8 +49,8 @@ class ShopState:
 
     def settings(self) -> ClusterSettings:
         """The cluster's current settings, read fresh from the database."""
-        with self.sessions.begin() as session:
-            return read_settings(session, self.default_settings)
+        with self.engine.begin() as db:
+            return read_settings(db, self.default_settings)
 
     def change_settings(self, *, strategy: str | None = None, job_guard: str | None = None,
                         **values: int | None) -> ClusterSettings:
@@ -72,9 +72,9 @@ class ShopState:
             write_settings(session, strategy=strategy, job_guard=job_guard, **values)
         return self.settings()
 
-    def context(self) -> OrderContext:
+    def context(self, settings: ClusterSettings | None = None) -> OrderContext:
         """Who works, and how: this instance under the cluster's current settings."""
-        settings = self.settings()
+        settings = settings or self.settings()
         return OrderContext(instance=self.config.instance, strategy=settings.strategy,
                             business_delay_ms=settings.business_delay_ms,
                             lock_timeout_ms=self.config.lock_timeout_ms)
@@ -85,12 +85,19 @@ class ShopState:
         return take_stocktake(self.sessions, self.strategies.lock_factory(context.strategy),
                               product_id, context)
 
-    def place_order(self, request: OrderRequest) -> Order:
+    def place_order(self, request: OrderRequest) -> PlacedOrder:
         """Place an order under the cluster's current strategy and business delay."""
-        context = self.context()
+        # One short read: the settings in force, then whether the request can be met.
+        with self.engine.begin() as db:
+            context = self.context(read_settings(db, self.default_settings))
+            try:
+                kind = check_request(db, request)
+            except ShopError as error:
+                counters.add("orders", strategy=context.strategy, outcome=error.code)
+                raise
         runner = self.strategies.runner(context.strategy)
         try:
-            order = runner(self.sessions, request, context)
+            order = runner(self.engine, request, context, kind)
         except ShopError as error:
             counters.add("orders", strategy=context.strategy, outcome=error.code)
             raise

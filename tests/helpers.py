@@ -17,6 +17,7 @@ from lockshop.cluster.launcher import Cluster
 from shop.errors import SeatTaken, SoldOut
 from shop.orders.order_path import OrderContext, OrderRequest
 from shop.orders.strategies import Strategies
+from shop.store.db import engine_of
 from shop.store.models import Order, Product, Setting
 
 
@@ -40,7 +41,7 @@ def send(client, method: str, path: str, body):
 
 def runner_for(sessions, name: str):
     """How the shop places an order under ``name``, on the database of ``sessions``."""
-    dialect = sessions.kw["bind"].dialect.name
+    dialect = engine_of(sessions).dialect.name
     return Strategies(Backends(), "mysql" if dialect == "mariadb" else dialect).runner(name)
 
 
@@ -54,7 +55,7 @@ def concurrent_sale(sessions, name: str, requests: list[OrderRequest], delay_ms:
     def buyer(request: OrderRequest) -> None:
         start.wait()
         try:
-            runner(sessions, request, context)
+            runner(engine_of(sessions), request, context)
             outcomes.append("ok")
         except (SoldOut, SeatTaken):
             outcomes.append("refused")

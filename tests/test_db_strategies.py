@@ -16,7 +16,7 @@ from shop.errors import Unprocessable
 from shop.orders.order_path import OrderContext, OrderRequest
 from shop.orders.strategies import Strategies
 from shop.store.audit import take_audit
-from shop.store.db import backend_name
+from shop.store.db import backend_name, engine_of
 from shop.store.models import ProductKind, Seat
 from shop.store.products import ProductSpec, reset_products
 
@@ -104,10 +104,10 @@ def test_a_held_row_or_advisory_lock_gives_503_and_changes_nothing(sessions, dat
         else:
             holder.execute(text("SELECT stock FROM products WHERE id = 1 FOR UPDATE"))
         with pytest.raises(LockNotAcquired):
-            runner(sessions, OrderRequest(1), context)
+            runner(engine_of(sessions), OrderRequest(1), context)
     finally:
         holder.rollback()
         holder.close()
     assert take_audit(sessions).products[0].sold == 0
-    runner(sessions, OrderRequest(1), context)
+    runner(engine_of(sessions), OrderRequest(1), context)
     assert take_audit(sessions).products[0].sold == 1

@@ -14,6 +14,7 @@ from helpers import concurrent_sale
 from shop.errors import SoldOut
 from shop.orders.order_path import OrderContext, OrderRequest, pay_order, place_order
 from shop.store.audit import take_audit
+from shop.store.db import engine_of
 from shop.store.models import ProductKind
 from shop.store.products import ProductSpec, reset_products
 
@@ -61,11 +62,12 @@ def test_named_seat_and_payment(sessions):
     reset_products(sessions, (ProductSpec("t", "t", ProductKind.TICKET, seats=("A1", "A2")),))
     factory = locks.open_factory("local")
     context = OrderContext("test", "local", 0, 1000)
-    order = place_order(sessions, factory, OrderRequest(1, seat="A2"), context)
+    database = engine_of(sessions)
+    order = place_order(database, factory, OrderRequest(1, seat="A2"), context)
     assert order.seat == "A2"
-    assert place_order(sessions, factory, OrderRequest(1), context).seat == "A1"
+    assert place_order(database, factory, OrderRequest(1), context).seat == "A1"
     with pytest.raises(SoldOut):
-        place_order(sessions, factory, OrderRequest(1), context)
+        place_order(database, factory, OrderRequest(1), context)
     paid = pay_order(sessions, order.id)
     assert paid.status == "paid" and paid.paid_at is not None
     assert take_audit(sessions).correct

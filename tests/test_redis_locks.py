@@ -25,6 +25,7 @@ from shop.orders.order_path import (
     write_stock,
 )
 from shop.store.audit import take_audit
+from shop.store.db import engine_of
 from shop.store.models import ProductKind
 from shop.store.products import ProductSpec, reset_products
 
@@ -101,13 +102,13 @@ def test_two_holders_at_once_oversell(sessions, redis_server):
     context = OrderContext("test", "redis_plain_del", 0, 1000)
     seen = {}
     for holder in (b, c):  # both read before either writes
-        with sessions.begin() as session:
-            seen[holder] = read_stock(session, 1, ProductKind.ITEM)[0]
+        with engine_of(sessions).begin() as db:
+            seen[holder] = read_stock(db, 1, ProductKind.ITEM)[0]
     for holder in (b, c):
         holder.ensure_held()  # naive: each believes it holds the lock
-        with sessions.begin() as session:
-            write_stock(session, 1, seen[holder] - 1)
-            insert_order(session, OrderRequest(1), None, context)
+        with engine_of(sessions).begin() as db:
+            write_stock(db, 1, seen[holder] - 1)
+            insert_order(db, OrderRequest(1), None, context)
     product = take_audit(sessions).products[0]
     assert list(seen.values()) == [1, 1]
     assert (product.sold, product.oversold) == (2, 1)
@@ -278,7 +279,7 @@ def test_watchdog_holder_learns_of_a_lost_lock_before_commit(sessions, redis_ser
     stolen.start()  # someone takes the key over while the order is in its business delay
     from shop.orders.order_path import place_order
     with pytest.raises(LockLost):
-        place_order(sessions, made, OrderRequest(1),
+        place_order(engine_of(sessions), made, OrderRequest(1),
                     OrderContext("test", "redis_watchdog", 400, 1000))
     stolen.join()
     assert take_audit(sessions).products[0].sold == 0  # nothing was written

@@ -17,6 +17,7 @@ from lockshop.cluster.client import ShopClient
 from shop.errors import StaleWriteRejected
 from shop.orders.order_path import OrderContext, OrderRequest, place_order
 from shop.store.audit import take_audit
+from shop.store.db import engine_of
 from shop.store.models import ProductKind
 from shop.store.products import ProductSpec, reset_products
 
@@ -99,7 +100,7 @@ def paused_holder_race(sessions, guard) -> list[str]:
 
     def buy(delay_ms: int) -> None:
         try:
-            place_order(sessions, guard, OrderRequest(1),
+            place_order(engine_of(sessions), guard, OrderRequest(1),
                         OrderContext("test", "table", delay_ms, lock_timeout_ms=5000))
             outcomes.append(f"sold after {delay_ms} ms")
         except StaleWriteRejected:

@@ -36,16 +36,26 @@ def refuse_in_our_words(request: Request, response, error: ValidationError | Non
                         instance, model_adapter) -> None:
     """Turn spectree's refusal into the shop's: one error shape, 400 or 422."""
     if request.method in ("POST", "PUT") and request.get_data(cache=True):
-        if request.mimetype != "application/json" or not isinstance(
-                request.get_json(silent=True), dict):
-            raise BadRequest("the body must be a JSON object (Content-Type: application/json)")
-    if error is None:
-        return
+        json_object(request)
+    if error is not None:
+        raise refusal(error)
+
+
+def json_object(request: Request) -> dict:
+    """The request's body, which must be a JSON object."""
+    body = request.get_json(silent=True) if request.mimetype == "application/json" else None
+    if not isinstance(body, dict):
+        raise BadRequest("the body must be a JSON object (Content-Type: application/json)")
+    return body
+
+
+def refusal(error: ValidationError) -> BadRequest | Unprocessable:
+    """A model's refusal of a body, in the shop's words: 400 when malformed, 422 when impossible."""
     problems = error.errors(include_url=False)
     message = "; ".join(_describe(problem) for problem in problems[:3])
     if any(problem["type"] in IMPOSSIBLE for problem in problems):
-        raise Unprocessable(message)
-    raise BadRequest(message)
+        return Unprocessable(message)
+    return BadRequest(message)
 
 
 def _describe(problem: dict) -> str:

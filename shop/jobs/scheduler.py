@@ -175,7 +175,7 @@ class JobScheduler:
                                  settings.strategy, product_id, order_context))
         outcome, handled = "done", 0
         try:
-            handled = JOBS[job](sessions, context, settings)
+            handled = JOBS[job](self.state.engine, context, settings)
         except LockError as error:
             outcome = "lost"
             log.warning("%s at %s stopped before writing: %s", job, fire_time, error)

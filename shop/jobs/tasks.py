@@ -27,8 +27,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import exists, select, update
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy import Engine, exists, insert, select, update
 
 from locks import LockNotAcquired
 from shop.errors import StaleWriteRejected
@@ -61,12 +60,11 @@ class JobContext:
             self.sleep(self.business_delay_ms / 1000)
 
 
-def expire_unpaid(sessions: sessionmaker[Session], context: JobContext,
-                  expiry_ms: int) -> int:
+def expire_unpaid(database: Engine, context: JobContext, expiry_ms: int) -> int:
     """Expire orders unpaid for ``expiry_ms`` and restore their stock; how many it expired."""
     cutoff = context.now - timedelta(milliseconds=expiry_ms)
-    with sessions.begin() as session:
-        due = session.execute(
+    with database.begin() as db:
+        due = db.execute(
             select(Order.id, Order.product_id, Order.quantity, Order.seat)
             .where(Order.status == OrderStatus.PENDING.value, Order.created_at <= cutoff)
             .order_by(Order.id).limit(BATCH)).all()
@@ -78,19 +76,19 @@ def expire_unpaid(sessions: sessionmaker[Session], context: JobContext,
         try:
             # The product's own guard too: the sale goes on meanwhile, and an
             # order's read-check-write must not overwrite the stock we give back.
-            with context.exclude_orders(order.product_id) as guard, sessions.begin() as session:
-                guard.prepare(session)
+            with (context.exclude_orders(order.product_id) as guard,
+                  guard.transaction(database) as db):
                 # Blind: the job "knows" the order is pending, it read so.
-                session.execute(update(Order).where(Order.id == order.id)
-                                .values(status=OrderStatus.EXPIRED.value))
-                add_stock(session, order.product_id, order.quantity,
+                db.execute(update(Order).where(Order.id == order.id)
+                           .values(status=OrderStatus.EXPIRED.value))
+                add_stock(db, order.product_id, order.quantity,
                           guard.lock.fencing_token if guard.lock else None)
                 if order.seat is not None:
-                    session.execute(update(Seat).where(Seat.order_id == order.id)
-                                    .values(order_id=None))
-                session.add(StockRestoration(order_id=order.id, product_id=order.product_id,
-                                             quantity=order.quantity,
-                                             instance=context.instance))
+                    db.execute(update(Seat).where(Seat.order_id == order.id)
+                               .values(order_id=None))
+                db.execute(insert(StockRestoration).values(
+                    order_id=order.id, product_id=order.product_id, quantity=order.quantity,
+                    instance=context.instance))
                 if guard.lock is not None:
                     guard.lock.ensure_held()
                 context.still_ours()
@@ -101,12 +99,11 @@ def expire_unpaid(sessions: sessionmaker[Session], context: JobContext,
     return expired
 
 
-def send_reminders(sessions: sessionmaker[Session], context: JobContext,
-                   remind_after_ms: int) -> int:
+def send_reminders(database: Engine, context: JobContext, remind_after_ms: int) -> int:
     """Remind every order pending for ``remind_after_ms`` that has had no reminder."""
     cutoff = context.now - timedelta(milliseconds=remind_after_ms)
-    with sessions.begin() as session:
-        due = session.execute(
+    with database.begin() as db:
+        due = db.execute(
             select(Order.id, Order.product_id)
             .where(Order.status == OrderStatus.PENDING.value, Order.created_at <= cutoff,
                    ~exists().where(Reminder.order_id == Order.id))
@@ -115,17 +112,18 @@ def send_reminders(sessions: sessionmaker[Session], context: JobContext,
         return 0
     context.pause()  # the message gateway
     for order in due:
-        with sessions.begin() as session:
-            session.add(Reminder(order_id=order.id, instance=context.instance,
-                                 text=f"Order {order.id} is waiting for your payment."))
+        with database.begin() as db:
+            db.execute(insert(Reminder).values(
+                order_id=order.id, instance=context.instance,
+                text=f"Order {order.id} is waiting for your payment."))
             context.still_ours()
     return len(due)
 
 
 #: Every job, by the name its lock, its runs and the audit use.
 JOBS: dict[str, Callable] = {
-    "expire_unpaid": lambda sessions, context, settings: expire_unpaid(
-        sessions, context, settings.unpaid_expiry_ms),
-    "send_reminders": lambda sessions, context, settings: send_reminders(
-        sessions, context, settings.reminder_after_ms),
+    "expire_unpaid": lambda database, context, settings: expire_unpaid(
+        database, context, settings.unpaid_expiry_ms),
+    "send_reminders": lambda database, context, settings: send_reminders(
+        database, context, settings.reminder_after_ms),
 }

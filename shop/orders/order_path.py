@@ -18,6 +18,12 @@ that loads an object, thinks, and saves it behaves, and it is the window a
 lock must close. The lock is taken before step 1 and released only after the
 write transaction has committed. Releasing it before the commit is a classic
 bug: the next holder would read the stock before our write is visible.
+
+The steps run SQLAlchemy Core statements on a connection (``with
+database.begin() as db:`` is one transaction), each statement built once
+below and run with its values: building a statement, or going through the
+ORM's session, cost several times what the database spends running it, and
+that cost hid the differences between strategies that the shop exists to show.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sqlalchemy import select, update
+from sqlalchemy import Connection, Engine, bindparam, insert, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from locks import DistributedLock, LockError, LockFactory, LockNotAcquired
@@ -44,6 +50,7 @@ from shop.store.models import (
     LIVE_STATUSES,
     Order,
     OrderStatus,
+    PlacedOrder,
     Product,
     ProductKind,
     Seat,
@@ -79,32 +86,37 @@ def lock_name(product_id: int) -> str:
     return f"product:{product_id}"
 
 
-def place_order(sessions: sessionmaker[Session], lock_factory: LockFactory, request: OrderRequest,
-                context: OrderContext, sleep: Callable[[float], None] = time.sleep) -> Order:
-    """Run the order path under a lock from ``lock_factory``; return the new order."""
-    kind = check_request(sessions, request)
+def place_order(database: Engine, lock_factory: LockFactory, request: OrderRequest,
+                context: OrderContext, kind: ProductKind | None = None,
+                sleep: Callable[[float], None] = time.sleep) -> PlacedOrder:
+    """Run the order path under a lock from ``lock_factory``; return the new order.
+
+    ``kind`` is the product's, when the request was checked already (the shop
+    checks it in the transaction that reads the settings); None checks it here.
+    """
+    kind = kind or check_request(database, request)
     lock = lock_factory.lock(lock_name(request.product_id), timeout=context.lock_timeout_ms / 1000)
     if not lock.acquire():
         raise LockNotAcquired(lock.name, lock.default_timeout)
     try:
         # 1. read (a short transaction of its own)
-        with sessions.begin() as session:
-            stock, free = read_stock(session, request.product_id, kind)
+        with database.begin() as db:
+            stock, free = read_stock(db, request.product_id, kind)
         # 2. check
         seat = check_fits(request, kind, stock, free)
         # 3. the business delay: the race window
         business_delay(context, sleep)
         # 4. write and 5. insert, in one transaction
         try:
-            with sessions.begin() as session:
-                write_stock(session, request.product_id, stock - request.quantity,
+            with database.begin() as db:
+                write_stock(db, request.product_id, stock - request.quantity,
                             fencing_token=lock.fencing_token)
-                order = insert_order(session, request, seat, context)
+                order = insert_order(db, request, seat, context)
                 # Last moment to find out that the lock expired or its session
                 # ended: raising here rolls the whole write back.
                 lock.ensure_held()
         except StaleWriteRejected:
-            record_stale_write(sessions, request.product_id, lock.fencing_token, context)
+            record_stale_write(database, request.product_id, lock.fencing_token, context)
             raise
         return order
     finally:
@@ -112,13 +124,17 @@ def place_order(sessions: sessionmaker[Session], lock_factory: LockFactory, requ
 
 
 # --- the steps, shared by every strategy ------------------------------------------
+# Each statement is built once, here; ``:name`` values are bound when it runs.
 
-def read_stock(session: Session, product_id: int, kind: ProductKind, *,
+STOCK = select(Product.stock).where(Product.id == bindparam("product"))
+STOCK_FOR_UPDATE = STOCK.with_for_update()
+
+
+def read_stock(db: Connection, product_id: int, kind: ProductKind, *,
                for_update: bool = False) -> tuple[int | None, list[str]]:
     """Step 1: the stock and, for a ticket, the free seats. ``for_update`` locks the row."""
-    query = select(Product.stock).where(Product.id == product_id)
-    stock = session.scalar(query.with_for_update() if for_update else query)
-    return stock, free_seats(session, product_id) if kind is ProductKind.TICKET else []
+    stock = db.scalar(STOCK_FOR_UPDATE if for_update else STOCK, {"product": product_id})
+    return stock, free_seats(db, product_id) if kind is ProductKind.TICKET else []
 
 
 def check_fits(request: OrderRequest, kind: ProductKind, stock: int | None,
@@ -138,7 +154,15 @@ def business_delay(context: OrderContext, sleep: Callable[[float], None] = time.
         sleep(context.business_delay_ms / 1000)
 
 
-def write_stock(session: Session, product_id: int, new_stock: int,
+WRITE_STOCK = (update(Product).where(Product.id == bindparam("product"))
+               .values(stock=bindparam("new_stock")))
+WRITE_STOCK_FENCED = (update(Product)
+                      .where(Product.id == bindparam("product"),
+                             Product.fence < bindparam("token"))
+                      .values(stock=bindparam("new_stock"), fence=bindparam("token")))
+
+
+def write_stock(db: Connection, product_id: int, new_stock: int,
                 fencing_token: int | None = None) -> None:
     """Step 4: the blind write of an absolute value, as load-modify-save code does.
 
@@ -147,18 +171,17 @@ def write_stock(session: Session, product_id: int, new_stock: int,
     whose lease ran out while it paused cannot slip in between.
     """
     if fencing_token is None:
-        session.execute(update(Product).where(Product.id == product_id).values(stock=new_stock))
+        db.execute(WRITE_STOCK, {"product": product_id, "new_stock": new_stock})
         return
-    written = session.execute(
-        update(Product).where(Product.id == product_id, Product.fence < fencing_token)
-        .values(stock=new_stock, fence=fencing_token))
+    written = db.execute(WRITE_STOCK_FENCED, {"product": product_id, "new_stock": new_stock,
+                                              "token": fencing_token})
     if written.rowcount != 1:
         raise StaleWriteRejected(f"product {product_id}: fencing token {fencing_token} is older "
                                  "than the last one written; the lock had moved on, nothing "
                                  "was written", token=fencing_token)
 
 
-def add_stock(session: Session, product_id: int, quantity: int,
+def add_stock(db: Connection | Session, product_id: int, quantity: int,
               fencing_token: int | None = None) -> None:
     """Give ``quantity`` back to the stock, for a writer outside the order path.
 
@@ -173,32 +196,36 @@ def add_stock(session: Session, product_id: int, quantity: int,
     if fencing_token is not None:
         query = query.where(Product.fence < fencing_token)
         values["fence"] = fencing_token
-    if session.execute(query.values(**values)).rowcount != 1:
+    if db.execute(query.values(**values)).rowcount != 1:
         raise StaleWriteRejected(f"product {product_id}: fencing token {fencing_token} is "
                                  "older than the last one written", token=fencing_token)
 
 
-def record_stale_write(sessions: sessionmaker[Session], product_id: int, token: int | None,
+def record_stale_write(database: Engine, product_id: int, token: int | None,
                        context: OrderContext) -> None:
     """Keep a refused write for the audit (its own transaction: the order's was rolled back)."""
     counters.add("stale_writes", strategy=context.strategy)
-    with sessions.begin() as session:
-        session.add(StaleWrite(product_id=product_id, token=token or 0,
-                               instance=context.instance, strategy=context.strategy))
+    with database.begin() as db:
+        db.execute(insert(StaleWrite).values(product_id=product_id, token=token or 0,
+                                             instance=context.instance, strategy=context.strategy))
 
 
-def insert_order(session: Session, request: OrderRequest, seat: str | None,
-                 context: OrderContext, attempts: int = 1) -> Order:
+NEW_ORDER = insert(Order)
+CLAIM_SEAT = (update(Seat).where(Seat.product_id == bindparam("product"),
+                                 Seat.label == bindparam("seat"))
+              .values(order_id=bindparam("order")))
+
+
+def insert_order(db: Connection, request: OrderRequest, seat: str | None,
+                 context: OrderContext, attempts: int = 1) -> PlacedOrder:
     """Step 5: the order row (and, for a ticket, a blind claim of its seat)."""
-    order = Order(product_id=request.product_id, quantity=request.quantity, seat=seat,
-                  status=OrderStatus.PENDING.value, instance=context.instance,
-                  strategy=context.strategy, attempts=attempts)
-    session.add(order)
-    session.flush()
+    values = {"product_id": request.product_id, "quantity": request.quantity, "seat": seat,
+              "status": OrderStatus.PENDING.value, "instance": context.instance,
+              "strategy": context.strategy, "attempts": attempts, "created_at": utcnow()}
+    order_id = db.execute(NEW_ORDER, values).inserted_primary_key[0]
     if seat is not None:
-        session.execute(update(Seat).where(Seat.product_id == request.product_id,
-                                           Seat.label == seat).values(order_id=order.id))
-    return order
+        db.execute(CLAIM_SEAT, {"product": request.product_id, "seat": seat, "order": order_id})
+    return PlacedOrder(id=order_id, **values)
 
 
 def pay_order(sessions: sessionmaker[Session], order_id: int) -> Order:
@@ -227,36 +254,50 @@ def get_order(sessions: sessionmaker[Session], order_id: int) -> Order:
 
 # --- helpers ----------------------------------------------------------------
 
-def check_request(sessions: sessionmaker[Session], request: OrderRequest) -> ProductKind:
-    """Refuse what can be refused before taking a lock (unknown product, wrong kind)."""
+KIND = select(Product.kind).where(Product.id == bindparam("product"))
+SEAT_ID = select(Seat.id).where(Seat.product_id == bindparam("product"),
+                                Seat.label == bindparam("seat"))
+
+
+def check_request(database: Engine | Connection, request: OrderRequest) -> ProductKind:
+    """Refuse what can be refused before taking a lock (unknown product, wrong kind).
+
+    On an engine, in a transaction of its own; on a connection, in its transaction.
+    """
     if not 1 <= request.quantity <= MAX_QUANTITY:
         raise Unprocessable(f"'quantity' must be between 1 and {MAX_QUANTITY}, "
                             f"got {request.quantity}")
-    with sessions.begin() as session:
-        kind = session.scalar(select(Product.kind).where(Product.id == request.product_id))
-        if kind is None:
-            raise NotFound(f"product {request.product_id} not found")
-        if kind == ProductKind.ITEM.value:
-            if request.seat is not None:
-                raise Unprocessable(f"product {request.product_id} is an item: it has no seats")
-            return ProductKind.ITEM
-        if request.quantity != 1:
-            raise Unprocessable("a ticket order is for exactly one seat (quantity 1)")
-        if request.seat is not None and session.scalar(
-                select(Seat.id).where(Seat.product_id == request.product_id,
-                                      Seat.label == request.seat)) is None:
-            raise Unprocessable(f"product {request.product_id} has no seat {request.seat!r}")
-        return ProductKind.TICKET
+    if isinstance(database, Engine):
+        with database.begin() as db:
+            return check_request(db, request)
+    db = database
+    kind = db.scalar(KIND, {"product": request.product_id})
+    if kind is None:
+        raise NotFound(f"product {request.product_id} not found")
+    if kind == ProductKind.ITEM.value:
+        if request.seat is not None:
+            raise Unprocessable(f"product {request.product_id} is an item: it has no seats")
+        return ProductKind.ITEM
+    if request.quantity != 1:
+        raise Unprocessable("a ticket order is for exactly one seat (quantity 1)")
+    if request.seat is not None and db.scalar(
+            SEAT_ID, {"product": request.product_id, "seat": request.seat}) is None:
+        raise Unprocessable(f"product {request.product_id} has no seat {request.seat!r}")
+    return ProductKind.TICKET
 
 
-def free_seats(session: Session, product_id: int) -> list[str]:
+TAKEN_SEATS = select(Order.seat).where(Order.product_id == bindparam("product"),
+                                       Order.status.in_(LIVE_STATUSES),
+                                       Order.seat.is_not(None))
+SEAT_LABELS = (select(Seat.label).where(Seat.product_id == bindparam("product"))
+               .order_by(Seat.id))
+
+
+def free_seats(db: Connection, product_id: int) -> list[str]:
     """Seat labels in seat-map order, less those held by a live order."""
-    taken = set(session.scalars(select(Order.seat).where(
-        Order.product_id == product_id, Order.status.in_(LIVE_STATUSES),
-        Order.seat.is_not(None))))
-    labels = session.scalars(select(Seat.label).where(Seat.product_id == product_id)
-                             .order_by(Seat.id))
-    return [label for label in labels if label not in taken]
+    taken = set(db.scalars(TAKEN_SEATS, {"product": product_id}))
+    return [label for label in db.scalars(SEAT_LABELS, {"product": product_id})
+            if label not in taken]
 
 
 def _choose_seat(request: OrderRequest, free: list[str]) -> str:

@@ -16,10 +16,10 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy import Connection, Engine
 
 import locks
 from locks import (
@@ -33,18 +33,21 @@ from locks import (
 from shop.errors import Unprocessable
 from shop.orders.order_path import OrderContext, OrderRequest, lock_name, place_order
 from shop.orders.transactions import (
-    lock_pg_advisory,
-    lock_row_for_update,
+    advisory_locked,
     place_atomic,
     place_for_update,
     place_optimistic,
     place_pg_advisory,
+    row_locked,
 )
-from shop.store.models import Order
+from shop.store.models import PlacedOrder, ProductKind
 
 log = logging.getLogger(__name__)
 
-OrderRunner = Callable[[sessionmaker[Session], OrderRequest, OrderContext], Order]
+#: (database, request, context, the product's kind if the request was checked) -> order
+OrderRunner = Callable[[Engine, OrderRequest, OrderContext, ProductKind | None], PlacedOrder]
+#: (database, product id, context) -> a transaction that excludes the product's orders
+Exclusion = Callable[[Engine, int, OrderContext], AbstractContextManager[Connection]]
 
 DATABASES = ("sqlite", "postgresql", "mysql")
 
@@ -61,10 +64,10 @@ class ShopStrategy:
     correct_within_one_process: bool | None = None
     #: For transaction strategies: the function that places an order.
     runner: OrderRunner | None = None
-    #: For transaction strategies: how another writer of a product's stock (the
-    #: expiry job) excludes orders, first thing in its transaction. None: an
-    #: atomic increment that also bumps the version is enough (optimistic, atomic).
-    exclude_orders: Callable[[Session, int, OrderContext], None] | None = None
+    #: For transaction strategies: the transaction in which another writer of a
+    #: product's stock (the expiry job) excludes orders. None: an atomic increment
+    #: that also bumps the version is enough (optimistic, atomic).
+    exclude_orders: Exclusion | None = None
 
     def expected_correct(self, instances: int) -> bool:
         if instances == 1 and self.correct_within_one_process is not None:
@@ -86,12 +89,12 @@ TRANSACTION_STRATEGIES = (
         summary="SELECT ... FOR UPDATE on the product row, held to commit "
                 "(BEGIN IMMEDIATE on SQLite).",
         correct_across_instances=True, runner=place_for_update,
-        exclude_orders=lock_row_for_update),
+        exclude_orders=row_locked),
     ShopStrategy(
         name="pg_advisory", family="database",
         summary="pg_advisory_xact_lock per product, released by the commit.",
         correct_across_instances=True, requires=("postgresql",), runner=place_pg_advisory,
-        exclude_orders=lock_pg_advisory),
+        exclude_orders=advisory_locked),
     ShopStrategy(
         name="optimistic", family="lock-free",
         summary="Version column and compare-and-set, retried on conflict (bounded).",
@@ -113,15 +116,11 @@ def all_strategies() -> list[ShopStrategy]:
 class OrderExclusion:
     """What a writer outside the order path holds while it changes a product's stock."""
 
-    #: Call first thing in the write's transaction.
-    prepare: Callable[[Session], None]
+    #: ``transaction(database)``: the write's transaction, excluding orders where the
+    #: strategy's guard is the transaction itself (a row lock, an advisory lock).
+    transaction: Callable[[Engine], AbstractContextManager[Connection]]
     #: The product's lock, for a lock strategy: its fencing token, and ensure_held().
     lock: DistributedLock | None = None
-
-
-def _run(guard, session: Session, product_id: int, context: OrderContext) -> None:
-    if guard is not None:
-        guard(session, product_id, context)
 
 
 class Strategies:
@@ -157,7 +156,8 @@ class Strategies:
             self.refuse_unusable(name)
             return strategy.runner
         factory = self._factory(name)
-        return lambda sessions, request, context: place_order(sessions, factory, request, context)
+        return lambda database, request, context, kind=None: place_order(
+            database, factory, request, context, kind)
 
     def lock_factory(self, name: str) -> LockFactory | None:
         """The lock factory of a lock strategy; None for a transaction strategy."""
@@ -174,15 +174,16 @@ class Strategies:
         or an order's read-check-write overwrites its change (a lost update)."""
         strategy = self.get(name)
         if strategy.runner is not None:
-            yield OrderExclusion(lambda session: _run(strategy.exclude_orders, session, product_id,
-                                                  context))
+            exclude = strategy.exclude_orders
+            yield OrderExclusion(lambda database: exclude(database, product_id, context)
+                                 if exclude else database.begin())
             return
         lock = self._factory(name).lock(lock_name(product_id),
                                         timeout=context.lock_timeout_ms / 1000)
         if not lock.acquire():
             raise LockNotAcquired(lock.name, lock.default_timeout)
         try:
-            yield OrderExclusion(lambda session: None, lock)
+            yield OrderExclusion(lambda database: database.begin(), lock)
         finally:
             try:
                 lock.release()

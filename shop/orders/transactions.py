@@ -32,17 +32,18 @@ from __future__ import annotations
 import math
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
-from sqlalchemy import func, select, text, update
+from sqlalchemy import Connection, Engine, bindparam, func, select, text, update
 from sqlalchemy.exc import OperationalError
-from sqlalchemy.orm import Session, sessionmaker
 
 from locks import LockNotAcquired
 from locks import metrics as lock_metrics
 from shop.errors import SeatTaken, ServiceUnavailable, SoldOut
 from shop.metrics import counters
 from shop.orders.order_path import (
+    STOCK_FOR_UPDATE,
     OrderContext,
     OrderRequest,
     business_delay,
@@ -55,7 +56,7 @@ from shop.orders.order_path import (
     write_stock,
 )
 from shop.store.db import SQLITE_BEGIN, SQLITE_BUSY_MS
-from shop.store.models import Order, Product, ProductKind, Seat
+from shop.store.models import Order, PlacedOrder, Product, ProductKind, Seat
 
 Sleep = Callable[[float], None]
 
@@ -68,65 +69,71 @@ class TooMuchContention(ServiceUnavailable):
     code = "too_much_contention"
 
 
-def place_for_update(sessions: sessionmaker[Session], request: OrderRequest,
-                     context: OrderContext, sleep: Sleep = time.sleep) -> Order:
-    kind = check_request(sessions, request)
+def place_for_update(database: Engine, request: OrderRequest, context: OrderContext,
+                     kind: ProductKind | None = None, sleep: Sleep = time.sleep) -> PlacedOrder:
+    kind = kind or check_request(database, request)
     with TransactionLock(request, context) as lock:
-        with sessions.begin() as session:
-            _begin_write_transaction(session, context)
-            stock, free = read_stock(session, request.product_id, kind, for_update=True)
+        with locking_transaction(database, context) as db:
+            stock, free = read_stock(db, request.product_id, kind, for_update=True)
             lock.acquired()
             seat = check_fits(request, kind, stock, free)
             business_delay(context, sleep)  # the row stays locked meanwhile
-            write_stock(session, request.product_id, stock - request.quantity)
-            order = insert_order(session, request, seat, context)
+            write_stock(db, request.product_id, stock - request.quantity)
+            order = insert_order(db, request, seat, context)
         # the commit released the row lock
     return order
 
 
-def place_pg_advisory(sessions: sessionmaker[Session], request: OrderRequest,
-                      context: OrderContext, sleep: Sleep = time.sleep) -> Order:
-    kind = check_request(sessions, request)
+ADVISORY_LOCK = select(func.pg_advisory_xact_lock(ADVISORY_CLASS, bindparam("product")))
+
+
+def place_pg_advisory(database: Engine, request: OrderRequest, context: OrderContext,
+                      kind: ProductKind | None = None, sleep: Sleep = time.sleep) -> PlacedOrder:
+    kind = kind or check_request(database, request)
     with TransactionLock(request, context) as lock:
-        with sessions.begin() as session:
-            _begin_write_transaction(session, context)
-            session.execute(select(func.pg_advisory_xact_lock(ADVISORY_CLASS, request.product_id)))
+        with locking_transaction(database, context) as db:
+            db.execute(ADVISORY_LOCK, {"product": request.product_id})
             lock.acquired()
             # Under READ COMMITTED each statement sees what was committed
             # before it began, so this read comes after the last holder's write.
-            stock, free = read_stock(session, request.product_id, kind)
+            stock, free = read_stock(db, request.product_id, kind)
             seat = check_fits(request, kind, stock, free)
             business_delay(context, sleep)
-            write_stock(session, request.product_id, stock - request.quantity)
-            order = insert_order(session, request, seat, context)
+            write_stock(db, request.product_id, stock - request.quantity)
+            order = insert_order(db, request, seat, context)
         # the commit released the advisory lock
     return order
 
 
-def place_optimistic(sessions: sessionmaker[Session], request: OrderRequest,
-                     context: OrderContext, sleep: Sleep = time.sleep) -> Order:
-    kind = check_request(sessions, request)
+# Version and stock in ONE statement, and before the seats: under READ
+# COMMITTED (PostgreSQL's default) every statement sees a new snapshot, so
+# reading them separately can pair an old stock with a new version, and the
+# compare-and-set then writes a stale stock.
+VERSION_AND_STOCK = select(Product.version, Product.stock).where(Product.id == bindparam("product"))
+# Compare-and-set: any sale since our read has bumped the version (for a
+# ticket too, so the seat we chose is still free).
+WRITE_IF_UNCHANGED = (update(Product)
+                      .where(Product.id == bindparam("product"),
+                             Product.version == bindparam("read_version"))
+                      .values(stock=bindparam("new_stock"), version=bindparam("new_version")))
+
+
+def place_optimistic(database: Engine, request: OrderRequest, context: OrderContext,
+                     kind: ProductKind | None = None, sleep: Sleep = time.sleep) -> PlacedOrder:
+    kind = kind or check_request(database, request)
     for attempt in range(1, OPTIMISTIC_MAX_ATTEMPTS + 1):
-        with sessions.begin() as session:
-            # Version and stock in ONE statement, and before the seats: under
-            # READ COMMITTED (PostgreSQL's default) every statement sees a new
-            # snapshot, so reading them separately can pair an old stock with
-            # a new version, and the compare-and-set then writes a stale stock.
-            version, stock = session.execute(
-                select(Product.version, Product.stock)
-                .where(Product.id == request.product_id)).one_or_none() or (None, None)
-            free = free_seats(session, request.product_id) if kind is ProductKind.TICKET else []
+        with database.begin() as db:
+            version, stock = db.execute(
+                VERSION_AND_STOCK, {"product": request.product_id}).one_or_none() or (None, None)
+            free = free_seats(db, request.product_id) if kind is ProductKind.TICKET else []
         seat = check_fits(request, kind, stock, free)
         business_delay(context, sleep)
-        with sessions.begin() as session:
-            # Compare-and-set: any sale since our read has bumped the version
-            # (for a ticket too, so the seat we chose is still free).
-            written = session.execute(
-                update(Product)
-                .where(Product.id == request.product_id, Product.version == version)
-                .values(stock=stock - request.quantity, version=version + 1))
+        with database.begin() as db:
+            written = db.execute(WRITE_IF_UNCHANGED, {
+                "product": request.product_id, "read_version": version,
+                "new_stock": stock - request.quantity, "new_version": version + 1})
             if written.rowcount == 1:
-                return insert_order(session, request, seat, context, attempts=attempt)
+                return insert_order(db, request, seat, context, attempts=attempt)
         # Lost the race: back off a little (jittered, growing) and read again.
         counters.add("retries", strategy=context.strategy)
         sleep(random.uniform(0, 0.002 * 2 ** min(attempt, 6)))
@@ -134,33 +141,45 @@ def place_optimistic(sessions: sessionmaker[Session], request: OrderRequest,
                             "attempts all conflicted; try again", attempts=OPTIMISTIC_MAX_ATTEMPTS)
 
 
-def place_atomic(sessions: sessionmaker[Session], request: OrderRequest,
-                 context: OrderContext, sleep: Sleep = time.sleep) -> Order:
-    kind = check_request(sessions, request)
+TAKE_STOCK = (update(Product)
+              .where(Product.id == bindparam("product"), Product.stock >= bindparam("quantity"))
+              .values(stock=Product.stock - bindparam("quantity")))
+
+
+def place_atomic(database: Engine, request: OrderRequest, context: OrderContext,
+                 kind: ProductKind | None = None, sleep: Sleep = time.sleep) -> PlacedOrder:
+    kind = kind or check_request(database, request)
     business_delay(context, sleep)  # the business step still takes its time; nothing is held
-    with sessions.begin() as session:
-        taken = session.execute(
-            update(Product)
-            .where(Product.id == request.product_id, Product.stock >= request.quantity)
-            .values(stock=Product.stock - request.quantity))
+    with database.begin() as db:
+        taken = db.execute(TAKE_STOCK, {"product": request.product_id,
+                                        "quantity": request.quantity})
         if taken.rowcount != 1:
             raise SoldOut(f"product {request.product_id} is sold out")
         if kind is ProductKind.ITEM:
-            return insert_order(session, request, None, context)
-        return _claim_a_seat(session, request, context)
+            return insert_order(db, request, None, context)
+        return _claim_a_seat(db, request, context)
 
 
-def _claim_a_seat(session: Session, request: OrderRequest, context: OrderContext) -> Order:
+FREE_SEAT_LABELS = (select(Seat.label)
+                    .where(Seat.product_id == bindparam("product"), Seat.order_id.is_(None))
+                    .order_by(Seat.id))
+CLAIM_SEAT_IF_FREE = (update(Seat)
+                      .where(Seat.product_id == bindparam("product"),
+                             Seat.label == bindparam("seat"), Seat.order_id.is_(None))
+                      .values(order_id=bindparam("order")))
+SET_ORDER_SEAT = update(Order).where(Order.id == bindparam("order")).values(seat=bindparam("seat"))
+
+
+def _claim_a_seat(db: Connection, request: OrderRequest,
+                  context: OrderContext) -> PlacedOrder:
     """Insert the order, then claim the named seat or the first one nobody holds."""
-    order = insert_order(session, request, None, context)
-    candidates = [request.seat] if request.seat else list(session.scalars(
-        select(Seat.label).where(Seat.product_id == request.product_id,
-                                 Seat.order_id.is_(None)).order_by(Seat.id)))
+    order = insert_order(db, request, None, context)
+    candidates = [request.seat] if request.seat else list(
+        db.scalars(FREE_SEAT_LABELS, {"product": request.product_id}))
     for label in candidates:
-        claimed = session.execute(
-            update(Seat).where(Seat.product_id == request.product_id, Seat.label == label,
-                               Seat.order_id.is_(None)).values(order_id=order.id))
-        if claimed.rowcount == 1:
+        claim = {"product": request.product_id, "seat": label, "order": order.id}
+        if db.execute(CLAIM_SEAT_IF_FREE, claim).rowcount == 1:
+            db.execute(SET_ORDER_SEAT, {"order": order.id, "seat": label})
             order.seat = label
             return order
     # Raising rolls back the stock decrement and the order with it.
@@ -171,16 +190,22 @@ def _claim_a_seat(session: Session, request: OrderRequest, context: OrderContext
 
 # --- bounded lock waits ---------------------------------------------------------------
 
-def _begin_write_transaction(session: Session, context: OrderContext) -> None:
-    dialect = session.get_bind().dialect.name
-    if dialect == "sqlite":
-        session.connection(execution_options={SQLITE_BEGIN: "IMMEDIATE",
-                                              SQLITE_BUSY_MS: context.lock_timeout_ms})
-    elif dialect == "postgresql":
-        session.execute(text(f"SET LOCAL lock_timeout = '{int(context.lock_timeout_ms)}ms'"))
-    else:  # MySQL / MariaDB: whole seconds, per connection
-        seconds = max(1, math.ceil(context.lock_timeout_ms / 1000))
-        session.execute(text(f"SET SESSION innodb_lock_wait_timeout = {seconds}"))
+@contextmanager
+def locking_transaction(database: Engine, context: OrderContext) -> Iterator[Connection]:
+    """A transaction whose waits for a database lock end after the shop's lock timeout."""
+    with database.connect() as db:
+        dialect = db.dialect.name
+        if dialect == "sqlite":
+            # No row locks: BEGIN IMMEDIATE takes the database's write lock first.
+            db.execution_options(**{SQLITE_BEGIN: "IMMEDIATE",
+                                    SQLITE_BUSY_MS: context.lock_timeout_ms})
+        with db.begin():
+            if dialect == "postgresql":
+                db.execute(text(f"SET LOCAL lock_timeout = '{int(context.lock_timeout_ms)}ms'"))
+            elif dialect != "sqlite":  # MySQL / MariaDB: whole seconds, per connection
+                seconds = max(1, math.ceil(context.lock_timeout_ms / 1000))
+                db.execute(text(f"SET SESSION innodb_lock_wait_timeout = {seconds}"))
+            yield db
 
 
 class TransactionLock:
@@ -218,13 +243,18 @@ def _is_lock_timeout(error: OperationalError) -> bool:
 
 
 # --- how another writer of a product's stock joins each strategy's exclusion ---------
-# Called first thing in that writer's transaction (the expiry job's restore).
+# The transaction of that writer (the expiry job's restore), holding what an order holds.
 
-def lock_row_for_update(session: Session, product_id: int, context: OrderContext) -> None:
-    _begin_write_transaction(session, context)
-    session.execute(select(Product.id).where(Product.id == product_id).with_for_update())
+@contextmanager
+def row_locked(database: Engine, product_id: int, context: OrderContext) -> Iterator[Connection]:
+    with locking_transaction(database, context) as db:
+        db.execute(STOCK_FOR_UPDATE, {"product": product_id})
+        yield db
 
 
-def lock_pg_advisory(session: Session, product_id: int, context: OrderContext) -> None:
-    _begin_write_transaction(session, context)
-    session.execute(select(func.pg_advisory_xact_lock(ADVISORY_CLASS, product_id)))
+@contextmanager
+def advisory_locked(database: Engine, product_id: int,
+                    context: OrderContext) -> Iterator[Connection]:
+    with locking_transaction(database, context) as db:
+        db.execute(ADVISORY_LOCK, {"product": product_id})
+        yield db

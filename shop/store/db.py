@@ -38,11 +38,14 @@ DEFAULT_SQLITE_BUSY_MS = 30_000
 
 def make_engine(url: str) -> Engine:
     url = normalise_url(url)
+    # One pooled connection per server thread, and some spare for the jobs. (With
+    # SQLAlchemy's default of 5 for SQLite, a busy instance opened and closed a
+    # connection, with its pragmas, for most transactions.)
     if backend_name(url) == "sqlite":
-        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False},
+                               pool_size=20, max_overflow=10)
         _make_sqlite_transactional(engine)
         return engine
-    # One pooled connection per server thread, and some spare for the jobs.
     return create_engine(url, pool_size=20, max_overflow=10, pool_pre_ping=True,
                          pool_recycle=1800)
 
@@ -58,6 +61,11 @@ def _make_sqlite_transactional(engine: Engine) -> None:
         # WAL lets readers run while one process writes; the busy timeout makes
         # a writer wait for the file lock instead of failing at once.
         cursor.execute("PRAGMA journal_mode=WAL")
+        # NORMAL, as WAL databases usually run: a commit no longer waits for an
+        # fsync of the log (0.2 ms of the 0.23 ms a small write transaction took
+        # here). A crash of the shop loses nothing; a power cut or kernel crash
+        # may lose the last commits, never the database's consistency.
+        cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute(f"PRAGMA busy_timeout={DEFAULT_SQLITE_BUSY_MS}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
@@ -93,6 +101,11 @@ def begin_writing(session: Session) -> None:
 
 def make_sessions(engine: Engine) -> sessionmaker[Session]:
     return sessionmaker(engine, expire_on_commit=False)
+
+
+def engine_of(sessions: sessionmaker[Session]) -> Engine:
+    """The engine ``sessions`` are bound to: the order path runs on it directly."""
+    return sessions.kw["bind"]
 
 
 def is_unavailable(error: DBAPIError) -> bool:

@@ -7,6 +7,7 @@ on all three databases keeps the audit's arithmetic simple.
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, UniqueConstraint
@@ -95,11 +96,36 @@ class Order(Base):
     paid_at: Mapped[datetime | None] = mapped_column(default=None)
 
     def as_dict(self) -> dict:
-        return {"id": self.id, "product_id": self.product_id, "quantity": self.quantity,
-                "seat": self.seat, "status": self.status, "instance": self.instance,
-                "strategy": self.strategy, "attempts": self.attempts,
-                "created_at": self.created_at.isoformat() + "Z",
-                "paid_at": self.paid_at.isoformat() + "Z" if self.paid_at else None}
+        return order_as_dict(self)
+
+
+@dataclass
+class PlacedOrder:
+    """An order as the order path wrote it: the row's values, without the ORM's
+    bookkeeping (building a mapped ``Order`` costs more than inserting it)."""
+
+    id: int
+    product_id: int
+    quantity: int
+    seat: str | None
+    status: str
+    instance: str
+    strategy: str
+    attempts: int
+    created_at: datetime
+    paid_at: datetime | None = None
+
+    def as_dict(self) -> dict:
+        return order_as_dict(self)
+
+
+def order_as_dict(order: Order | PlacedOrder) -> dict:
+    """An order as the API shows it."""
+    return {"id": order.id, "product_id": order.product_id, "quantity": order.quantity,
+            "seat": order.seat, "status": order.status, "instance": order.instance,
+            "strategy": order.strategy, "attempts": order.attempts,
+            "created_at": order.created_at.isoformat() + "Z",
+            "paid_at": order.paid_at.isoformat() + "Z" if order.paid_at else None}
 
 
 class StaleWrite(Base):

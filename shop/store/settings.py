@@ -1,14 +1,15 @@
 """Cluster-wide settings: one row per key in the ``settings`` table.
 
 Every instance reads them on every order, so switching the strategy once
-switches the whole cluster at once (there is no cache to go stale).
+switches the whole cluster at once (there is no cache to go stale). The read
+is one small SELECT in the transaction that checks the order anyway.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields, replace
 
-from sqlalchemy import select, update
+from sqlalchemy import Connection, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -52,13 +53,15 @@ class ClusterSettings:
         return asdict(self)
 
 
-def read_settings(session: Session, defaults: ClusterSettings) -> ClusterSettings:
-    rows = dict(session.execute(select(Setting.key, Setting.value)).all())
-    values = {}
-    for key, default in defaults.as_dict().items():
-        raw = rows.get(key)
-        values[key] = default if raw is None else type(default)(raw)
-    return ClusterSettings(**values)
+EVERY_SETTING = select(Setting.key, Setting.value)
+SETTING_NAMES = frozenset(field.name for field in fields(ClusterSettings))
+
+
+def read_settings(db: Connection | Session, defaults: ClusterSettings) -> ClusterSettings:
+    """The stored settings, each of its default's type; the defaults where none is stored."""
+    return replace(defaults, **{key: type(getattr(defaults, key))(value)
+                                for key, value in db.execute(EVERY_SETTING)
+                                if key in SETTING_NAMES})
 
 
 def write_settings(session: Session, **values: object) -> None:

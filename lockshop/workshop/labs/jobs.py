@@ -24,6 +24,7 @@ from shop.jobs.tasks import JobContext, expire_unpaid, send_reminders
 from shop.orders.order_path import OrderContext, OrderRequest
 from shop.orders.strategies import Strategies
 from shop.store.audit import take_audit
+from shop.store.db import engine_of
 from shop.store.models import ProductKind, utcnow
 from shop.store.products import ProductSpec
 
@@ -197,7 +198,7 @@ def stage_job_longer_than_lease(run) -> None:
                                  still_ours=lock.ensure_held if recheck else (lambda: None),
                                  exclude_orders=lambda product: nullcontext())
             try:
-                outcomes[name] = f"sent {send_reminders(sessions, context, 0)}"
+                outcomes[name] = f"sent {send_reminders(engine_of(sessions), context, 0)}"
             except LockLost:
                 outcomes[name] = "stopped before writing: its lock was gone"
             try:
@@ -228,7 +229,7 @@ def stage_job_longer_than_lease(run) -> None:
 
 def place_order_unguarded(sessions) -> None:
     Strategies(Backends(), "sqlite").runner("atomic")(
-        sessions, OrderRequest(1), OrderContext("lab", "atomic", 0, 1000))
+        engine_of(sessions), OrderRequest(1), OrderContext("lab", "atomic", 0, 1000))
 
 
 # --- C42: stock held by unpaid orders -----------------------------------------------------------
@@ -251,7 +252,7 @@ def stage_unpaid_orders(run) -> None:
                                  exclude_orders=lambda product: Strategies(
                                      Backends(), "sqlite").excluding_orders(
                                      "atomic", product, OrderContext("lab", "atomic", 0, 1000)))
-            expired = expire_unpaid(sessions, context, 0)
+            expired = expire_unpaid(engine_of(sessions), context, 0)
             run.check("the expiry job fires (unpaid for longer than the allowed time)",
                       expected="it expires the 3 orders and gives their units back",
                       observed=f"expired {expired}; stock {_stock(sessions)}",

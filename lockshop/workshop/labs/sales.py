@@ -20,6 +20,7 @@ from shop.errors import SoldOut
 from shop.orders.order_path import OrderContext, OrderRequest
 from shop.orders.strategies import Strategies
 from shop.store.audit import take_audit
+from shop.store.db import engine_of
 from shop.store.models import ProductKind
 from shop.store.products import ProductSpec
 
@@ -40,7 +41,7 @@ def flash_sale(run, strategy: str, **backends) -> dict:
     def buyer() -> None:
         start.wait()
         try:
-            place(sessions, OrderRequest(1), context)
+            place(engine_of(sessions), OrderRequest(1), context)
         except SoldOut:
             refused.append(1)
 

@@ -18,6 +18,7 @@ from shop.orders.order_path import (
     write_stock,
 )
 from shop.store.audit import take_audit
+from shop.store.db import engine_of
 from shop.store.models import ProductKind
 
 CONTEXT = OrderContext("lab", "lab", business_delay_ms=0, lock_timeout_ms=1000)
@@ -25,17 +26,17 @@ CONTEXT = OrderContext("lab", "lab", business_delay_ms=0, lock_timeout_ms=1000)
 
 def read(sessions) -> int:
     """Step 1: the stock of product 1."""
-    with sessions.begin() as session:
-        return read_stock(session, 1, ProductKind.ITEM)[0]
+    with engine_of(sessions).begin() as db:
+        return read_stock(db, 1, ProductKind.ITEM)[0]
 
 
 def sell(sessions, stock_read: int, fencing_token: int | None = None) -> str:
     """Steps 4 and 5: write ``stock_read - 1`` (fenced when a token is given) and insert
     the order, in one transaction. "written", or "refused as stale" by fencing."""
     try:
-        with sessions.begin() as session:
-            write_stock(session, 1, stock_read - 1, fencing_token=fencing_token)
-            insert_order(session, OrderRequest(1), None, CONTEXT)
+        with engine_of(sessions).begin() as db:
+            write_stock(db, 1, stock_read - 1, fencing_token=fencing_token)
+            insert_order(db, OrderRequest(1), None, CONTEXT)
         return "written"
     except StaleWriteRejected:
         return "refused as stale"

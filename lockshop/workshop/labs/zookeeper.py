@@ -22,6 +22,7 @@ from shop.orders.order_path import (
 )
 from shop.orders.strategies import Strategies
 from shop.store.audit import take_audit
+from shop.store.db import engine_of
 from shop.store.models import ProductKind
 from shop.store.products import ProductSpec
 
@@ -48,7 +49,7 @@ def stage_ticket_offices(run) -> None:
 
         def office() -> None:
             start.wait()
-            sold.append(place(sessions, OrderRequest(1), context).seat)
+            sold.append(place(engine_of(sessions), OrderRequest(1), context).seat)
 
         offices = [threading.Thread(target=office) for _ in range(2)]
         for thread in offices:
