@@ -203,6 +203,16 @@ def cmd_report(args: argparse.Namespace, config: Config) -> int:
 
 def cmd_bench(args: argparse.Namespace, config: Config) -> int:
     output = args.output or Path("bench-results") / f"{args.family}.json"
+    if args.family == "shop":
+        from lockshop.bench.shop import bench_shop
+        names = _names(args.strategies)
+        for name in names or []:
+            known = [s.name for s in all_strategies()]
+            if name not in known:
+                raise UnknownStrategy(name, known)
+        bench_shop(config, strategies=names, instances=args.instances,
+                   connections=args.connections, seconds=args.run_time or 3, output=output)
+        return 0
     if args.family == "redis":
         from lockshop.bench.redis_locks import bench_redis
         from lockshop.cluster.redis_servers import redis_server_binary

@@ -65,8 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     report.set_defaults(run=commands.cmd_report)
 
     bench = subcommands.add_parser("bench", help="measure strategies; print and write the figures")
-    bench.add_argument("family", choices=["database", "redis", "zookeeper"],
-                       help="which family to measure")
+    bench.add_argument("family", choices=["shop", "database", "redis", "zookeeper"],
+                       help="what to measure: the shop's own cost per order, or a family")
     bench.add_argument("--databases", default="sqlite,postgresql,mysql",
                        help="comma-separated: sqlite, postgresql, mysql (default: all three)")
     bench.add_argument("--postgres-url", default=DEFAULT_SERVERS["postgresql"],
@@ -75,8 +75,10 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--strategies", help="comma-separated names (default: the family's)")
     bench.add_argument("--instances", type=positive, default=3)
     bench.add_argument("--users", type=positive, default=24)
+    bench.add_argument("--connections", type=positive, default=16,
+                       help="shop: the closed loop's connections (default: 16)")
     bench.add_argument("--run-time", type=positive, default=None,
-                       help="seconds per run (default: 6 for database, 3 for redis)")
+                       help="seconds per run (default: 6 for database, 3 for the others)")
     bench.add_argument("--business-delay-ms", type=delay, default=0)
     bench.add_argument("--output", type=Path,
                        help="JSON file (default: bench-results/<family>.json)")
