@@ -87,9 +87,9 @@ def _fail_audit(environment, message: str) -> None:
 class ShopUser(FastHttpUser):
     """A shopper who talks to a random instance for every request.
 
-    ``FastHttpUser`` (geventhttpclient) rather than ``HttpUser`` (requests): it
-    spends several times less CPU per request, and the load generator shares
-    the machine with the shop it measures.
+    ``FastHttpUser`` (geventhttpclient) rather than ``HttpUser`` (requests):
+    Locust's documentation puts its cost per request at a fraction of the
+    other's, and the load generator shares the machine with the shop it measures.
     """
 
     abstract = True

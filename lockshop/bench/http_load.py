@@ -6,8 +6,8 @@ is the right tool for scenarios (users, weights, a UI), but even its
 ``FastHttpUser`` spends its time in greenlets, events and statistics per
 request. Here each connection is a coroutine that writes one prepared
 request, reads the answer (status line, headers, ``Content-Length`` bytes)
-and writes the next: about 30 µs of client time per request, a tenth of
-the cheapest answer the shop can give.
+and writes the next: measured at 0.15 of a core for 1,500 requests/s, a
+sixth of what the cheapest answer costs the shop.
 
 Closed loop: ``connections`` requests are in flight at any time, and a
 connection waits for its answer before it asks again, as a pool of buyers

@@ -13,8 +13,8 @@ out, so that every order does the whole read-check-write):
   and on all of them.
 
 The load is ``lockshop.bench.http_load`` (asyncio, raw HTTP/1.1, keep-alive):
-it costs about a tenth of the cheapest answer, so the shop, not the client,
-is what runs out of CPU. Targets are ratios of figures from this same run,
+it costs a sixth of the cheapest answer, so the shop, not the client, is
+what runs out of CPU. Targets are ratios of figures from this same run,
 never wall-clock limits; they are printed with each verdict.
 """
 
@@ -142,7 +142,7 @@ def _report(figures: list[ShopFigures], verdicts: list[dict], output: Path, **se
     print(format_table(
         ("measure", "one at a time ms", "per s, 1 instance",
          f"per s, {settings['instances']} instances", "refused", "audit"),
-        [(f.measure, f.one_at_a_time_ms, f.per_second_one, f.per_second_all, f.refused,
+        [(f.measure, f"{f.one_at_a_time_ms:.2f}", f.per_second_one, f.per_second_all, f.refused,
           "-" if f.correct is None else "correct" if f.correct else "NOT correct")
          for f in figures]))
     print()
