@@ -17,7 +17,7 @@ import random
 import gevent
 import locust.stats
 import requests
-from locust import FastHttpUser, events
+from locust import HttpUser, events
 from locust.runners import WorkerRunner
 from locust.stats import CSV_STATS_INTERVAL_SEC
 
@@ -84,13 +84,8 @@ def _fail_audit(environment, message: str) -> None:
     gevent.sleep(CSV_STATS_INTERVAL_SEC + 0.2)
 
 
-class ShopUser(FastHttpUser):
-    """A shopper who talks to a random instance for every request.
-
-    ``FastHttpUser`` (geventhttpclient) rather than ``HttpUser`` (requests):
-    Locust's documentation puts its cost per request at a fraction of the
-    other's, and the load generator shares the machine with the shop it measures.
-    """
+class ShopUser(HttpUser):
+    """A shopper who talks to a random instance for every request."""
 
     abstract = True
 
