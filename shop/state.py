@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from flask import current_app
@@ -90,22 +92,26 @@ class ShopState:
         # One short read: the settings in force, then whether the request can be met.
         with self.engine.begin() as db:
             context = self.context(read_settings(db, self.default_settings))
-            try:
+            with _refusals_counted(context.strategy):
                 kind = check_request(db, request)
-            except ShopError as error:
-                counters.add("orders", strategy=context.strategy, outcome=error.code)
-                raise
         runner = self.strategies.runner(context.strategy)
-        try:
+        with _refusals_counted(context.strategy):
             order = runner(self.engine, request, context, kind)
-        except ShopError as error:
-            counters.add("orders", strategy=context.strategy, outcome=error.code)
-            raise
-        except LockError as error:
-            counters.add("orders", strategy=context.strategy, outcome=type(error).__name__)
-            raise
         counters.add("orders", strategy=context.strategy, outcome="placed")
         return order
+
+
+@contextmanager
+def _refusals_counted(strategy: str) -> Iterator[None]:
+    """Count an order that was refused or could not get its lock, by why."""
+    try:
+        yield
+    except ShopError as error:
+        counters.add("orders", strategy=strategy, outcome=error.code)
+        raise
+    except LockError as error:
+        counters.add("orders", strategy=strategy, outcome=type(error).__name__)
+        raise
 
 
 def shop() -> ShopState:

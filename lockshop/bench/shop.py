@@ -92,7 +92,7 @@ def _usable(config: Config, names: list[str]) -> list[str]:
     strategies = Strategies(locks_backends(config), "sqlite")
     try:
         for name in [n for n in names if not usable(strategies, n)]:
-            _say(f"{name}: skipped, its server or database is not here")
+            _say(f"{name}: skipped, it needs another database")
         return [n for n in names if usable(strategies, n)]
     finally:
         strategies.close()

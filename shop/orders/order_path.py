@@ -181,7 +181,7 @@ def write_stock(db: Connection, product_id: int, new_stock: int,
                                  "was written", token=fencing_token)
 
 
-def add_stock(db: Connection | Session, product_id: int, quantity: int,
+def add_stock(db: Connection, product_id: int, quantity: int,
               fencing_token: int | None = None) -> None:
     """Give ``quantity`` back to the stock, for a writer outside the order path.
 
