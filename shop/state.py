@@ -15,6 +15,7 @@ from locks import LockError
 from shop.config import Config
 from shop.errors import ShopError, Unprocessable
 from shop.metrics import counters
+from shop.orders.idempotency import KeySweeper, Placed, place_once
 from shop.orders.order_path import OrderContext, OrderRequest, check_request
 from shop.orders.stocktake import Stocktake, take_stocktake
 from shop.orders.strategies import Strategies
@@ -35,6 +36,7 @@ class ShopState:
     strategies: Strategies
     _election: object = field(default=None, repr=False)
     _election_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _key_sweeper: KeySweeper = field(default_factory=KeySweeper, repr=False)
 
     def leader_election(self):
         """This instance as a candidate to run the jobs (started on first use)."""
@@ -86,6 +88,12 @@ class ShopState:
         context = self.context()
         return take_stocktake(self.sessions, self.strategies.lock_factory(context.strategy),
                               product_id, context)
+
+    def place_order_once(self, request: OrderRequest) -> Placed:
+        """Place an order, or, when its idempotency key made one already, return that."""
+        if request.key is not None:
+            self._key_sweeper.sweep_if_due(self.engine)
+        return place_once(self.place_order, self.engine, request)
 
     def place_order(self, request: OrderRequest) -> PlacedOrder:
         """Place an order under the cluster's current strategy and business delay."""

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, jsonify, url_for
+from flask import Blueprint, jsonify, request, url_for
 
 from shop.api import schemas
 from shop.api.spec import answers, spec
 from shop.api.validation import body_as, path_id
+from shop.orders.idempotency import checked_key
 from shop.orders.order_path import OrderRequest, get_order, pay_order
 from shop.state import shop
 
@@ -17,16 +18,26 @@ orders = Blueprint("orders", __name__, url_prefix="/api/orders")
 # refusals: spectree's checks of the request and of the answer cost more than the
 # order's own work (``lockshop bench shop`` measured it). The document still lists both.
 @orders.post("")
-@spec.validate(json=schemas.NewOrder, resp=answers(201, schemas.Order, 400, 404, 409, 422, 503),
+@spec.validate(json=schemas.NewOrder, headers=schemas.OrderHeaders, resp=answers(201, schemas.Order, 400, 404, 409, 422, 503),
                tags=["orders"], skip_validation=True)
 def create_order():
     """Place an order through the current strategy.
 
     ``quantity`` of an item, or one seat of a ticket (the one named, or the first free).
+
+    With an ``Idempotency-Key`` header (1 to 255 printable ASCII characters, one
+    key per order, the same on every retry of it), a retry on any instance gets
+    the order the key made, with ``Idempotent-Replayed: true``, and never makes a
+    second one; the same key with another body is refused (422). Keys are kept
+    for 24 hours.
     """
     body = body_as(schemas.NewOrder)
-    order = shop().place_order(OrderRequest(body.product_id, body.quantity, body.seat))
-    return jsonify(order.as_dict()), 201, {"Location": url_for(".show_order", order_id=order.id)}
+    key = checked_key(request.headers.get("Idempotency-Key"))
+    placed = shop().place_order_once(OrderRequest(body.product_id, body.quantity, body.seat, key))
+    headers = {"Location": url_for(".show_order", order_id=placed.order.id)}
+    if placed.replayed:
+        headers["Idempotent-Replayed"] = "true"
+    return jsonify(placed.order.as_dict()), 201, headers
 
 
 @orders.get("/<int:order_id>")

@@ -42,6 +42,16 @@ class NewOrder(Request):
                              description="tickets only; omit for the first free seat")
 
 
+class OrderHeaders(BaseModel):
+    """Headers of a new order (only documented: the view reads and checks its own)."""
+
+    idempotency_key: str | None = Field(
+        None, alias="Idempotency-Key", min_length=1, max_length=255,
+        description="one key per order, the same on every retry of it: a retry on any "
+                    "instance gets the order the key made (``Idempotent-Replayed: true``) "
+                    "and never makes a second; kept 24 hours")
+
+
 class NewProduct(Request):
     """One product of a reset: an item with ``stock``, or a ticket with ``seats``."""
 

@@ -49,6 +49,7 @@ from shop.metrics import counters
 from shop.store.models import (
     LIVE_STATUSES,
     Order,
+    OrderKey,
     OrderStatus,
     PlacedOrder,
     Product,
@@ -69,6 +70,13 @@ class OrderRequest:
     product_id: int
     quantity: int = 1
     seat: str | None = None
+    #: The buyer's ``Idempotency-Key``: one key makes at most one order (``idempotency``).
+    key: str | None = None
+
+    @property
+    def asked(self) -> str:
+        """What was asked, without the key: a retry must ask the same."""
+        return f"{self.product_id}/{self.quantity}/{self.seat or ''}"
 
 
 @dataclass(frozen=True)
@@ -211,6 +219,8 @@ def record_stale_write(database: Engine, product_id: int, token: int | None,
 
 
 NEW_ORDER = insert(Order)
+NEW_KEY = insert(OrderKey).values(key=bindparam("key"), order_id=bindparam("order"),
+                                  request=bindparam("asked"), created_at=bindparam("at"))
 CLAIM_SEAT = (update(Seat).where(Seat.product_id == bindparam("product"),
                                  Seat.label == bindparam("seat"))
               .values(order_id=bindparam("order")))
@@ -218,13 +228,19 @@ CLAIM_SEAT = (update(Seat).where(Seat.product_id == bindparam("product"),
 
 def insert_order(db: Connection, request: OrderRequest, seat: str | None,
                  context: OrderContext, attempts: int = 1) -> PlacedOrder:
-    """Step 5: the order row (and, for a ticket, a blind claim of its seat)."""
+    """Step 5: the order row (and, for a ticket, a blind claim of its seat).
+
+    With the buyer's idempotency key, the key's row too: if a retry's order took
+    the key first, this insert fails and the whole write rolls back."""
     values = {"product_id": request.product_id, "quantity": request.quantity, "seat": seat,
               "status": OrderStatus.PENDING.value, "instance": context.instance,
               "strategy": context.strategy, "attempts": attempts, "created_at": utcnow()}
     order_id = db.execute(NEW_ORDER, values).inserted_primary_key[0]
     if seat is not None:
         db.execute(CLAIM_SEAT, {"product": request.product_id, "seat": seat, "order": order_id})
+    if request.key is not None:
+        db.execute(NEW_KEY, {"key": request.key, "order": order_id, "asked": request.asked,
+                             "at": values["created_at"]})
     return PlacedOrder(id=order_id, **values)
 
 

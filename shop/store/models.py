@@ -128,6 +128,20 @@ def order_as_dict(order: Order | PlacedOrder) -> dict:
             "paid_at": order.paid_at.isoformat() + "Z" if order.paid_at else None}
 
 
+class OrderKey(Base):
+    """An ``Idempotency-Key`` a buyer sent with an order, written in the order's own
+    transaction: the primary key lets one key make one order, whichever instance and
+    strategy took it, and a retry finds the order here."""
+
+    __tablename__ = "order_keys"
+
+    key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    order_id: Mapped[int] = mapped_column(ForeignKey("orders.id", ondelete="CASCADE"))
+    #: What was asked, "product/quantity/seat": the same key for another request is refused.
+    request: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+
+
 class StaleWrite(Base):
     """A stock write refused because its fencing token was not the newest."""
 

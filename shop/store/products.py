@@ -18,6 +18,7 @@ from shop.store.models import (
     JobClaim,
     JobRun,
     Order,
+    OrderKey,
     Product,
     ProductKind,
     Reminder,
@@ -78,6 +79,7 @@ def reset_products(sessions: sessionmaker[Session],
         session.execute(delete(StaleWrite))
         for table in (JobRun, JobClaim, StockRestoration, Reminder):
             session.execute(delete(table))
+        session.execute(delete(OrderKey))
         session.execute(delete(Order))
         session.execute(delete(Seat))
         session.execute(delete(Product))
