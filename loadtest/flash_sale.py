@@ -4,7 +4,7 @@ Buyers order items (one unit at a time) and seats (the first free one, so
 that buyers collide on the same seat, as at a real ticket release), and pay
 about half of what they get. A 409 (sold out, seat taken) is the expected
 answer once stock runs out; a 503 (lock not had in time) is counted as a
-failure. At the end the shop's audit decides whether the run was correct.
+failure, and the order retried with its idempotency key (``ShopUser.place_order``). At the end the shop's audit decides whether the run was correct.
 
     locust -f loadtest/flash_sale.py --headless -u 30 -r 30 -t 20s \\
         --host http://127.0.0.1:8000 \\
@@ -41,18 +41,9 @@ class FlashSaleBuyer(ShopUser):
             self._order({"product_id": random.choice(self.tickets)}, "seat")
 
     def _order(self, body: dict, what: str) -> None:
-        with self.client.post(self.url("/api/orders"), json=body, name=f"/api/orders [{what}]",
-                              catch_response=True) as response:
-            if response.status_code == 201:
-                order_id = response.json()["id"]
-            elif response.status_code == 409:
-                response.success()  # sold out or seat taken: the right answer
-                return
-            else:
-                response.failure(f"{response.status_code}: {response.text[:200]}")
-                return
-        if random.random() < PAY_SHARE:
-            with self.client.post(self.url(f"/api/orders/{order_id}/pay"),
+        order = self.place_order(body, f"/api/orders [{what}]")
+        if order is not None and random.random() < PAY_SHARE:
+            with self.client.post(self.url(f"/api/orders/{order['id']}/pay"),
                                   name="/api/orders/[id]/pay", catch_response=True) as paid:
                 if paid.status_code != 200:
                     paid.failure(f"{paid.status_code}: {paid.text[:200]}")

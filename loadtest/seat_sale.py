@@ -33,13 +33,8 @@ class SeatBuyer(ShopUser):
             if seat is None:
                 return
             body["seat"] = seat
-        with self.client.post(self.url("/api/orders"), json=body, catch_response=True,
-                              name="/api/orders [named seat]" if "seat" in body
-                              else "/api/orders [any seat]") as response:
-            if response.status_code in (201, 409):
-                response.success()
-            else:
-                response.failure(f"{response.status_code}: {response.text[:200]}")
+        self.place_order(body, "/api/orders [named seat]" if "seat" in body
+                         else "/api/orders [any seat]")
 
     def _pick_from_the_map(self, product: int) -> str | None:
         with self.client.get(self.url(f"/api/products/{product}"), name="/api/products/[id]",

@@ -4,6 +4,11 @@
   ``LOCKSHOP_TARGETS`` variable) lists the instances; every request goes to
   one of them at random, as a load balancer would spread them. Without it,
   ``--host`` is the only target.
+* Every order carries an ``Idempotency-Key`` made for it, and an order that
+  timed out (``--order-timeout``, seconds), lost its connection or got a 503
+  is sent again with the same key, up to ``--order-retries`` times, to any
+  instance: as a careful client retries, without ever buying twice.
+  ``--order-retries 0`` turns retries off.
 * When the test stops, the shop's audit is read once (on the master in a
   distributed run, never on the workers). If it is not correct, a failure
   entry "AUDIT shop audit" is added to the statistics and Locust exits 1.
@@ -13,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import random
+import uuid
 
 import gevent
 import locust.stats
@@ -34,6 +40,11 @@ def _add_arguments(parser) -> None:
                         help="comma-separated base URLs of the shop instances")
     parser.add_argument("--admin-token", type=str, env_var="LOCKSHOP_ADMIN_TOKEN", default="",
                         help="the shop's admin token, to read the audit", is_secret=True)
+    parser.add_argument("--order-timeout", type=float, env_var="LOCKSHOP_ORDER_TIMEOUT",
+                        default=10.0, help="seconds an order may take before it is retried")
+    parser.add_argument("--order-retries", type=int, env_var="LOCKSHOP_ORDER_RETRIES",
+                        default=2, help="retries of an order that timed out or got a 503, "
+                                        "each with the order's idempotency key")
 
 
 def targets_of(environment) -> list[str]:
@@ -94,6 +105,36 @@ class ShopUser(HttpUser):
 
     def url(self, path: str) -> str:
         return random.choice(self.targets) + path
+
+    def place_order(self, body: dict, name: str) -> dict | None:
+        """POST an order with a key of its own; retry what may or may not have been taken.
+
+        A timeout, a dropped connection or a 503 leaves the buyer not knowing
+        whether the order was taken; the retry sends the same key, so the shop
+        answers with the order the key made, if any, and never makes a second.
+        The order (JSON) once placed; None when refused (409, the expected
+        answer when stock runs out) or failed.
+        """
+        options = self.environment.parsed_options
+        timeout = options.order_timeout if options else 10.0
+        retries = options.order_retries if options else 2
+        key = uuid.uuid4().hex
+        for attempt in range(retries + 1):
+            with self.client.post(self.url("/api/orders"), json=body, timeout=timeout,
+                                  headers={"Idempotency-Key": key},
+                                  name=name if attempt == 0 else f"{name} [retry]",
+                                  catch_response=True) as response:
+                if response.status_code == 201:
+                    return response.json()
+                if response.status_code == 409:
+                    response.success()  # sold out or seat taken: the right answer
+                    return None
+                response.failure(f"{response.status_code or 'no answer'}: "
+                                 f"{(response.text or str(response.error))[:200]}")
+                if response.status_code not in (0, 503):
+                    return None  # an answer a retry would only repeat
+            gevent.sleep(min(0.05 * 2 ** attempt, 1.0))
+        return None
 
     def product_ids(self, kind: str) -> list[int]:
         """The ids of the products of ``kind`` ("item" or "ticket"); [] if the list fails."""

@@ -37,16 +37,10 @@ class SlowPayer(ShopUser):
     def order(self) -> None:
         if not self.products:
             return
-        with self.client.post(self.url("/api/orders"),
-                              json={"product_id": random.choice(self.products)},
-                              name="/api/orders", catch_response=True) as response:
-            if response.status_code == 409:
-                response.success()  # sold out or seat taken
-                return
-            if response.status_code != 201:
-                response.failure(f"{response.status_code}: {response.text[:200]}")
-                return
-            order_id = response.json()["id"]
+        order = self.place_order({"product_id": random.choice(self.products)}, "/api/orders")
+        if order is None:
+            return
+        order_id = order["id"]
         chance = random.random()
         if chance < PAY_NOW:
             self._pay(order_id, late=False)

@@ -5,11 +5,14 @@ from __future__ import annotations
 import csv
 
 import pytest
+from sqlalchemy import func, select
 
 from loadtest.runner import run_locust
 from lockshop.cluster.client import ShopClient
 from lockshop.cluster.launcher import Cluster
 from shop.config import Config
+from shop.store.db import make_engine
+from shop.store.models import Order, OrderKey
 
 pytestmark = [pytest.mark.cluster, pytest.mark.locust]
 
@@ -79,3 +82,43 @@ def test_locusts_processes_shortcut_reads_the_audit_once(cluster, tmp_path):
                         csv_prefix=tmp_path / "processes", extra_args=("--processes", "2"))
     failures = audit_failures(result.csv_prefix)
     assert result.exit_code == 1 and len(failures) == 1 and failures[0]["Occurrences"] == "1"
+
+
+@pytest.mark.parametrize("locustfile", ["flash_sale", "seat_sale", "slow_payers"])
+def test_every_locustfile_places_orders(cluster, tmp_path, locustfile):
+    """A sale that places nothing must not pass for a correct one (the audit of an
+    empty sale is correct)."""
+    admin = ShopClient(cluster.urls[0], "s3cret")
+    admin.reset(SMALL_CATALOGUE)
+    admin.set_settings(strategy="local", business_delay_ms=0)
+    result = run_locust(cluster.urls[:1], locustfile=locustfile, users=4, run_time_s=3,
+                        admin_token="s3cret", csv_prefix=tmp_path / locustfile)
+    assert result.exit_code == 0, result.output
+    assert admin.audit()["totals"]["orders"] > 0
+
+
+def test_timed_out_orders_are_retried_with_their_key_and_never_bought_twice(cluster, tmp_path):
+    """Every order sits 400 ms in its critical section and its buyer gives up after
+    250 ms: most orders time out, and their retries (to any instance) find the order
+    their key made, or make it. Without the key each retry could buy again."""
+    admin = ShopClient(cluster.urls[0], "s3cret")
+    admin.reset(SMALL_CATALOGUE)
+    admin.set_settings(strategy="table", business_delay_ms=400)
+    result = run_locust(cluster.urls, users=6, run_time_s=5, admin_token="s3cret",
+                        csv_prefix=tmp_path / "retries",
+                        extra_args=("--order-timeout", "0.25", "--order-retries", "3"))
+    with open(f"{tmp_path / 'retries'}_stats.csv", newline="") as stats:
+        retried = sum(int(row["Request Count"]) for row in csv.DictReader(stats)
+                      if row["Name"].endswith("[retry]"))
+    assert retried > 0, result.output
+    audit = admin.audit()
+    assert audit["correct"] is True, audit["totals"]
+    assert audit["totals"]["orders"] > 0
+    engine = make_engine(cluster.config.database_url)
+    try:
+        with engine.begin() as db:
+            orders = db.scalar(select(func.count()).select_from(Order))
+            keys = db.scalar(select(func.count()).select_from(OrderKey))
+    finally:
+        engine.dispose()
+    assert orders == keys  # every order was made by one key, and one key made one order

@@ -31,10 +31,13 @@ class ShopClient:
     def audit(self) -> dict:
         return self._call("GET", "/api/admin/audit")
 
-    def order(self, product_id: int = 1, **fields: object) -> int | str:
-        """Place an order; its HTTP status, or why there was no answer."""
+    def order(self, product_id: int = 1, *, key: str | None = None,
+              timeout: float | None = None, **fields: object) -> int | str:
+        """Place an order (with ``key`` as its Idempotency-Key, waiting at most ``timeout``
+        seconds); its HTTP status, or why there was no answer."""
         try:
-            self._send("POST", "/api/orders", {"product_id": product_id, **fields})
+            self._send("POST", "/api/orders", {"product_id": product_id, **fields},
+                       headers={"Idempotency-Key": key} if key else {}, timeout=timeout)
             return 201
         except urllib.error.HTTPError as error:
             return error.code
@@ -63,11 +66,13 @@ class ShopClient:
             reason = getattr(error, "reason", error)
             raise ShopClientError(f"cannot reach {self.base_url}: {reason}") from None
 
-    def _send(self, method: str, path: str, body: dict | None = None) -> bytes:
+    def _send(self, method: str, path: str, body: dict | None = None,
+              headers: dict[str, str] | None = None, timeout: float | None = None) -> bytes:
         data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(self.base_url + path, data=data, method=method,
-                                         headers={"Content-Type": "application/json"})
+                                         headers={"Content-Type": "application/json",
+                                                  **(headers or {})})
         if self.admin_token:
             request.add_header("Authorization", f"Bearer {self.admin_token}")
-        with urllib.request.urlopen(request, timeout=self.timeout) as response:
+        with urllib.request.urlopen(request, timeout=timeout or self.timeout) as response:
             return response.read()
