@@ -180,6 +180,12 @@ class DistributedLock(ABC):
         except self.backend_errors as error:
             raise BackendUnavailable(self.name, self.backend, error) from error
 
+    def wrote(self) -> None:
+        """Say that the work done under this hold was written (committed): the hold log
+        keeps it, so an audit can tell two holders that both wrote from a late one whose
+        write fencing refused."""
+        self._hold_log.wrote(self._hold_id)
+
     def ensure_held(self) -> None:
         """Raise ``LockLost`` unless the lock is still ours: call it just before writing."""
         try:

@@ -7,9 +7,14 @@ clock (``time.time()``, comparable across processes on one host), and the
 console draws them side by side: two holds of one lock that overlap in time
 are two holders at once, which is what a lock exists to prevent.
 
+A holder that wrote under its hold says so (``wrote``): two overlapping holds
+that both wrote are the harm a lock exists to prevent; an overlap where
+fencing refused the late write is a lock failing safely.
+
 The log is bounded (the last ``capacity`` holds), so a long load run costs a
-fixed amount of memory. Holds still open are kept apart, so they are never
-pushed out by the finished ones.
+fixed amount of memory; ``forgotten`` counts the holds pushed out, so that an
+audit over a longer run can say it saw only part of it. Holds still open are
+kept apart, so they are never pushed out by the finished ones.
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ class HoldRecord:
     #: How it ended: "released", "lost" (the backend said it was no longer ours), or
     #: "release failed" (the backend could not be reached to say).
     ended: str | None = None
+    #: Whether the holder's write under this hold committed.
+    wrote: bool = False
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -41,9 +48,11 @@ class HoldRecord:
 class HoldLog:
     """Thread-safe: the holds of this process, the open ones and the last finished ones."""
 
-    def __init__(self, capacity: int = 2000) -> None:
+    def __init__(self, capacity: int = 20_000) -> None:
         self._lock = threading.Lock()
         self._capacity = capacity
+        #: Finished holds pushed out of the log by newer ones, since it began.
+        self.forgotten = 0
         self._ids = itertools.count(1)
         self._open: dict[int, HoldRecord] = {}
         self._finished: deque[HoldRecord] = deque(maxlen=capacity)
@@ -55,7 +64,15 @@ class HoldLog:
             self._open[record.id] = record
             if len(self._open) > self._capacity:  # a holder that never released: forget it
                 self._open.pop(next(iter(self._open)))
+                self.forgotten += 1
         return record.id
+
+    def wrote(self, hold_id: int | None) -> None:
+        """The holder's write under this (open) hold committed."""
+        with self._lock:
+            record = self._open.get(hold_id)
+            if record is not None:
+                record.wrote = True
 
     def closed(self, hold_id: int | None, ended: str = "released",
                at: float | None = None) -> None:
@@ -67,7 +84,12 @@ class HoldLog:
             if record is None:
                 return
             record.released, record.ended = at or time.time(), ended
-            self._finished.append(record)
+            self._remember(record)
+
+    def _remember(self, record: HoldRecord) -> None:
+        if len(self._finished) == self._capacity:
+            self.forgotten += 1
+        self._finished.append(record)
 
     def close_open(self, ended: str) -> int:
         """Close every hold still open, as ``ended``: for a program that drops its locks
@@ -76,7 +98,7 @@ class HoldLog:
             records, self._open = list(self._open.values()), {}
             for record in records:
                 record.released, record.ended = time.time(), ended
-                self._finished.append(record)
+                self._remember(record)
         return len(records)
 
     def holds(self, since: float = 0.0) -> list[HoldRecord]:
@@ -89,6 +111,7 @@ class HoldLog:
         with self._lock:
             self._open.clear()
             self._finished.clear()
+            self.forgotten = 0
 
 
 # The process-wide log. A lock records into it unless given another.

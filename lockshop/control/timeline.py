@@ -3,7 +3,11 @@
 Each instance keeps its own record of its holds (``locks.holds``), on the
 machine's real-time clock; the launcher keeps the labs' (they run in its
 process). Two holds of one lock whose times overlap are two holders at once:
-what a lock exists to prevent, drawn in red by the console.
+what a lock exists to prevent, drawn in red by the console, and counted by
+the overlap audit (``overlap_audit``) beside the sales figures. An overlap in
+which both holders wrote is the harm; one in which the late holder's write
+was refused (fencing, or a lost lock noticed before the commit) is a lock
+failing safely.
 """
 
 from __future__ import annotations
@@ -18,18 +22,21 @@ from lockshop.cluster.client import ShopClient, ShopClientError
 LABS = "labs"
 
 
-def collect_holds(instances: dict[str, str], since: float) -> dict:
+def collect_holds(instances: dict[str, str], since: float, *, labs: bool = True,
+                  timeout: float = 0.5) -> dict:
     """Every instance's holds since ``since`` (by name -> base URL), and the labs'."""
     sources = []
     for name, url in instances.items():
         try:
-            own = ShopClient(url, timeout=0.5).get(f"/api/locks/holds?since={since}")
-            sources.append({"name": name, "pid": own["pid"], "holds": own["holds"]})
+            own = ShopClient(url, timeout=timeout).get(f"/api/locks/holds?since={since}")
+            sources.append({"name": name, "pid": own["pid"], "holds": own["holds"],
+                            "forgotten": own.get("forgotten", 0)})
         except ShopClientError as error:
             # A paused instance does not answer: its holds show when it is resumed.
             sources.append({"name": name, "holds": [], "problem": str(error)})
-    sources.append({"name": LABS, "pid": os.getpid(),
-                    "holds": [h.as_dict() for h in locks.holds.holds(since)]})
+    if labs:
+        sources.append({"name": LABS, "pid": os.getpid(),
+                        "holds": [h.as_dict() for h in locks.holds.holds(since)]})
     now = time.time()
     return {"now": now, "since": since, "sources": sources, "overlaps": overlaps(sources, now)}
 
@@ -53,6 +60,36 @@ def overlaps(sources: list[dict], now: float) -> list[dict]:
                 end = min(first_end, second["released"] or now)
                 found.append({"lock": lock, "from": second["acquired"], "to": end,
                               "seconds": round(end - second["acquired"], 4),
+                              "both_wrote": bool(first.get("wrote") and second.get("wrote")),
                               "holds": [{"source": first_source, "id": first["id"]},
                                         {"source": second_source, "id": second["id"]}]})
     return found
+
+
+def overlap_audit(collected: dict, forgotten_before: dict[str, int] | None = None) -> dict:
+    """What ``collect_holds`` found, as the audit reports it: per lock, the holds, the
+    overlapping pairs, how long they overlapped, and the pairs in which both wrote.
+
+    ``complete`` is false when an instance could not be asked, or its bounded log
+    forgot holds since ``forgotten_before`` (each source's ``forgotten`` when the
+    run began): then no overlap seen is not no overlap."""
+    per_lock: dict[str, dict] = {}
+    for source in collected["sources"]:
+        for hold in source["holds"]:
+            figures = per_lock.setdefault(hold["lock"], {"holds": 0, "overlaps": 0,
+                                                         "seconds": 0.0, "both_wrote": 0})
+            figures["holds"] += 1
+    for found in collected["overlaps"]:
+        figures = per_lock[found["lock"]]
+        figures["overlaps"] += 1
+        figures["seconds"] = round(figures["seconds"] + found["seconds"], 4)
+        figures["both_wrote"] += found["both_wrote"]
+    unasked = [s["name"] for s in collected["sources"] if "problem" in s]
+    return {"holds": sum(f["holds"] for f in per_lock.values()),
+            "overlaps": sum(f["overlaps"] for f in per_lock.values()),
+            "seconds": round(sum(f["seconds"] for f in per_lock.values()), 4),
+            "both_wrote": sum(f["both_wrote"] for f in per_lock.values()),
+            "complete": not unasked and all(
+                s.get("forgotten", 0) <= (forgotten_before or {}).get(s["name"], 0)
+                for s in collected["sources"]),
+            "unasked": unasked, "locks": per_lock}

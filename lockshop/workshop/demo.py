@@ -3,8 +3,11 @@
 For every strategy usable on the database (``local`` twice: on one instance
 and on all of them) the demo resets the products, switches the cluster to
 the strategy, runs Locust headless for a fixed time against the instances,
-and reads the audit. Every figure in the table except requests/s and latency
-comes from the audit, that is, from the database. Then the scheduled jobs
+and reads the audit. Every figure in the table except overlaps, requests/s and
+latency comes from the audit, that is, from the database; the overlaps come
+from every instance's own record of its holds (two holders of one lock at
+once, and how many of those pairs both wrote: a "?" when a record was
+incomplete). Then the scheduled jobs
 under each guard (``lockshop.workshop.jobs_demo``), and the labs of the broken locks.
 """
 
@@ -29,8 +32,8 @@ from lockshop.workshop.runs import (
 from shop.config import Config
 
 HEADERS = ("strategy", "instances", "orders", "sold", "remaining", "oversold", "lost updates",
-           "double-booked", "retries", "stale", "wake-ups", "req/s", "p95 ms", "audit",
-           "expected")
+           "double-booked", "retries", "stale", "overlaps", "both wrote", "wake-ups", "req/s",
+           "p95 ms", "audit", "expected")
 
 
 def run_demo(config: Config, *, instances: int = 3, users: int = 24, run_time_s: int = 8,
@@ -99,9 +102,15 @@ def _row(result: RunResult) -> tuple:
     return (result.run.strategy.name, result.run.instances, totals["orders"], totals["sold"],
             totals["remaining"], totals["oversold"], totals["lost_updates"],
             totals["double_booked_seats"], totals["retries"], totals["stale_writes_rejected"],
+            _overlaps(result.overlaps), result.overlaps["both_wrote"],
             result.lock["herd_wakeups"], result.locust.requests_per_second,
             round(result.locust.p95_ms),
             _verdict(result.correct), _verdict(result.run.expected_correct))
+
+
+def _overlaps(overlaps: dict) -> str:
+    """Pairs of holds of one lock at once; "?" marks a count from an incomplete record."""
+    return f"{overlaps['overlaps']}{'' if overlaps['complete'] else '?'}"
 
 
 def _verdict(correct: bool) -> str:

@@ -95,6 +95,8 @@ def _row(result: RunResult, run_time_s: int, output: Path) -> dict:
         "requests_per_s": round(result.locust.requests_per_second, 1),
         "p50_ms": result.locust.p50_ms, "p95_ms": result.locust.p95_ms,
         "failed_requests": result.locust.failures, **result.lock,
+        "overlaps": result.overlaps["overlaps"], "overlaps_both_wrote":
+        result.overlaps["both_wrote"], "overlaps_complete": result.overlaps["complete"],
         "duplicate_job_runs": result.audit["jobs"]["duplicate_runs"],
         "locust_html": str((result.locust.csv_prefix.parent / "locust.html")
                            .relative_to(output)),

@@ -2,14 +2,17 @@
 
 A run resets the products, switches the cluster to the strategy, runs a
 Locust scenario headless against some of the instances, and reads the audit
-(the database's truth) and the instances' ``/metrics`` (the cost in lock
-waits), before and after, so that each run is measured on its own.
+(the database's truth), the overlap audit (every instance's own record of
+its holds: two holders of one lock at once, and whether both wrote) and the
+instances' ``/metrics`` (the cost in lock waits), before and after, so that
+each run is measured on its own.
 """
 
 from __future__ import annotations
 
 import secrets
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
@@ -23,6 +26,7 @@ from lockshop.cluster.launcher import Cluster
 from lockshop.cluster.processes import StartError
 from lockshop.cluster.scratch import scratch_database, server_error
 from lockshop.cluster.servers import own_servers
+from lockshop.control.timeline import collect_holds, overlap_audit
 from shop.config import DEFAULT_DATABASE_URL, Config, locks_backends
 from shop.errors import Unprocessable
 from shop.orders.strategies import ShopStrategy, Strategies
@@ -65,10 +69,12 @@ class RunResult:
     audit: dict
     locust: LocustResult
     lock: dict  # wait/hold means and p95s in ms, herd wake-ups, from /metrics
+    overlaps: dict  # lockshop.control.timeline.overlap_audit
 
     @property
     def correct(self) -> bool:
-        return bool(self.audit["correct"])
+        """The database's audit is correct, and no two holders of a lock both wrote."""
+        return bool(self.audit["correct"]) and self.overlaps["both_wrote"] == 0
 
     @property
     def as_expected(self) -> bool:
@@ -142,14 +148,19 @@ def run_sale(cluster: Cluster, config: Config, scenario: Scenario, run: PlannedR
                        job_guard="strategy", job_interval_ms=1000)
     targets = cluster.urls[:run.instances]
     before = [scrape_lock_metrics(url) for url in targets]
+    instances = {i.name: i.url for i in cluster.instances}
+    since = time.time()
+    forgotten = {s["name"]: s.get("forgotten", 0) for s in
+                 collect_holds(instances, since, labs=False, timeout=10)["sources"]}
     folder.mkdir(parents=True, exist_ok=True)
     result = run_locust(targets, locustfile=scenario.locustfile, users=users,
                         run_time_s=run_time_s, admin_token=config.admin_token or "",
                         csv_prefix=folder / "locust",
                         extra_args=("--html", str(folder / "locust.html")) if html else ())
     after = [scrape_lock_metrics(url) for url in targets]
+    overlaps = overlap_audit(collect_holds(instances, since, labs=False, timeout=30), forgotten)
     return RunResult(scenario, run, admin.audit(), result,
-                     lock_figures(before, after, run.strategy.name))
+                     lock_figures(before, after, run.strategy.name), overlaps)
 
 
 # --- lock figures from /metrics -------------------------------------------------------

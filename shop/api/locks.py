@@ -54,6 +54,7 @@ def holds():
     """This instance's holds: those open now and those that ended since ``since``."""
     since = request.context.query.since
     return jsonify({"instance": shop().config.instance, "pid": os.getpid(), "now": time.time(),
+                    "forgotten": locks.holds.forgotten,
                     "holds": [h.as_dict() for h in locks.holds.holds(since=since)]})
 
 

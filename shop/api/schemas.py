@@ -269,6 +269,7 @@ class Hold(Answer):
     acquired: float
     released: float | None
     ended: str | None
+    wrote: bool = Field(description="the holder's write under this hold committed")
 
 
 class Holds(Answer):
@@ -277,6 +278,7 @@ class Holds(Answer):
     instance: str
     pid: int
     now: float
+    forgotten: int = Field(description="finished holds pushed out of the bounded log so far")
     holds: list[Hold]
 
 

@@ -126,6 +126,7 @@ def place_order(database: Engine, lock_factory: LockFactory, request: OrderReque
         except StaleWriteRejected:
             record_stale_write(database, request.product_id, lock.fencing_token, context)
             raise
+        lock.wrote()  # committed: the overlap audit counts holds that wrote
         return order
     finally:
         _release_quietly(lock)

@@ -1,0 +1,81 @@
+"""The overlap audit: from every instance's own record of its holds, two holders of one
+lock at once, and whether both wrote, beside the database's audit.
+
+A sale whose collisions happen not to oversell would pass the database's
+audit; mutual exclusion is judged here on its own. Broken strategies show
+overlaps in which both wrote; correct ones show none; a fenced one paused past
+its lease overlaps, but its late write is refused, so never both wrote.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from helpers import flash_sale, pause_the_holder
+from lockshop.cluster.client import ShopClient
+from lockshop.control.timeline import collect_holds, overlap_audit, overlaps
+from locks.holds import HoldLog
+
+pytestmark = pytest.mark.cluster
+
+
+def audit_of(cluster, since: float) -> dict:
+    instances = {i.name: i.url for i in cluster.instances}
+    return overlap_audit(collect_holds(instances, since, labs=False, timeout=10))
+
+
+def test_the_log_marks_writes_and_counts_what_it_forgot():
+    log = HoldLog(capacity=2)
+    first = log.opened("p:1", "s", "o", None)
+    log.wrote(first)
+    log.closed(first)
+    for _ in range(3):
+        log.closed(log.opened("p:1", "s", "o", None))
+    assert log.forgotten == 2
+    assert [h.wrote for h in log.holds()] == [False, False]
+
+
+def test_the_audit_counts_overlaps_per_lock_and_those_in_which_both_wrote():
+    def hold(id_, lock, start, end, wrote):
+        return {"id": id_, "lock": lock, "acquired": start, "released": end, "wrote": wrote}
+    sources = [{"name": "a", "forgotten": 0, "holds": [hold(1, "p:1", 0, 2, True),
+                                                        hold(2, "p:2", 0, 1, True)]},
+               {"name": "b", "forgotten": 5, "holds": [hold(1, "p:1", 1, 3, True),
+                                                        hold(2, "p:2", 0.5, 1.5, False)]}]
+    collected = {"sources": sources, "overlaps": overlaps(sources, now=4)}
+    found = overlap_audit(collected, {"a": 0, "b": 5})
+    assert (found["holds"], found["overlaps"], found["both_wrote"]) == (4, 2, 1)
+    assert found["locks"]["p:1"] == {"holds": 2, "overlaps": 1, "seconds": 1, "both_wrote": 1}
+    assert found["locks"]["p:2"]["both_wrote"] == 0
+    assert found["complete"] is True
+    assert overlap_audit(collected, {"a": 0, "b": 4})["complete"] is False  # b forgot one
+
+
+@pytest.mark.parametrize("strategy,instances,broken", [
+    ("none", 3, True), ("local", 3, True), ("local", 1, False), ("table", 3, False)])
+def test_broken_strategies_overlap_and_both_write_correct_ones_never_overlap(
+        start_cluster, strategy, instances, broken):
+    cluster = start_cluster(3)
+    since = time.time()
+    flash_sale(cluster, strategy, instances)
+    found = audit_of(cluster, since)
+    assert found["complete"], found
+    product = found["locks"]["product:1"]
+    assert product["holds"] >= 10  # every sale took the lock (the stock was 10)
+    if broken:
+        assert product["overlaps"] > 0 and product["both_wrote"] > 0, product
+    else:
+        assert product["overlaps"] == 0, product
+
+
+def test_a_fenced_holder_paused_past_its_lease_overlaps_but_never_both_write(
+        start_cluster, redis_server):
+    cluster = start_cluster(2, redis_url=redis_server.url, lock_lease_ms=500)
+    admin = ShopClient(cluster.urls[1])  # instance 0 is paused for a while
+    since = time.time()
+    paused, second = pause_the_holder(cluster, admin, "redis", paused_for=0.7)
+    assert (paused.status_code, second.status_code) == (503, 201)
+    product = audit_of(cluster, since)["locks"]["product:1"]
+    assert product["overlaps"] == 1 and product["both_wrote"] == 0, product
