@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from lockshop.cluster import network as hosts
 from lockshop.cluster.launcher import Cluster
 from lockshop.cluster.redis_servers import RedisServer, redis_server_binary
 from lockshop.cluster.scratch import scratch_database, server_error
@@ -77,6 +78,16 @@ def start_redis(tmp_path: Path):
 @pytest.fixture
 def redis_server(start_redis) -> RedisServer:
     return start_redis()
+
+
+@pytest.fixture
+def network():
+    """Hosts on this machine: network namespaces on a bridge, removed after the test
+    (whatever runs on them must be stopped first: fixtures that use this one are)."""
+    problem = hosts.unavailable()
+    require(problem is None, f"cannot make hosts on this machine: {problem}")
+    with hosts.Network() as lan:
+        yield lan
 
 
 def require_zookeeper() -> None:
@@ -170,10 +181,11 @@ def start_cluster(tmp_path: Path):
     """Start real shop instances (gunicorn processes); all stopped after the test."""
     clusters: list[Cluster] = []
 
-    def start(instances: int, database_url: str | None = None, **config) -> Cluster:
+    def start(instances: int, database_url: str | None = None, *, network=None,
+              **config) -> Cluster:
         url = database_url or f"sqlite:///{tmp_path / 'cluster.db'}"
         cluster = Cluster(Config(database_url=url, **config), instances=instances,
-                          runtime_dir=tmp_path / f"cluster-{len(clusters)}")
+                          runtime_dir=tmp_path / f"cluster-{len(clusters)}", network=network)
         clusters.append(cluster)
         return cluster.start()
 

@@ -5,6 +5,10 @@ all on one database.
 One worker process per instance is deliberate: an "instance" is then exactly
 one process, so the in-process strategy ``local`` means "one lock table per
 instance", as it would on separate hosts.
+
+Given a ``Network`` (``lockshop.cluster.network``), each instance runs on a
+host of its own ("shop-1", ...), at its own address, so that a partition can
+cut one instance off from Redis or ZooKeeper while the others still reach it.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from pathlib import Path
 
 from sqlalchemy.engine import make_url
 
+from lockshop.cluster.network import LOOPBACK, Host, Network
 from lockshop.cluster.processes import (
     StartError,
     free_port,
@@ -48,12 +53,14 @@ class Cluster:
     """N shop instances; a context manager that stops them all on exit."""
 
     def __init__(self, config: Config, *, instances: int = 3, port: int | None = None,
-                 host: str = "127.0.0.1", threads: int = 16, runtime_dir: Path) -> None:
+                 host: str = "127.0.0.1", threads: int = 16, runtime_dir: Path,
+                 network: Network | None = None) -> None:
         if instances < 1:
             raise ValueError("at least one instance is needed")
         self.config = replace(config, database_url=absolute_sqlite_url(config.database_url))
         self.count, self.first_port, self.host, self.threads = instances, port, host, threads
         self.runtime_dir = runtime_dir
+        self.network = network
         self.instances: list[Instance] = []
 
     @property
@@ -140,14 +147,21 @@ class Cluster:
                              "choose another --port")
         return ports
 
+    def host_of(self, name: str) -> Host:
+        """Where the instance called ``name`` runs: its own host on the network, if any."""
+        if self.network is not None:
+            return self.network.host(name)
+        return LOOPBACK if self.host == LOOPBACK.address else Host(name, self.host)
+
     def _spawn(self, name: str, port: int) -> Instance:
         env = {**os.environ, **replace(self.config, instance=name).to_env()}
-        command = [sys.executable, "-m", "gunicorn",
-                   *gunicorn_arguments(f"{self.host}:{port}", self.threads),
-                   "--name", f"lockshop-{name}", "--error-logfile", "-"]
+        host = self.host_of(name)
+        command = host.command([sys.executable, "-m", "gunicorn",
+                                *gunicorn_arguments(f"{host.address}:{port}", self.threads),
+                                "--name", f"lockshop-{name}", "--error-logfile", "-"])
         log_path = self.runtime_dir / f"{name}.log"
         process = spawn(command, env=env, log_path=log_path)
-        return Instance(name, f"http://{self.host}:{port}", process, log_path)
+        return Instance(name, f"http://{host.address}:{port}", process, log_path)
 
 
 def gunicorn_arguments(bind: str, threads: int = 16) -> list[str]:

@@ -13,6 +13,7 @@ import socket
 import time
 from pathlib import Path
 
+from lockshop.cluster.network import LOOPBACK, Host
 from lockshop.cluster.processes import ServerProcess, StartError, free_port, spawn
 
 
@@ -21,20 +22,22 @@ def redis_server_binary() -> str | None:
 
 
 class RedisServer(ServerProcess):
-    """One redis-server: no persistence, bound to 127.0.0.1; a replica of the server on
-    ``replica_of`` (a port) when given."""
+    """One redis-server: no persistence, bound to its host's address (127.0.0.1 unless
+    it runs on a host of a ``Network``); a replica of the server on ``replica_of`` (a
+    port) when given."""
 
     def __init__(self, runtime_dir: Path, name: str = "redis", port: int | None = None, *,
-                 replica_of: int | None = None) -> None:
+                 replica_of: int | None = None, host: Host = LOOPBACK) -> None:
         self.runtime_dir = runtime_dir
         self.name = name
         self.port = port or free_port()
         self.replica_of = replica_of
+        self.host = host
         self.process = None
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        return f"redis://{self.host.address}:{self.port}/0"
 
     def start(self) -> RedisServer:
         binary = redis_server_binary()
@@ -43,10 +46,11 @@ class RedisServer(ServerProcess):
         folder = self.runtime_dir / self.name
         folder.mkdir(parents=True, exist_ok=True)
         replica = ["--replicaof", "127.0.0.1", str(self.replica_of)] if self.replica_of else []
-        self.process = spawn([binary, "--port", str(self.port), "--bind", "127.0.0.1",
-                              "--save", "", "--appendonly", "no", "--dir", str(folder),
-                              *replica],
-                             env=dict(os.environ), log_path=folder / "redis.log")
+        self.process = spawn(self.host.command(
+            [binary, "--port", str(self.port), "--bind", self.host.address,
+             "--protected-mode", "no", "--save", "", "--appendonly", "no",
+             "--dir", str(folder), *replica]),
+            env=dict(os.environ), log_path=folder / "redis.log")
         self._wait_until_ready(folder / "redis.log")
         return self
 
@@ -61,7 +65,7 @@ class RedisServer(ServerProcess):
             if self.process.poll() is not None:
                 raise StartError(f"redis-server on port {self.port} exited "
                                  f"with {self.process.returncode} (log: {log_path})")
-            if _pong(self.port):
+            if _pong(self.port, self.host.address):
                 return
             time.sleep(0.05)
         raise StartError(f"redis-server on port {self.port} did not answer (log: {log_path})")
@@ -70,6 +74,8 @@ class RedisServer(ServerProcess):
 class RedisSentinel(ServerProcess):
     """A Sentinel (``redis-server --sentinel``) watching one master, called ``shop``: it
     promotes a replica when the master has been down for ``down_after_ms``."""
+
+    host = LOOPBACK
 
     def __init__(self, runtime_dir: Path, master_port: int, *, name: str = "sentinel",
                  down_after_ms: int = 1000) -> None:
@@ -103,9 +109,9 @@ sentinel parallel-syncs shop 1
     _wait_until_ready = RedisServer._wait_until_ready
 
 
-def _pong(port: int) -> bool:
+def _pong(port: int, address: str = "127.0.0.1") -> bool:
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as connection:
+        with socket.create_connection((address, port), timeout=0.5) as connection:
             connection.sendall(b"PING\r\n")
             return connection.recv(16).startswith(b"+PONG")
     except OSError:

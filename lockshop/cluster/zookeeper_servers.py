@@ -22,6 +22,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from lockshop.cluster.network import LOOPBACK, Host
 from lockshop.cluster.processes import (
     ServerProcess,
     StartError,
@@ -45,8 +46,9 @@ class ZooKeeperServer(ServerProcess):
 
     def __init__(self, runtime_dir: Path, name: str = "zookeeper", *,
                  myid: int = 1, peers: dict[int, tuple[int, int]] | None = None,
-                 port: int | None = None) -> None:
+                 port: int | None = None, host: Host = LOOPBACK) -> None:
         self.folder = runtime_dir / name
+        self.host = host
         self.name = name
         self.myid = myid
         #: myid -> (quorum port, election port), for every member; empty when standalone.
@@ -57,7 +59,7 @@ class ZooKeeperServer(ServerProcess):
 
     @property
     def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host.address}:{self.port}"
 
     @property
     def log_path(self) -> Path:
@@ -66,7 +68,7 @@ class ZooKeeperServer(ServerProcess):
     def config(self) -> str:
         lines = [f"tickTime={TICK_MS}", "initLimit=10", "syncLimit=5",
                  f"dataDir={self.folder / 'data'}", f"clientPort={self.port}",
-                 "clientPortAddress=127.0.0.1", "minSessionTimeout=1000",
+                 f"clientPortAddress={self.host.address}", "minSessionTimeout=1000",
                  "maxSessionTimeout=60000", "forceSync=yes", "preAllocSize=4096",
                  "admin.enableServer=false", "4lw.commands.whitelist=ruok,srvr,stat,mntr",
                  "maxClientCnxns=0"]
@@ -82,10 +84,10 @@ class ZooKeeperServer(ServerProcess):
         (self.folder / "data" / "myid").write_text(f"{self.myid}\n")
         (self.folder / "zoo.cfg").write_text(self.config())
         classpath = f"{JAR}:{LOGGER_JAR}" if LOGGER_JAR.exists() else str(JAR)
-        self.process = spawn(
+        self.process = spawn(self.host.command(
             ["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
              "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", classpath,
-             "org.apache.zookeeper.server.quorum.QuorumPeerMain", str(self.folder / "zoo.cfg")],
+             "org.apache.zookeeper.server.quorum.QuorumPeerMain", str(self.folder / "zoo.cfg")]),
             env=dict(os.environ), log_path=self.log_path)
         return self
 
@@ -106,7 +108,7 @@ class ZooKeeperServer(ServerProcess):
 
     def mode(self) -> str | None:
         """"standalone", "leader" or "follower" while serving; None otherwise."""
-        answer = four_letter_word(self.port, "srvr")
+        answer = four_letter_word(self.port, "srvr", self.host.address)
         for line in answer.splitlines():
             if line.startswith("Mode: "):
                 return line.removeprefix("Mode: ").strip()
@@ -154,10 +156,10 @@ class ZooKeeperEnsemble:
         self.stop()
 
 
-def four_letter_word(port: int, word: str) -> str:
+def four_letter_word(port: int, word: str, address: str = "127.0.0.1") -> str:
     """A four-letter command's answer ("" when the server does not answer)."""
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1) as connection:
+        with socket.create_connection((address, port), timeout=1) as connection:
             connection.sendall(word.encode())
             chunks = []
             while chunk := connection.recv(4096):

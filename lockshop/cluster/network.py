@@ -1,0 +1,203 @@
+"""Hosts on one machine: each instance and server in a network namespace of its own.
+
+On one loopback no instance can be cut off from Redis while the others still
+reach it, and that is where distributed locks really fail (Jepsen's lock
+workloads are mostly partitions and pauses). So, as root, ``Network`` makes a
+small LAN on this machine:
+
+* a bridge in the machine's own namespace, with the first address of a free
+  ``10.213.x.0/24``: the launcher, the tests and Locust sit there ("the
+  machine"), and reach every host;
+* per host, a network namespace joined to the bridge by a veth pair, with its
+  own address; its processes start under ``ip netns exec``.
+
+Faults are firewall rules inside the hosts (nftables, a table ``lockshop`` per
+namespace), so a cut link loses packets silently, as a real partition does:
+a client sees a timeout, never a refusal.
+
+* ``partition(a, b)``: no packet from a host of ``a`` reaches one of ``b``, nor
+  back; ``one_way=True`` cuts only a → b (b's packets still arrive at a, and a
+  TCP connection, which needs both, stalls all the same);
+* ``heal()``: every link works again.
+
+Where it cannot run (not root, no ``ip`` or ``nft``, namespaces forbidden)
+``unavailable()`` says why; tests skip with that reason, and fail in CI.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import secrets
+import shutil
+import subprocess
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+
+class NetworkError(RuntimeError):
+    """A namespace, link or rule could not be made."""
+
+
+@dataclass(frozen=True)
+class Host:
+    """Where a process runs and the address others reach it at."""
+
+    name: str
+    address: str = "127.0.0.1"
+    #: The network namespace, or None for the machine's own (loopback).
+    namespace: str | None = None
+
+    def command(self, argv: Sequence[str]) -> list[str]:
+        """``argv`` as run on this host."""
+        if self.namespace is None:
+            return list(argv)
+        return ["ip", "netns", "exec", self.namespace, *argv]
+
+
+#: The machine itself: everything on one loopback, as without a ``Network``.
+LOOPBACK = Host("localhost")
+
+
+def unavailable() -> str | None:
+    """Why hosts cannot be made here, or None when they can."""
+    if os.geteuid() != 0:
+        return "network namespaces need root"
+    for tool, package in (("ip", "iproute2"), ("nft", "nftables")):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed (Debian: apt-get install {package})"
+    probe = f"lockshop-probe-{secrets.token_hex(3)}"
+    made = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
+    if made.returncode != 0:
+        return f"cannot create a network namespace: {made.stderr.strip()}"
+    subprocess.run(["ip", "netns", "del", probe], capture_output=True)
+    return None
+
+
+@dataclass
+class Network:
+    """A bridge and hosts on it; a context manager that removes them all on exit."""
+
+    tag: str = field(default_factory=lambda: secrets.token_hex(2))
+    hosts: dict[str, Host] = field(default_factory=dict)
+    _subnet: ipaddress.IPv4Network | None = None
+    #: (from host, to host) pairs whose packets are dropped now.
+    cut: set[tuple[str, str]] = field(default_factory=set)
+
+    @property
+    def bridge(self) -> str:
+        return f"lsbr-{self.tag}"
+
+    @property
+    def machine(self) -> Host:
+        """The machine's own namespace, as the hosts see it: the bridge's address."""
+        return Host("machine", str(next(self._subnet.hosts())))
+
+    def start(self) -> Network:
+        problem = unavailable()
+        if problem:
+            raise NetworkError(problem)
+        self._subnet = _free_subnet()
+        _ip("link", "add", self.bridge, "type", "bridge")
+        _ip("addr", "add", f"{self.machine.address}/24", "dev", self.bridge)
+        _ip("link", "set", self.bridge, "up")
+        return self
+
+    def host(self, name: str) -> Host:
+        """The host called ``name``, made on first use: a namespace, its link, its address."""
+        if name in self.hosts:
+            return self.hosts[name]
+        number = len(self.hosts) + 2  # .1 is the machine
+        host = Host(name, str(self._subnet.network_address + number),
+                    f"lockshop-{self.tag}-{name}")
+        outside, inside = f"lsv-{self.tag}-{number}", "eth0"
+        _ip("netns", "add", host.namespace)
+        self.hosts[name] = host  # from here on, close() removes it
+        _ip("link", "add", outside, "type", "veth", "peer", "name", inside,
+            "netns", host.namespace)
+        _ip("link", "set", outside, "master", self.bridge, "up")
+        _ip("-n", host.namespace, "addr", "add", f"{host.address}/24", "dev", inside)
+        _ip("-n", host.namespace, "link", "set", inside, "up")
+        _ip("-n", host.namespace, "link", "set", "lo", "up")
+        _nft(host, "add table inet lockshop\n"
+                   "add chain inet lockshop input { type filter hook input priority 0; }")
+        return host
+
+    # --- faults --------------------------------------------------------------------
+
+    def partition(self, side_a: Iterable[str], side_b: Iterable[str], *,
+                  one_way: bool = False) -> None:
+        """Cut every link from a host of ``side_a`` to one of ``side_b`` (and back,
+        unless ``one_way``). Hosts by name; "machine" is the launcher's side."""
+        side_a, side_b = list(side_a), list(side_b)
+        pairs = [(a, b) for a in side_a for b in side_b]
+        if not one_way:
+            pairs += [(b, a) for a, b in pairs]
+        for sender, receiver in pairs:
+            if (sender, receiver) in self.cut:
+                continue
+            if receiver == "machine":
+                raise NetworkError("the machine's side is cut at the hosts: "
+                                   "partition the host from the machine instead")
+            # Dropped where it arrives, silently: the sender sees a timeout.
+            _nft(self.hosts[receiver], "add rule inet lockshop input ip saddr "
+                 f"{self._address(sender)} drop")
+            self.cut.add((sender, receiver))
+
+    def heal(self) -> None:
+        """Every link works again."""
+        for host in self.hosts.values():
+            _nft(host, "flush chain inet lockshop input")
+        self.cut.clear()
+
+    def _address(self, name: str) -> str:
+        return self.machine.address if name == "machine" else self.hosts[name].address
+
+    def as_dict(self) -> dict:
+        return {"bridge": self.bridge, "machine": self.machine.address,
+                "hosts": {name: host.address for name, host in self.hosts.items()},
+                "cut": sorted(f"{a} -> {b}" for a, b in self.cut)}
+
+    # --- the end ---------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Remove every namespace (their processes should be stopped first) and the bridge."""
+        for host in self.hosts.values():
+            subprocess.run(["ip", "netns", "del", host.namespace], capture_output=True)
+        self.hosts.clear()
+        if self._subnet is not None:
+            subprocess.run(["ip", "link", "del", self.bridge], capture_output=True)
+            self._subnet = None
+
+    def __enter__(self) -> Network:
+        try:
+            return self.start()
+        except BaseException:
+            self.close()
+            raise
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+
+def _free_subnet() -> ipaddress.IPv4Network:
+    """A 10.213.x.0/24 no interface of this machine is in."""
+    taken = subprocess.run(["ip", "-4", "-o", "addr"], capture_output=True, text=True).stdout
+    for x in range(1, 255):
+        subnet = ipaddress.IPv4Network(f"10.213.{x}.0/24")
+        if f" 10.213.{x}." not in taken:
+            return subnet
+    raise NetworkError("no free 10.213.x.0/24 subnet")
+
+
+def _ip(*args: str) -> None:
+    done = subprocess.run(["ip", *args], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise NetworkError(f"ip {' '.join(args)}: {done.stderr.strip()}")
+
+
+def _nft(host: Host, script: str) -> None:
+    done = subprocess.run(["ip", "netns", "exec", host.namespace, "nft", "-f", "-"],
+                          input=script, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise NetworkError(f"nft on {host.name}: {done.stderr.strip()}")

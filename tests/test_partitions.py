@@ -1,0 +1,187 @@
+"""Partitions between real hosts: each instance and server in a network namespace of its
+own, links cut with firewall rules (``lockshop.cluster.network``).
+
+These are the cases a single loopback cannot stage: one instance cut off from
+its lock service while the others still reach it. Every race is forced: the
+holder sits in a business delay longer than the partition and the lease (or
+the ZooKeeper session), and the second buyer comes only once the lease is over.
+Needs root (CI has it); elsewhere each test skips and says why.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from contextlib import ExitStack
+
+import pytest
+import requests
+
+from conftest import require, require_zookeeper
+from lockshop.cluster.client import ShopClient
+from lockshop.cluster.redis_servers import RedisServer, redis_server_binary
+from lockshop.cluster.zookeeper_servers import ZooKeeperServer
+from lockshop.control.timeline import collect_holds, overlap_audit
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.fixture
+def servers(network, tmp_path):
+    """Start servers on hosts of the network, by name; all stopped after the test
+    (before the network goes: this fixture depends on it)."""
+    require(redis_server_binary() is not None, "redis-server is not installed")
+    with ExitStack() as stack:
+        def start(kind: str, name: str):
+            if kind == "zookeeper":
+                require_zookeeper()
+                server = ZooKeeperServer(tmp_path / "servers", name, host=network.host(name))
+            else:
+                server = RedisServer(tmp_path / "servers", name, host=network.host(name))
+            return stack.enter_context(server)
+        yield start
+
+
+def order_in_background(url: str, answers: dict, key: str = "first") -> threading.Thread:
+    def order() -> None:
+        answers[key] = requests.post(f"{url}/api/orders", json={"product_id": 1}, timeout=60)
+    thread = threading.Thread(target=order)
+    thread.start()
+    return thread
+
+
+def overlaps_of(cluster, since: float) -> dict:
+    return overlap_audit(collect_holds({i.name: i.url for i in cluster.instances}, since,
+                                       labs=False, timeout=10))["locks"]["product:1"]
+
+
+def test_hosts_have_their_own_addresses_and_a_partition_drops_silently(network, servers):
+    redis = servers("redis", "redis")
+    client = network.host("client")
+    assert len({redis.host.address, client.address, network.machine.address}) == 3
+
+    def ping(timeout: float = 1.0) -> str:
+        script = ("import socket\ntry:\n"
+                  f" s = socket.create_connection(('{redis.host.address}', {redis.port}), "
+                  f"timeout={timeout})\n s.sendall(b'PING\\r\\n'); print(s.recv(7).decode())\n"
+                  "except OSError as e: print(type(e).__name__)")
+        return subprocess.run(client.command([sys.executable, "-c", script]),
+                              capture_output=True, text=True, timeout=30).stdout.strip()
+
+    assert ping() == "+PONG"
+    network.partition(["client"], ["redis"], one_way=True)
+    assert ping() == "TimeoutError"  # no refusal, no reset: the packets vanish
+    network.heal()
+    assert ping() == "+PONG"
+    network.partition(["redis"], ["client"], one_way=True)  # the answers are lost this time
+    assert ping() == "TimeoutError"
+
+
+def test_a_holder_cut_off_from_redis_past_its_lease_is_fenced(network, servers, start_cluster):
+    redis = servers("redis", "redis")
+    cluster = start_cluster(2, network=network, redis_url=redis.url, lock_lease_ms=1000)
+    admin = ShopClient(cluster.urls[1])
+    admin.reset([{"sku": "x", "stock": 5}])
+    admin.set_settings(strategy="redis", business_delay_ms=2500)
+    since, answers = time.time(), {}
+    first = order_in_background(cluster.urls[0], answers)
+    time.sleep(0.5)  # shop-1 holds the lock, in its business delay
+    network.partition(["shop-1"], ["redis"])
+    time.sleep(1.0)  # its 1 s lease runs out on the server; shop-1 cannot know
+    admin.set_settings(business_delay_ms=0)
+    second = requests.post(f"{cluster.urls[1]}/api/orders", json={"product_id": 1}, timeout=30)
+    first.join()
+    network.heal()
+    assert second.status_code == 201, second.text
+    assert answers["first"].status_code == 503
+    assert answers["first"].json()["error"] == "stale_write"
+    audit = admin.audit()
+    assert audit["correct"] and audit["totals"]["sold"] == 1
+    assert audit["totals"]["stale_writes_rejected"] == 1
+    product = overlaps_of(cluster, since)
+    assert product["overlaps"] == 1 and product["both_wrote"] == 0, product
+
+
+@pytest.mark.parametrize("someone_else_buys", [False, True])
+def test_a_holder_cut_off_from_zookeeper_past_its_session(network, servers, start_cluster,
+                                                          someone_else_buys):
+    """Cut off past its session, the holder loses its lock: its connection is SUSPENDED,
+    so the check before the commit says LockLost and nothing is written. And had its
+    write gone out anyway, the zxid of the newer holder's node fences it."""
+    zookeeper = servers("zookeeper", "zookeeper")
+    cluster = start_cluster(2, network=network, zk_hosts=zookeeper.address,
+                            lock_lease_ms=2000)  # the session timeout
+    admin = ShopClient(cluster.urls[1])
+    admin.reset([{"sku": "x", "stock": 5}])
+    admin.set_settings(strategy="zk_fair", business_delay_ms=4000)
+    since, answers = time.time(), {}
+    first = order_in_background(cluster.urls[0], answers)
+    time.sleep(0.7)
+    network.partition(["shop-1"], ["zookeeper"])
+    time.sleep(3.0)  # past the 2 s session: the server deletes shop-1's node
+    if someone_else_buys:
+        admin.set_settings(business_delay_ms=0)
+        second = requests.post(f"{cluster.urls[1]}/api/orders", json={"product_id": 1},
+                               timeout=30)
+        assert second.status_code == 201, second.text
+    first.join()
+    network.heal()
+    assert answers["first"].status_code == 503, answers["first"].text
+    expected = "stale_write" if someone_else_buys else "lock_lost"
+    assert answers["first"].json()["error"] == expected
+    audit = admin.audit()
+    assert audit["correct"], audit["totals"]
+    assert audit["totals"]["sold"] == (1 if someone_else_buys else 0)
+    assert overlaps_of(cluster, since)["both_wrote"] == 0
+
+
+def test_redlock_locks_with_two_of_five_cut_off_and_refuses_with_three(network, servers,
+                                                                      start_cluster):
+    redlock = [servers("redis", f"redlock-{n}") for n in range(1, 6)]
+    cluster = start_cluster(1, network=network, redis_urls=",".join(s.url for s in redlock),
+                            lock_timeout_ms=1500)
+    admin = ShopClient(cluster.urls[0])
+    admin.reset([{"sku": "x", "stock": 5}])
+    admin.set_settings(strategy="redlock", business_delay_ms=0)
+    answers = {}
+    for cut in (0, 2, 3):
+        network.heal()
+        network.partition(["shop-1"], [f"redlock-{n}" for n in range(1, cut + 1)])
+        answer = requests.post(f"{cluster.urls[0]}/api/orders", json={"product_id": 1},
+                               timeout=30)
+        answers[cut] = answer.status_code, answer.json().get("error")
+    network.heal()
+    assert answers[0] == (201, None) and answers[2] == (201, None)  # 5 or 3 of 5: a majority
+    # 2 of 5 answer: no majority, so no lock and no sale (the majority is out of reach)
+    assert answers[3] == (503, "backend_unavailable"), answers
+    assert admin.audit()["totals"]["sold"] == 2
+
+
+def test_a_leader_cut_off_from_zookeeper_stops_leading_before_another_is_elected(
+        network, servers, start_cluster):
+    """Jobs under leader election, every 300 ms. Cut the leader off from ZooKeeper for
+    longer than its session: it must stop running jobs at once (its connection is
+    SUSPENDED), another instance is elected once the session expires, and no fire time
+    runs twice: never two leaders."""
+    zookeeper = servers("zookeeper", "zookeeper")
+    cluster = start_cluster(2, network=network, zk_hosts=zookeeper.address,
+                            lock_lease_ms=2000)
+    admin = ShopClient(cluster.urls[0])
+    admin.reset([{"sku": "x", "stock": 5}])
+    admin.set_settings(strategy="zk_fair", job_guard="leader", job_interval_ms=300)
+    deadline = time.monotonic() + 20
+    while admin.audit()["jobs"]["runs"] < 4 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    runs = [r for r in admin.get("/api/admin/jobs")["runs"]]
+    leader = runs[-1]["instance"]
+    other = "shop-2" if leader == "shop-1" else "shop-1"
+    network.partition([leader], ["zookeeper"])
+    time.sleep(5.0)  # past the session: the other is elected and runs the jobs
+    network.heal()
+    time.sleep(1.0)
+    audit = ShopClient(cluster.urls[0 if other == "shop-1" else 1]).audit()["jobs"]
+    runs = admin.get("/api/admin/jobs")["runs"]
+    assert audit["duplicate_runs"] == 0, audit
+    assert any(r["instance"] == other for r in runs), runs
