@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from conftest import require
+from lockshop.cluster.network import unavailable as network_unavailable
 from lockshop.cluster.redis_servers import redis_server_binary
 from lockshop.cluster.scratch import DEFAULT_SERVERS, server_error
 from lockshop.cluster.zookeeper_servers import zookeeper_installed
@@ -33,6 +34,8 @@ def test_the_lab_holds_with_both_halves(parts, lab_id, capsys):
     require("redis" not in lab.needs or redis_server_binary() is not None,
             "redis-server is not installed")
     require("zookeeper" not in lab.needs or zookeeper_installed(), "ZooKeeper is not installed")
+    require("hosts" not in lab.needs or network_unavailable() is None,
+            f"cannot make hosts on this machine: {network_unavailable()}")
     require("mariadb" not in lab.needs or server_error(DEFAULT_SERVERS["mysql"]) is None,
             f"no MariaDB server at {DEFAULT_SERVERS['mysql']}")
     record, = labs.run_labs([lab], parts=parts)

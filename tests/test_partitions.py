@@ -10,6 +10,8 @@ Needs root (CI has it); elsewhere each test skips and says why.
 
 from __future__ import annotations
 
+import re
+import signal
 import subprocess
 import sys
 import threading
@@ -21,6 +23,7 @@ import requests
 
 from conftest import require, require_zookeeper
 from lockshop.cluster.client import ShopClient
+from lockshop.cluster.network import unavailable as network_unavailable
 from lockshop.cluster.redis_servers import RedisServer, redis_server_binary
 from lockshop.cluster.zookeeper_servers import ZooKeeperServer
 from lockshop.control.timeline import collect_holds, overlap_audit
@@ -185,3 +188,60 @@ def test_a_leader_cut_off_from_zookeeper_stops_leading_before_another_is_elected
     runs = admin.get("/api/admin/jobs")["runs"]
     assert audit["duplicate_runs"] == 0, audit
     assert any(r["instance"] == other for r in runs), runs
+
+
+# --- the launcher's hosts mode, and the control's network faults ---------------------
+
+def test_lockshop_up_on_hosts_cuts_and_heals_links_from_the_control(tmp_path):
+    """``lockshop up --hosts`` as a user starts it: the control cuts shop-1 off from Redis
+    (its orders fail with a 503, shop-2 still sells), refuses what is not a partition,
+    heals; and on Ctrl-C every namespace and the bridge are gone."""
+    require(network_unavailable() is None,
+            f"cannot make hosts on this machine: {network_unavailable()}")
+    require(redis_server_binary() is not None, "redis-server is not installed")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "lockshop.cli", "up", "--hosts", "--instances", "2",
+         "--strategy", "redis", "--reset"], cwd=tmp_path, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    lines = []
+    try:
+        for line in process.stdout:
+            lines.append(line)
+            if line.startswith("Ctrl-C"):
+                break
+        text = "".join(lines)
+        control = re.search(r"control \(labs, faults, sales\): (\S+)", text).group(1)
+        shops = dict(re.findall(r"^  (shop-\d)  (\S+)", text, re.M))
+        assert set(shops) == {"shop-1", "shop-2"}, text
+        assert all(not url.startswith("http://127.") for url in shops.values()), shops
+
+        def act(path: str, body: dict | None = None) -> requests.Response:
+            return requests.post(f"{control}{path}", json=body, timeout=30)
+
+        def buy(shop: str) -> int:
+            return requests.post(f"{shops[shop]}/api/orders", json={"product_id": 1},
+                                 timeout=30).status_code
+
+        cut = act("/control/network/partition", {"from": ["shop-1"], "to": ["redis"]})
+        assert cut.status_code == 200, cut.text
+        assert cut.json()["network"]["cut"] == ["redis -> shop-1", "shop-1 -> redis"]
+        assert (buy("shop-1"), buy("shop-2")) == (503, 201)
+        for body, status in (({"from": "shop-1", "to": ["redis"]}, 400),
+                             ({"from": ["shop-9"], "to": ["redis"]}, 422),
+                             ({"from": ["redis"], "to": ["redis"]}, 422),
+                             ({"from": ["redis"], "to": ["machine"]}, 422)):
+            refused = act("/control/network/partition", body)
+            assert refused.status_code == status, (body, refused.text)
+        state = requests.get(f"{control}/control/state", timeout=10).json()
+        assert len(state["network"]["cut"]) == 2  # the refusals changed nothing
+        assert act("/control/network/heal").json()["network"]["cut"] == []
+        assert buy("shop-1") == 201
+        bridge = state["network"]["bridge"]
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(60)
+        process.stdout.close()
+    tag = bridge.removeprefix("lsbr-")
+    assert f"lockshop-{tag}-" not in subprocess.run(["ip", "netns", "list"], capture_output=True,
+                                                   text=True).stdout
+    assert subprocess.run(["ip", "link", "show", bridge], capture_output=True).returncode != 0

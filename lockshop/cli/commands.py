@@ -7,6 +7,7 @@ import json
 import logging
 import signal
 import time
+from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 
@@ -34,14 +35,22 @@ class CliError(Exception):
 # --- commands -------------------------------------------------------------------
 
 def cmd_up(args: argparse.Namespace, config: Config) -> int:
+    from lockshop.cluster import network as hosts
     from lockshop.cluster.servers import own_servers
 
     _raise_on_sigterm()
-    with own_servers(config, args.runtime_dir) as servers:
-        return _serve(servers, args)
+    with ExitStack() as stack:
+        network = None
+        if args.hosts:
+            problem = hosts.unavailable()
+            if problem:
+                raise CliError(f"--hosts: cannot make hosts on this machine: {problem}")
+            network = stack.enter_context(hosts.Network())
+        servers = stack.enter_context(own_servers(config, args.runtime_dir, network))
+        return _serve(servers, args, network)
 
 
-def _serve(servers, args: argparse.Namespace) -> int:
+def _serve(servers, args: argparse.Namespace, network=None) -> int:
     from lockshop.cluster.launcher import Cluster
     from lockshop.control.app import Control, ControlServer
 
@@ -49,7 +58,7 @@ def _serve(servers, args: argparse.Namespace) -> int:
     control_server = ControlServer(args.host, args.control_port)
     config = replace(servers.config, control_url=control_server.url)
     cluster = Cluster(config, instances=args.instances, port=args.port, host=args.host,
-                      threads=args.threads, runtime_dir=args.runtime_dir)
+                      threads=args.threads, runtime_dir=args.runtime_dir, network=network)
     # The set-up is done before any instance starts: once one answers, a reset or a
     # settings change sent to it stands (it used to be overwritten by the set-up).
     cluster.prepare_database()
@@ -78,6 +87,10 @@ def _say_what_runs(cluster, config: Config, control_url: str) -> None:
     for instance in cluster.instances:
         print(f"  {instance.name}  {instance.url}   (log: {instance.log_path})")
     print(f"  control (labs, faults, sales): {control_url}")
+    if cluster.network is not None:
+        lan = cluster.network.as_dict()
+        print(f"  hosts on bridge {lan['bridge']} (this machine: {lan['machine']}): "
+              + ", ".join(f"{name} {address}" for name, address in lan["hosts"].items()))
     print(f"console: {cluster.urls[0]}/console    dashboard: {cluster.urls[0]}/    "
           f"API: {cluster.urls[0]}/api/openapi.json")
     if not config.admin_token:

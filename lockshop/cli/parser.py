@@ -30,6 +30,9 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--control-port", type=port_number, default=0,
                     help="the console's control (labs, faults, sales); default: a free port")
     up.add_argument("--runtime-dir", type=Path, default=DEFAULT_RUNTIME_DIR)
+    up.add_argument("--hosts", action="store_true",
+                    help="each instance and server on a host of its own (a network namespace, "
+                         "as root), so the console can cut links between them")
     up.set_defaults(run=commands.cmd_up)
 
     demo = subcommands.add_parser("demo", help="run a flash sale per strategy and print the table")

@@ -13,6 +13,9 @@ CORS headers: the console's page comes from a shop instance, on another port.
     POST /control/sales                       start a sale; 409 while another runs
     GET  /control/sales, /control/sales/<n>   the sales, sampled once a second
     GET  /control/holds?since=<epoch s>       every instance's holds, and the overlaps
+    POST /control/network/partition           {"from": [hosts], "to": [hosts], "one_way": false}
+    POST /control/network/heal                every link works again
+                                              (both only with ``lockshop up --hosts``)
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ class Control:
     def __init__(self, cluster: Cluster, servers: dict[str, ServerProcess], config: Config,
                  runtime: Path) -> None:
         self.cluster, self.servers, self.config = cluster, servers, config
+        self.network = cluster.network
         self.labs = LabRunner(runtime / "labs")
         self.sales = SaleRunner(cluster, config.admin_token, runtime / "sales")
         #: One fault at a time: a restart takes seconds, and a second click must wait.
@@ -67,7 +71,38 @@ class Control:
             "token_required": bool(self.config.admin_token),
             "lab": lab.as_dict() if lab else None,
             "sale": sales[-1].number if sales else None,
+            "network": self.network.as_dict() if self.network else None,
         }
+
+    def partition(self, side_a: object, side_b: object, one_way: object = False) -> None:
+        """Cut the links from the hosts of ``side_a`` to those of ``side_b`` (and back)."""
+        if self.network is None:
+            raise ControlError(409, "this cluster runs on one loopback: start it with "
+                                    "'lockshop up --hosts' to cut links")
+        known = set(self.network.hosts) | {"machine"}
+        for side in (side_a, side_b):
+            if (not isinstance(side, list) or not side
+                    or not all(isinstance(h, str) for h in side)):
+                raise ControlError(400, "'from' and 'to' must be non-empty lists of host names")
+            unknown = sorted(set(side) - known)
+            if unknown:
+                raise ControlError(422, f"no host named {', '.join(unknown)}; the hosts are "
+                                        f"{', '.join(sorted(known))}")
+        if set(side_a) & set(side_b):
+            raise ControlError(422, "a host cannot be cut off from itself")
+        if not isinstance(one_way, bool):
+            raise ControlError(400, "'one_way' must be true or false")
+        if "machine" in side_b or ("machine" in side_a and not one_way):
+            raise ControlError(422, "the machine's side can only be cut one way, from it: "
+                                    "'from': ['machine'], 'one_way': true")
+        with self._acting:
+            self.network.partition(side_a, side_b, one_way=one_way)
+
+    def heal(self) -> None:
+        if self.network is None:
+            raise ControlError(409, "this cluster runs on one loopback: nothing to heal")
+        with self._acting:
+            self.network.heal()
 
     def act_on_instance(self, name: str, action: str) -> None:
         try:
@@ -228,6 +263,19 @@ def control_app(control: Control) -> Flask:
     @app.get("/control/sales/<int:number>")
     def sale(number: int):
         return jsonify(found(control.sales.sale, number, "sale").as_dict())
+
+    @app.post("/control/network/partition")
+    def partition():
+        body = request.get_json(silent=True)
+        if not isinstance(body, dict):
+            raise ControlError(400, "send a JSON object: from, to, one_way")
+        control.partition(body.get("from"), body.get("to"), body.get("one_way", False))
+        return jsonify(control.state())
+
+    @app.post("/control/network/heal")
+    def heal():
+        control.heal()
+        return jsonify(control.state())
 
     @app.get("/control/holds")
     def holds():

@@ -24,6 +24,7 @@ from lockshop.workshop.labs import (
     jobs,
     mariadb,
     measured,
+    partitions,
     redis_leases,
     redis_majority,
     reentrancy,
@@ -38,7 +39,8 @@ from lockshop.workshop.labs.stage import Parts, running
 LABS: dict[str, Lab] = {lab.id: lab for lab in sorted(
     (*sales.LABS, *jobs.LABS, *holds.LABS, *redis_leases.LABS, *reentrancy.LABS,
      *redis_majority.LABS, *failover.LABS, *zookeeper.LABS, *zk_queues.LABS, *mariadb.LABS,
-     *measured.LABS, *retries.LABS),
+     *measured.LABS, *retries.LABS,
+     *partitions.LABS),
     key=lambda lab: int(lab.id[1:]))}
 #: How many claims the articles make (CLAIMS.md); labs from C44 on stage what the
 #: articles leave out (faults of the network, clients that retry).

@@ -21,6 +21,7 @@ import redis
 
 import locks
 from locks import Backends, LockFactory
+from lockshop.cluster import network as hosts
 from lockshop.cluster.redis_servers import RedisServer
 from lockshop.cluster.zookeeper_servers import ZooKeeperEnsemble, ZooKeeperServer
 from lockshop.workshop.labs.record import BROKEN, FIX, MEASURE, Lab, LabRecord, Step
@@ -47,6 +48,7 @@ class Parts:
         self._stack = ExitStack()
         self._redis: list[RedisServer] = []
         self._zookeeper: ZooKeeperServer | None = None
+        self._network: hosts.Network | None = None
         self._folders = count(1)
 
     def folder(self, label: str) -> Path:
@@ -72,6 +74,17 @@ class Parts:
         elif self._zookeeper.process is None:  # a lab stopped it: start it again
             self._zookeeper.start()
         return self._zookeeper
+
+    def network(self) -> hosts.Network:
+        """Hosts on this machine (network namespaces), every link working; the lab is
+        skipped, saying why, where they cannot be made (not root, no nftables)."""
+        if self._network is None:
+            problem = hosts.unavailable()
+            if problem:
+                raise LabSkipped(f"cannot make hosts on this machine: {problem}")
+            self._network = self._stack.enter_context(hosts.Network())
+        self._network.heal()
+        return self._network
 
     def ensemble(self, label: str) -> ZooKeeperEnsemble:
         """Three ZooKeeper servers of their own, for this lab only."""

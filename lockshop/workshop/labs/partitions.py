@@ -1,0 +1,120 @@
+"""Labs of the network between the parts (beyond the articles, after A4's warnings):
+a lock holder cut off from its lock service while the rest of the cluster still
+reaches it.
+
+Each lab runs on hosts of this machine (``lockshop.cluster.network``): the
+lock service on one host, a shop instance on another, and the lab's own
+holder A on the machine itself. A takes the lock and reads the stock; then
+the link from A to the lock service is cut. A cannot renew, cannot ask, and
+cannot know that its lease (or its session) has ended on the server; B, on
+the instance that still reaches the service, takes the lock and sells. What
+happens to A's late write is the lesson: with nothing but A's belief, it
+overwrites B's sale; with the lock's fencing token, it is refused.
+
+Forced, never left to luck: the cut lasts one and a half leases (or
+sessions) before B asks, and A writes only after B has sold.
+"""
+
+from __future__ import annotations
+
+import time
+
+from locks import LockError
+from lockshop.cluster.client import ShopClient
+from lockshop.cluster.launcher import Cluster
+from lockshop.cluster.redis_servers import RedisServer
+from lockshop.cluster.zookeeper_servers import ZooKeeperServer
+from lockshop.workshop.labs import steps
+from lockshop.workshop.labs.record import Lab
+from shop.config import Config
+from shop.store.db import make_engine, make_sessions
+
+LEASE_MS = 1000  # the Redis lease, and the ZooKeeper session's timeout
+
+
+def _check_from_a(lock) -> str:
+    """What A learns when it asks whether it still holds the lock."""
+    try:
+        lock.ensure_held()
+        return "still held"
+    except LockError as error:
+        return type(error).__name__
+
+
+def _forget(lock) -> None:
+    try:
+        lock.release()
+    except LockError:
+        pass  # long gone: the point of the lab
+
+
+def _stage(run, service: str, server, strategy: str, *, fix_checks_first: bool) -> None:
+    """The two halves on ``server`` (on its host of ``lan``), with ``strategy``'s locks."""
+    lan = run.parts.network()
+    folder = run.parts.folder(run.lab.name)
+    backends = ({"redis_url": server.url} if service == "redis"
+                else {"zk_hosts": server.address})
+    config = Config(database_url=f"sqlite:///{folder / 'shop.db'}", lock_lease_ms=LEASE_MS,
+                    job_interval_ms=0, **backends)
+    with Cluster(config, instances=1, runtime_dir=folder, network=lan) as cluster:
+        engine = make_engine(cluster.config.database_url)
+        sessions = make_sessions(engine)
+        admin = ShopClient(cluster.urls[0])
+        try:
+            for half, how in (
+                    ("broken", "A's write trusts A: no token goes with it"),
+                    ("fix", ("A asks before it commits, and its write carries the lock's "
+                             "token (the zxid of its node)") if fix_checks_first else
+                     "A's write carries the lock's fencing token")):
+                getattr(run, half)(strategy, how)
+                lan.heal()
+                admin.reset([{"sku": "x", "stock": 5}])
+                admin.set_settings(strategy=strategy, business_delay_ms=0, job_interval_ms=0)
+                factory = run.open_locks(strategy, lease_ms=LEASE_MS, **backends)
+                a = factory.lock("product:1")
+                a.acquire()
+                a_read = steps.read(sessions)
+                lan.partition(["machine"], [service], one_way=True)
+                time.sleep(LEASE_MS * 1.5 / 1000)
+                learned = _check_from_a(a)
+                run.check(f"A holds the lock and read stock {a_read}; its link to {service} "
+                          f"is cut for {LEASE_MS * 1.5:g} ms (lease/session: {LEASE_MS} ms)",
+                          expected="A cannot tell whether it still holds the lock; on the "
+                                   "server its hold has ended",
+                          observed=f"A asks: {learned}", agrees=learned != "still held")
+                sold = ShopClient(cluster.urls[0]).order()
+                run.check("B, on shop-1 (which still reaches the service), orders one unit",
+                          expected="B gets the lock and sells: stock 4",
+                          observed=f"answered {sold}; stock {steps.read(sessions)}",
+                          agrees=sold == 201 and steps.read(sessions) == 4)
+                steps.late_write(run, sessions, a_read,
+                                 a.fencing_token if half == "fix" else None,
+                                 action="A writes what it computed before the cut: stock 4",
+                                 refused="A's token is older than B's")
+                lan.heal()
+                _forget(a)
+        finally:
+            engine.dispose()
+
+
+def stage_redis_partition(run) -> None:
+    lan = run.parts.network()
+    with RedisServer(run.parts.folder("servers"), "redis", host=lan.host("redis")) as server:
+        _stage(run, "redis", server, "redis", fix_checks_first=False)
+
+
+def stage_zookeeper_partition(run) -> None:
+    lan = run.parts.network()
+    with ZooKeeperServer(run.parts.folder("servers"), "zookeeper",
+                         host=lan.host("zookeeper")) as server:
+        _stage(run, "zookeeper", server, "zk_fair", fix_checks_first=True)
+
+
+LABS = (
+    Lab("C45", "redis_partition", "A holder cut off from Redis past its lease writes after "
+        "another took the lock; the fencing token refuses it", (), ("redis", "hosts"), 9,
+        stage_redis_partition),
+    Lab("C46", "zookeeper_partition", "A holder cut off from ZooKeeper past its session has "
+        "lost its lock; it must check before it commits, and the zxid fences a late write",
+        (), ("zookeeper", "hosts"), 7, stage_zookeeper_partition),
+)
