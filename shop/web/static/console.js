@@ -74,6 +74,13 @@ if (tokenForm) {
 // --- cluster: instances, servers, settings ------------------------------------------
 
 function drawCluster(state) {
+  // With 'lockshop up --hosts' every part is a host of its own: an instance can be cut
+  // off from every server (Redis, Redlock's five, ZooKeeper) while the others reach them.
+  const lan = state.network;
+  const serverHosts = lan ? Object.keys(lan.hosts).filter(h => !h.startsWith("shop-")) : [];
+  const cutOff = i => lan ? [button("cut off", () => act(`cut ${i.name} off from the servers`,
+    () => control("/control/network/partition", post({from: [i.name], to: serverHosts}))
+      .then(refreshState)), {"data-action": "cut-off"})] : [];
   const instances = document.querySelector("#instances tbody");
   instances.replaceChildren(...state.instances.map(i => element("tr", {"data-instance": i.name},
     element("td", {}, i.name),
@@ -83,7 +90,13 @@ function drawCluster(state) {
       ...["pause", "resume", "kill", "restart", "expire-session"].map(action =>
         button(action, () => act(`${action} ${i.name}`,
           () => control(`/control/instances/${i.name}/${action}`, post()).then(refreshState)),
-          {"data-action": action}))))));
+          {"data-action": action})), ...cutOff(i)))));
+  const network = document.getElementById("network");
+  network.hidden = !lan;
+  if (lan) {
+    document.getElementById("cut-links").textContent = lan.cut.length
+      ? `cut: ${lan.cut.join(", ")}` : "every link works";
+  }
   const servers = document.querySelector("#servers tbody");
   servers.replaceChildren(...state.servers.map(s => element("tr", {"data-server": s.name},
     element("td", {}, s.name),
@@ -93,6 +106,9 @@ function drawCluster(state) {
         () => control(`/control/servers/${s.name}/${action}`, post()).then(refreshState)),
         {"data-action": action}))))));
 }
+
+document.getElementById("heal").addEventListener("click", () =>
+  act("heal every link", () => control("/control/network/heal", post()).then(refreshState)));
 
 document.getElementById("settings").addEventListener("submit", event => {
   event.preventDefault();
