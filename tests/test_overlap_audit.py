@@ -15,7 +15,7 @@ import pytest
 
 from helpers import flash_sale, pause_the_holder
 from lockshop.cluster.client import ShopClient
-from lockshop.control.timeline import collect_holds, overlap_audit, overlaps
+from lockshop.control.timeline import begun_since, collect_holds, overlap_audit, overlaps
 from locks.holds import HoldLog
 
 pytestmark = pytest.mark.cluster
@@ -79,3 +79,14 @@ def test_a_fenced_holder_paused_past_its_lease_overlaps_but_never_both_write(
     assert (paused.status_code, second.status_code) == (503, 201)
     product = audit_of(cluster, since)["locks"]["product:1"]
     assert product["overlaps"] == 1 and product["both_wrote"] == 0, product
+
+
+def test_a_run_counts_only_the_holds_it_began():
+    def hold(id_, start, end):
+        return {"id": id_, "lock": "job:x", "acquired": start, "released": end, "wrote": True}
+    # A job of the run before (begun at 0) still ran when this run began (at 5).
+    collected = {"now": 9, "sources": [{"name": "a", "holds": [hold(1, 0, 6)]},
+                                       {"name": "b", "holds": [hold(1, 5.5, 7)]}]}
+    collected["overlaps"] = overlaps(collected["sources"], 9)
+    assert overlap_audit(collected)["overlaps"] == 1
+    assert overlap_audit(begun_since(collected, 5))["overlaps"] == 0

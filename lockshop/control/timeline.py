@@ -66,6 +66,15 @@ def overlaps(sources: list[dict], now: float) -> list[dict]:
     return found
 
 
+def begun_since(collected: dict, since: float) -> dict:
+    """``collected`` with only the holds acquired at or after ``since``: a run's own holds,
+    without those of the run before it that were still ending (a job that began under the
+    last strategy's guard)."""
+    sources = [dict(source, holds=[h for h in source["holds"] if h["acquired"] >= since])
+               for source in collected["sources"]]
+    return dict(collected, sources=sources, overlaps=overlaps(sources, collected["now"]))
+
+
 def overlap_audit(collected: dict, forgotten_before: dict[str, int] | None = None) -> dict:
     """What ``collect_holds`` found, as the audit reports it: per lock, the holds, the
     overlapping pairs, how long they overlapped, and the pairs in which both wrote.

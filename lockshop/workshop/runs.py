@@ -26,7 +26,7 @@ from lockshop.cluster.launcher import Cluster
 from lockshop.cluster.processes import StartError
 from lockshop.cluster.scratch import scratch_database, server_error
 from lockshop.cluster.servers import own_servers
-from lockshop.control.timeline import collect_holds, overlap_audit
+from lockshop.control.timeline import begun_since, collect_holds, overlap_audit
 from shop.config import DEFAULT_DATABASE_URL, Config, locks_backends
 from shop.errors import Unprocessable
 from shop.orders.strategies import ShopStrategy, Strategies
@@ -158,7 +158,8 @@ def run_sale(cluster: Cluster, config: Config, scenario: Scenario, run: PlannedR
                         csv_prefix=folder / "locust",
                         extra_args=("--html", str(folder / "locust.html")) if html else ())
     after = [scrape_lock_metrics(url) for url in targets]
-    overlaps = overlap_audit(collect_holds(instances, since, labs=False, timeout=30), forgotten)
+    overlaps = overlap_audit(begun_since(collect_holds(instances, since, labs=False, timeout=30),
+                                         since), forgotten)
     return RunResult(scenario, run, admin.audit(), result,
                      lock_figures(before, after, run.strategy.name), overlaps)
 
