@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import requests
 from sqlalchemy import select
@@ -37,6 +42,29 @@ def send(client, method: str, path: str, body):
     if isinstance(body, bytes):
         return client.open(path, method=method, data=body, content_type="application/json")
     return client.open(path, method=method, json=body)
+
+
+@contextmanager
+def lockshop_up(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Iterator[str]:
+    """``lockshop up *args`` as a user starts it: what it printed until "Ctrl-C stops them
+    all"; then SIGTERM, as Ctrl-C would, and a wait for it to clean up."""
+    process = subprocess.Popen([sys.executable, "-m", "lockshop.cli", "up", *args], cwd=cwd,
+                               env=env, text=True, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT)
+    lines = []
+    try:
+        for line in process.stdout:
+            lines.append(line)
+            if line.startswith("Ctrl-C"):
+                break
+        yield "".join(lines)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        process.stdout.close()
 
 
 def runner_for(sessions, name: str):

@@ -14,9 +14,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -24,6 +21,7 @@ import pytest
 import requests
 
 from conftest import require
+from helpers import lockshop_up
 from lockshop.cluster.processes import free_port
 from lockshop.cluster.redis_servers import redis_server_binary
 
@@ -57,29 +55,12 @@ def workshop(tmp_path_factory):
     port = free_port()
     while not all(_free(p) for p in (port, port + 1, port + 2)):
         port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "lockshop.cli", "up", "--instances", "3", "--port", str(port),
-         "--strategy", "none", "--reset"], cwd=folder, text=True,
-        env={**os.environ, "LOCKSHOP_ADMIN_TOKEN": TOKEN},
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    lines = []
-    try:
-        for line in process.stdout:
-            lines.append(line)
-            if line.startswith("Ctrl-C"):
-                break
-        text = "".join(lines)
+    with lockshop_up("--instances", "3", "--port", str(port), "--strategy", "none", "--reset",
+                     cwd=folder, env={**os.environ, "LOCKSHOP_ADMIN_TOKEN": TOKEN}) as text:
         console = re.search(r"console: (\S+)", text)
         control = re.search(r"control \(labs, faults, sales\): (\S+)", text)
         assert console and control, text
         yield {"console": console.group(1), "control": control.group(1), "folder": folder}
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        process.stdout.close()
 
 
 def _free(port: int) -> bool:

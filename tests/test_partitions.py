@@ -11,7 +11,6 @@ Needs root (CI has it); elsewhere each test skips and says why.
 from __future__ import annotations
 
 import re
-import signal
 import subprocess
 import sys
 import threading
@@ -22,6 +21,7 @@ import pytest
 import requests
 
 from conftest import require, require_zookeeper
+from helpers import lockshop_up
 from lockshop.cluster.client import ShopClient
 from lockshop.cluster.network import unavailable as network_unavailable
 from lockshop.cluster.redis_servers import RedisServer, redis_server_binary
@@ -177,8 +177,7 @@ def test_a_leader_cut_off_from_zookeeper_stops_leading_before_another_is_elected
     deadline = time.monotonic() + 20
     while admin.audit()["jobs"]["runs"] < 4 and time.monotonic() < deadline:
         time.sleep(0.2)
-    runs = [r for r in admin.get("/api/admin/jobs")["runs"]]
-    leader = runs[-1]["instance"]
+    leader = admin.get("/api/admin/jobs")["runs"][-1]["instance"]
     other = "shop-2" if leader == "shop-1" else "shop-1"
     network.partition([leader], ["zookeeper"])
     time.sleep(5.0)  # past the session: the other is elected and runs the jobs
@@ -199,17 +198,8 @@ def test_lockshop_up_on_hosts_cuts_and_heals_links_from_the_control(tmp_path):
     require(network_unavailable() is None,
             f"cannot make hosts on this machine: {network_unavailable()}")
     require(redis_server_binary() is not None, "redis-server is not installed")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "lockshop.cli", "up", "--hosts", "--instances", "2",
-         "--strategy", "redis", "--reset"], cwd=tmp_path, text=True,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    lines = []
-    try:
-        for line in process.stdout:
-            lines.append(line)
-            if line.startswith("Ctrl-C"):
-                break
-        text = "".join(lines)
+    with lockshop_up("--hosts", "--instances", "2", "--strategy", "redis", "--reset",
+                     cwd=tmp_path) as text:
         control = re.search(r"control \(labs, faults, sales\): (\S+)", text).group(1)
         shops = dict(re.findall(r"^  (shop-\d)  (\S+)", text, re.M))
         assert set(shops) == {"shop-1", "shop-2"}, text
@@ -237,10 +227,6 @@ def test_lockshop_up_on_hosts_cuts_and_heals_links_from_the_control(tmp_path):
         assert act("/control/network/heal").json()["network"]["cut"] == []
         assert buy("shop-1") == 201
         bridge = state["network"]["bridge"]
-    finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(60)
-        process.stdout.close()
     tag = bridge.removeprefix("lsbr-")
     assert f"lockshop-{tag}-" not in subprocess.run(["ip", "netns", "list"], capture_output=True,
                                                    text=True).stdout

@@ -133,12 +133,13 @@ class Network:
         pairs = [(a, b) for a in side_a for b in side_b]
         if not one_way:
             pairs += [(b, a) for a, b in pairs]
+        if any(receiver == "machine" for _, receiver in pairs):
+            # Checked before any rule goes in: a refused partition changes nothing.
+            raise NetworkError("links are cut where packets arrive, on the hosts: the "
+                               "machine can only be cut one way, from it")
         for sender, receiver in pairs:
             if (sender, receiver) in self.cut:
                 continue
-            if receiver == "machine":
-                raise NetworkError("the machine's side is cut at the hosts: "
-                                   "partition the host from the machine instead")
             # Dropped where it arrives, silently: the sender sees a timeout.
             _nft(self.hosts[receiver], "add rule inet lockshop input ip saddr "
                  f"{self._address(sender)} drop")
