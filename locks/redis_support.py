@@ -84,6 +84,13 @@ def new_token(owner: str) -> str:
 
 # --- scripts ------------------------------------------------------------------------
 
+class KeyOfAnotherKind(redis.RedisError):
+    """The lock's key holds another kind of value: a string where a hash lock looks
+    (or back), left by another Redis strategy's hold that has not yet expired, when
+    the cluster switched strategies while it was held. Not ours, and not free: the
+    lock cannot be had now (a 503), until that hold's lease ends."""
+
+
 class Scripts:
     """Lua scripts run on one client by ``EVALSHA``: the hash travels, not the body.
 
@@ -102,10 +109,15 @@ class Scripts:
         if sha is None:
             sha = self._hashes[source] = hashlib.sha1(source.encode()).hexdigest()
         try:
-            return self.client.evalsha(sha, len(keys), *keys, *args)
-        except redis.exceptions.NoScriptError:
-            self.client.script_load(source)
-            return self.client.evalsha(sha, len(keys), *keys, *args)
+            try:
+                return self.client.evalsha(sha, len(keys), *keys, *args)
+            except redis.exceptions.NoScriptError:
+                self.client.script_load(source)
+                return self.client.evalsha(sha, len(keys), *keys, *args)
+        except redis.ResponseError as error:
+            if "WRONGTYPE" in str(error):
+                raise KeyOfAnotherKind(f"{keys[0]} holds another kind of lock") from error
+            raise
 
 
 # --- what every Redis lock shares ------------------------------------------------------
@@ -117,7 +129,7 @@ class RedisLockBase(DistributedLock):
     #: fencing would hide the failure they are there to show).
     fenced = False
     backend = "redis"
-    backend_errors = (redis.ConnectionError, redis.TimeoutError)
+    backend_errors = (redis.ConnectionError, redis.TimeoutError, KeyOfAnotherKind)
 
     def __init__(self, name: str, *, client: redis.Redis, scripts: Scripts, lease_ms: int,
                  faults: frozenset[str] = frozenset(), **options) -> None:

@@ -383,3 +383,26 @@ def test_each_correct_redis_lock_is_correct_across_instances(start_cluster, star
     audit, served_by = flash_sale(cluster, name, instances=3)
     assert len(served_by) == 3
     assert audit["correct"] and audit["totals"]["sold"] == 10, audit
+
+
+def test_a_key_left_by_another_kind_of_redis_lock_is_a_503_not_a_500(redis_server,
+                                                                       start_cluster):
+    """Switching from 'redis' (a string per lock) to 'redis_reentrant' (a hash) while a
+    hold of the first is still within its lease: the reentrant lock finds a string at
+    its key. Neither ours nor free: a clear 503, nothing sold, and the lock works again
+    once that lease ends."""
+    client = redis.Redis.from_url(redis_server.url)
+    client.set("lockshop:lock:product:1", "another strategy's token", px=1500)
+    with pytest.raises(locks.BackendUnavailable, match="another kind of lock"):
+        factory(redis_server, "redis_reentrant").lock("product:1").acquire()
+
+    cluster = start_cluster(1, redis_url=redis_server.url)
+    shop = ShopClient(cluster.urls[0])
+    shop.reset([{"sku": "x", "stock": 5}])
+    shop.set_settings(strategy="redis_reentrant", business_delay_ms=0)
+    client.set("lockshop:lock:product:1", "another strategy's token", px=1500)
+    answer = requests.post(f"{cluster.urls[0]}/api/orders", json={"product_id": 1}, timeout=30)
+    assert answer.status_code == 503 and answer.json()["error"] == "backend_unavailable"
+    assert shop.audit()["totals"]["sold"] == 0
+    time.sleep(1.6)
+    assert shop.order() == 201
