@@ -305,3 +305,34 @@ def test_expiring_an_instance_s_zookeeper_sessions(workshop):
     audit = shop.audit()
     assert audit["correct"] and audit["products"][0]["sold"] >= 2
     shop.set_settings(strategy="none")
+
+
+def test_slowing_an_instance_s_link_from_the_page(console, tmp_path):
+    """On hosts, the network panel's 'slow' holds back what shop-1 sends (its answers
+    arrive late), and 'heal' gives the link its speed back."""
+    from lockshop.cluster.network import unavailable
+
+    require(unavailable() is None, f"cannot make hosts on this machine: {unavailable()}")
+    require(redis_server_binary() is not None, "redis-server is not installed")
+    with lockshop_up("--hosts", "--instances", "2", "--strategy", "redis", "--reset",
+                     cwd=tmp_path, env={**os.environ, "LOCKSHOP_ADMIN_TOKEN": TOKEN}) as text:
+        page_url = re.search(r"console: (\S+)", text).group(1)
+        shop_1 = dict(re.findall(r"^  (shop-\d)  (\S+)", text, re.M))["shop-1"]
+
+        def answer_ms() -> float:
+            started = time.monotonic()
+            requests.get(f"{shop_1}/api/health", timeout=30).raise_for_status()
+            return (time.monotonic() - started) * 1000
+
+        console.open(page_url)
+        page = console.page
+        page.fill("#link input[name=delay_ms]", "400")
+        page.locator("#instances tr[data-instance=shop-1] button[data-action=slow]").click()
+        page.get_by_text("slow: shop-1 → all: 400 ms").wait_for()
+        console.shot("shop-1-slowed")
+        assert answer_ms() >= 400  # its answer waited; (the question did not)
+        page.click("#heal")
+        page.get_by_text("every link works, at full speed").wait_for()
+        assert answer_ms() < 400
+        assert console.control("/control/state")["network"]["slow"] == {}
+        page.goto("about:blank")  # stop polling before the cluster goes

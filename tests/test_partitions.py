@@ -18,11 +18,13 @@ import time
 from contextlib import ExitStack
 
 import pytest
+import redis
 import requests
 
 from conftest import require, require_zookeeper
 from helpers import lockshop_up
 from lockshop.cluster.client import ShopClient
+from lockshop.cluster.network import Link, NetworkError
 from lockshop.cluster.network import unavailable as network_unavailable
 from lockshop.cluster.redis_servers import RedisServer, redis_server_binary
 from lockshop.cluster.zookeeper_servers import ZooKeeperServer
@@ -82,6 +84,89 @@ def test_hosts_have_their_own_addresses_and_a_partition_drops_silently(network, 
     assert ping() == "TimeoutError"
 
 
+def shop_1_s_answer_is_refused(cluster, network, admin: ShopClient, first: threading.Thread,
+                               answers: dict, someone_else_buys: bool) -> None:
+    """shop-1 lost its lock while in its business delay; shop-2 buys meanwhile (or not).
+    shop-1's order must end in a 503: ``stale_write`` when shop-2's newer token wrote
+    first, ``lock_lost`` otherwise; and only shop-2's sale is in the audit."""
+    if someone_else_buys:
+        admin.set_settings(business_delay_ms=0)
+        second = requests.post(f"{cluster.urls[1]}/api/orders", json={"product_id": 1},
+                               timeout=30)
+        assert second.status_code == 201, second.text
+    first.join()
+    network.heal()
+    assert answers["first"].status_code == 503, answers["first"].text
+    expected = "stale_write" if someone_else_buys else "lock_lost"
+    assert answers["first"].json()["error"] == expected
+    audit = admin.audit()
+    assert audit["correct"], audit["totals"]
+    assert audit["totals"]["sold"] == (1 if someone_else_buys else 0)
+
+
+def round_trip_ms(client, server) -> float:
+    """The median of 9 round trips (TCP connect) from host ``client`` to ``server``."""
+    script = ("import socket, statistics, time\ntimes = []\nfor _ in range(9):\n"
+              " t = time.monotonic()\n"
+              f" socket.create_connection(('{server.host.address}', {server.port}), "
+              "timeout=10).close()\n"
+              " times.append((time.monotonic() - t) * 1000)\n"
+              "print(statistics.median(times))")
+    return float(subprocess.run(client.command([sys.executable, "-c", script]),
+                                capture_output=True, text=True, timeout=60).stdout)
+
+
+def test_a_slow_link_delays_what_its_host_sends_and_heals(network, servers):
+    redis_server = servers("redis", "redis")
+    client = network.host("client")
+    assert round_trip_ms(client, redis_server) < 50
+    network.slow("client", Link(delay_ms=200))
+    assert 200 <= round_trip_ms(client, redis_server) < 300
+    network.slow("redis", Link(delay_ms=100), receivers=["machine"])  # not towards client
+    assert 200 <= round_trip_ms(client, redis_server) < 300
+    assert network.as_dict()["slow"]["redis"]["to"] == ["machine"]
+    network.heal()
+    assert round_trip_ms(client, redis_server) < 50 and network.as_dict()["slow"] == {}
+    for bad in (lambda: network.slow("machine", Link(100)),
+                lambda: network.slow("client", Link(100), receivers=["nowhere"]),
+                lambda: Link(delay_ms=100, jitter_ms=200),
+                lambda: Link(loss_percent=101)):
+        with pytest.raises(NetworkError):
+            bad()
+
+
+@pytest.mark.parametrize("someone_else_buys", [False, True])
+def test_latency_on_the_holders_link_makes_a_watchdog_renewal_miss(network, servers,
+                                                                  start_cluster,
+                                                                  someone_else_buys):
+    """The watchdog renews a 1 s lease every third of it, and waits for each answer
+    before the next wait: a renewal lands (latency + lease/3) after the one before.
+    With 900 ms on shop-1's link that is 1.23 s: the lease ends between two renewals
+    while the holder is alive and well. Its watchdog learns it, so the order fails
+    before it commits (LockLost); and if shop-2 took the lock and sold meanwhile, the
+    fencing token refuses shop-1's write first. Never both written."""
+    redis_server = servers("redis", "redis")
+    cluster = start_cluster(2, network=network, redis_url=redis_server.url,
+                            lock_lease_ms=1000)
+    admin = ShopClient(cluster.urls[1])
+    admin.reset([{"sku": "x", "stock": 5}])
+    admin.set_settings(strategy="redis_watchdog", business_delay_ms=5000)
+    watcher = redis.Redis.from_url(redis_server.url, socket_timeout=5)
+    since, answers = time.time(), {}
+    first = order_in_background(cluster.urls[0], answers)
+    time.sleep(1.6)  # past the first lease: held only because the watchdog renews it
+    assert watcher.exists("lockshop:lock:product:1")
+    network.slow("shop-1", Link(delay_ms=900))
+    deadline = time.monotonic() + 5
+    while watcher.exists("lockshop:lock:product:1") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not watcher.exists("lockshop:lock:product:1"), "the renewals kept up"
+    shop_1_s_answer_is_refused(cluster, network, admin, first, answers, someone_else_buys)
+    product = overlaps_of(cluster, since)
+    assert product["overlaps"] == (1 if someone_else_buys else 0), product
+    assert product["both_wrote"] == 0, product
+
+
 def test_a_holder_cut_off_from_redis_past_its_lease_is_fenced(network, servers, start_cluster):
     redis = servers("redis", "redis")
     cluster = start_cluster(2, network=network, redis_url=redis.url, lock_lease_ms=1000)
@@ -124,19 +209,7 @@ def test_a_holder_cut_off_from_zookeeper_past_its_session(network, servers, star
     time.sleep(0.7)
     network.partition(["shop-1"], ["zookeeper"])
     time.sleep(3.0)  # past the 2 s session: the server deletes shop-1's node
-    if someone_else_buys:
-        admin.set_settings(business_delay_ms=0)
-        second = requests.post(f"{cluster.urls[1]}/api/orders", json={"product_id": 1},
-                               timeout=30)
-        assert second.status_code == 201, second.text
-    first.join()
-    network.heal()
-    assert answers["first"].status_code == 503, answers["first"].text
-    expected = "stale_write" if someone_else_buys else "lock_lost"
-    assert answers["first"].json()["error"] == expected
-    audit = admin.audit()
-    assert audit["correct"], audit["totals"]
-    assert audit["totals"]["sold"] == (1 if someone_else_buys else 0)
+    shop_1_s_answer_is_refused(cluster, network, admin, first, answers, someone_else_buys)
     assert overlaps_of(cluster, since)["both_wrote"] == 0
 
 
@@ -194,7 +267,8 @@ def test_a_leader_cut_off_from_zookeeper_stops_leading_before_another_is_elected
 def test_lockshop_up_on_hosts_cuts_and_heals_links_from_the_control(tmp_path):
     """``lockshop up --hosts`` as a user starts it: the control cuts shop-1 off from Redis
     (its orders fail with a 503, shop-2 still sells), refuses what is not a partition,
-    heals; and on Ctrl-C every namespace and the bridge are gone."""
+    slows a link and refuses what is not a slowing, heals; and on Ctrl-C every namespace
+    and the bridge are gone."""
     require(network_unavailable() is None,
             f"cannot make hosts on this machine: {network_unavailable()}")
     require(redis_server_binary() is not None, "redis-server is not installed")
@@ -224,7 +298,22 @@ def test_lockshop_up_on_hosts_cuts_and_heals_links_from_the_control(tmp_path):
             assert refused.status_code == status, (body, refused.text)
         state = requests.get(f"{control}/control/state", timeout=10).json()
         assert len(state["network"]["cut"]) == 2  # the refusals changed nothing
-        assert act("/control/network/heal").json()["network"]["cut"] == []
+        slowed = act("/control/network/slow", {"host": "shop-1", "delay_ms": 50, "to": ["redis"]})
+        assert slowed.status_code == 200, slowed.text
+        assert slowed.json()["network"]["slow"]["shop-1"]["to"] == ["redis"]
+        for body, status in (({"host": ["shop-1"], "delay_ms": 50}, 400),
+                             ({"host": "shop-1", "delay_ms": "50"}, 400),
+                             ({"host": "shop-1", "delay_ms": 50, "to": "redis"}, 400),
+                             ({"host": "shop-9", "delay_ms": 50}, 422),
+                             ({"host": "machine", "delay_ms": 50}, 422),
+                             ({"host": "shop-1", "delay_ms": 50, "jitter_ms": 80}, 422),
+                             ({"host": "shop-1", "loss_percent": 120}, 422)):
+            refused = act("/control/network/slow", body)
+            assert refused.status_code == status, (body, refused.text)
+        state = requests.get(f"{control}/control/state", timeout=10).json()
+        assert state["network"]["slow"]["shop-1"]["delay_ms"] == 50  # unchanged by refusals
+        healed = act("/control/network/heal").json()["network"]
+        assert healed["cut"] == [] and healed["slow"] == {}
         assert buy("shop-1") == 201
         bridge = state["network"]["bridge"]
     tag = bridge.removeprefix("lsbr-")

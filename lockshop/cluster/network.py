@@ -18,7 +18,12 @@ a client sees a timeout, never a refusal.
 * ``partition(a, b)``: no packet from a host of ``a`` reaches one of ``b``, nor
   back; ``one_way=True`` cuts only a → b (b's packets still arrive at a, and a
   TCP connection, which needs both, stalls all the same);
-* ``heal()``: every link works again.
+* ``slow(host, Link(delay_ms, jitter_ms, loss_percent), receivers)``: what the
+  host sends (to ``receivers`` only, if given) waits ``delay_ms`` (± ``jitter_ms``,
+  in order) and ``loss_percent`` of it is lost, as ``tc netem`` on its
+  interface would do; here by NFQUEUE and a small delayer
+  (``lockshop.cluster.delayer``), which works on kernels without netem;
+* ``heal()``: every link works again, at full speed.
 
 Where it cannot run (not root, no ``ip`` or ``nft``, namespaces forbidden)
 ``unavailable()`` says why; tests skip with that reason, and fail in CI.
@@ -31,12 +36,39 @@ import os
 import secrets
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+
+
+_PROJECT = Path(__file__).resolve().parents[2]  # where ``-m lockshop…`` is found
 
 
 class NetworkError(RuntimeError):
     """A namespace, link or rule could not be made."""
+
+
+@dataclass(frozen=True)
+class Link:
+    """How a slowed host's link behaves: netem's delay, jitter and loss."""
+
+    delay_ms: float = 0.0
+    jitter_ms: float = 0.0
+    loss_percent: float = 0.0
+    seed: int = 0  # of the jitter: the same seed, the same delays
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.delay_ms <= 60_000:
+            raise NetworkError("delay_ms must be between 0 and 60000")
+        if not 0 <= self.jitter_ms <= self.delay_ms:
+            raise NetworkError("jitter_ms must be between 0 and delay_ms")
+        if not 0 <= self.loss_percent <= 100:
+            raise NetworkError("loss_percent must be between 0 and 100")
+
+    def as_dict(self) -> dict:
+        return {"delay_ms": self.delay_ms, "jitter_ms": self.jitter_ms,
+                "loss_percent": self.loss_percent}
 
 
 @dataclass(frozen=True)
@@ -63,7 +95,7 @@ def unavailable() -> str | None:
     """Why hosts cannot be made here, or None when they can."""
     if os.geteuid() != 0:
         return "network namespaces need root"
-    for tool, package in (("ip", "iproute2"), ("nft", "nftables")):
+    for tool, package in (("ip", "iproute2"), ("nft", "nftables"), ("iptables", "iptables")):
         if shutil.which(tool) is None:
             return f"{tool} is not installed (Debian: apt-get install {package})"
     probe = f"lockshop-probe-{secrets.token_hex(3)}"
@@ -83,6 +115,9 @@ class Network:
     _subnet: ipaddress.IPv4Network | None = None
     #: (from host, to host) pairs whose packets are dropped now.
     cut: set[tuple[str, str]] = field(default_factory=set)
+    #: Slowed hosts: name to (how, to whom: empty is everyone).
+    slowed: dict[str, tuple[Link, list[str]]] = field(default_factory=dict)
+    _delayers: dict[str, subprocess.Popen] = field(default_factory=dict)
 
     @property
     def bridge(self) -> str:
@@ -120,7 +155,8 @@ class Network:
         _ip("-n", host.namespace, "link", "set", inside, "up")
         _ip("-n", host.namespace, "link", "set", "lo", "up")
         _nft(host, "add table inet lockshop\n"
-                   "add chain inet lockshop input { type filter hook input priority 0; }")
+                   "add chain inet lockshop input { type filter hook input priority 0; }\n"
+                   "add chain inet lockshop output { type filter hook output priority 0; }")
         return host
 
     # --- faults --------------------------------------------------------------------
@@ -145,10 +181,56 @@ class Network:
                  f"{self._address(sender)} drop")
             self.cut.add((sender, receiver))
 
+    def slow(self, name: str, link: Link, receivers: Iterable[str] | None = None) -> None:
+        """What host ``name`` sends (to ``receivers`` only, if given; "machine" is one)
+        goes as ``link`` says from now on, replacing any earlier slowing of it."""
+        if name not in self.hosts:
+            raise NetworkError(f"no host {name!r}: only a host's link can be slowed")
+        receivers = sorted(set(receivers or ()))
+        unknown = [r for r in receivers if r != "machine" and r not in self.hosts]
+        if unknown or name in receivers:
+            raise NetworkError(f"cannot slow {name} towards {', '.join(unknown or [name])}")
+        self._speed_up(name)
+        host = self.hosts[name]
+        addresses = ",".join(self._address(r) for r in receivers)
+        if link.delay_ms or link.jitter_ms:
+            # One queue per namespace, so queue 0 everywhere; the delayer listens
+            # before the rule goes in, or the first packets would pass undelayed.
+            delayer = subprocess.Popen(
+                host.command([sys.executable, "-m", "lockshop.cluster.delayer",
+                              "--delay-ms", str(link.delay_ms), "--jitter-ms",
+                              str(link.jitter_ms), "--seed", str(link.seed)]),
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=_PROJECT)
+            self._delayers[name] = delayer
+            if delayer.stdout.readline().strip() != "ready":
+                raise NetworkError(f"delayer on {name}: {delayer.stderr.read().strip()}")
+            _run(host.command(["iptables", "-t", "mangle", "-A", "OUTPUT", "-o", "eth0",
+                               *(["-d", addresses] if addresses else []),
+                               "-j", "NFQUEUE", "--queue-num", "0", "--queue-bypass"]),
+                 f"iptables on {name}")
+        if link.loss_percent:
+            # numgen draws per packet: a packet is lost with probability loss/100.
+            towards = f"ip daddr {{ {addresses} }} " if addresses else ""
+            _nft(host, f'add rule inet lockshop output oifname "eth0" {towards}numgen random '
+                 f"mod 10000 < {round(link.loss_percent * 100)} drop")
+        self.slowed[name] = (link, receivers)
+
+    def _speed_up(self, name: str) -> None:
+        host = self.hosts[name]
+        delayer = self._delayers.pop(name, None)
+        if delayer is not None:
+            _run(host.command(["iptables", "-t", "mangle", "-F", "OUTPUT"]),
+                 f"iptables on {name}")
+            _stop(delayer)  # after the rule is gone, so no packet waits on it
+        _nft(host, "flush chain inet lockshop output")
+        self.slowed.pop(name, None)
+
     def heal(self) -> None:
-        """Every link works again."""
-        for host in self.hosts.values():
+        """Every link works again, at full speed."""
+        for name, host in self.hosts.items():
             _nft(host, "flush chain inet lockshop input")
+            if name in self.slowed or name in self._delayers:
+                self._speed_up(name)
         self.cut.clear()
 
     def _address(self, name: str) -> str:
@@ -157,12 +239,17 @@ class Network:
     def as_dict(self) -> dict:
         return {"bridge": self.bridge, "machine": self.machine.address,
                 "hosts": {name: host.address for name, host in self.hosts.items()},
-                "cut": sorted(f"{a} -> {b}" for a, b in self.cut)}
+                "cut": sorted(f"{a} -> {b}" for a, b in self.cut),
+                "slow": {name: {**link.as_dict(), "to": receivers or ["all"]}
+                         for name, (link, receivers) in sorted(self.slowed.items())}}
 
     # --- the end ---------------------------------------------------------------------
 
     def close(self) -> None:
         """Remove every namespace (their processes should be stopped first) and the bridge."""
+        for delayer in self._delayers.values():
+            _stop(delayer)
+        self._delayers.clear()
         for host in self.hosts.values():
             subprocess.run(["ip", "netns", "del", host.namespace], capture_output=True)
         self.hosts.clear()
@@ -195,6 +282,19 @@ def _ip(*args: str) -> None:
     done = subprocess.run(["ip", *args], capture_output=True, text=True)
     if done.returncode != 0:
         raise NetworkError(f"ip {' '.join(args)}: {done.stderr.strip()}")
+
+
+def _stop(delayer: subprocess.Popen) -> None:
+    delayer.terminate()
+    delayer.wait()
+    delayer.stdout.close()
+    delayer.stderr.close()
+
+
+def _run(argv: list[str], what: str) -> None:
+    done = subprocess.run(argv, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise NetworkError(f"{what}: {done.stderr.strip()}")
 
 
 def _nft(host: Host, script: str) -> None:

@@ -14,8 +14,10 @@ CORS headers: the console's page comes from a shop instance, on another port.
     GET  /control/sales, /control/sales/<n>   the sales, sampled once a second
     GET  /control/holds?since=<epoch s>       every instance's holds, and the overlaps
     POST /control/network/partition           {"from": [hosts], "to": [hosts], "one_way": false}
-    POST /control/network/heal                every link works again
-                                              (both only with ``lockshop up --hosts``)
+    POST /control/network/slow                {"host": h, "delay_ms": 900, "jitter_ms": 0,
+                                               "loss_percent": 0, "to": [hosts] or absent}
+    POST /control/network/heal                every link works again, at full speed
+                                              (all three only with ``lockshop up --hosts``)
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from werkzeug.serving import make_server
 from lockshop.cluster.client import ShopClient, ShopClientError
 from lockshop.cluster.faults import end_session
 from lockshop.cluster.launcher import Cluster
+from lockshop.cluster.network import Link, NetworkError
 from lockshop.cluster.processes import ServerProcess, process_state
 from lockshop.control import Busy
 from lockshop.control.labs import LabRunner, catalogue
@@ -40,6 +43,14 @@ from shop.config import Config
 
 INSTANCE_ACTIONS = ("pause", "resume", "kill", "restart", "expire-session")
 SERVER_ACTIONS = ("stop", "start")
+
+
+def json_object(fields: str) -> dict:
+    """The request's JSON body, which must be an object (400 naming ``fields`` if not)."""
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict):
+        raise ControlError(400, f"send a JSON object: {fields}")
+    return body
 
 
 class ControlError(Exception):
@@ -79,15 +90,11 @@ class Control:
         if self.network is None:
             raise ControlError(409, "this cluster runs on one loopback: start it with "
                                     "'lockshop up --hosts' to cut links")
-        known = set(self.network.hosts) | {"machine"}
         for side in (side_a, side_b):
             if (not isinstance(side, list) or not side
                     or not all(isinstance(h, str) for h in side)):
                 raise ControlError(400, "'from' and 'to' must be non-empty lists of host names")
-            unknown = sorted(set(side) - known)
-            if unknown:
-                raise ControlError(422, f"no host named {', '.join(unknown)}; the hosts are "
-                                        f"{', '.join(sorted(known))}")
+            self._refuse_unknown(set(side) - {"machine"})
         if set(side_a) & set(side_b):
             raise ControlError(422, "a host cannot be cut off from itself")
         if not isinstance(one_way, bool):
@@ -97,6 +104,39 @@ class Control:
                                     "'from': ['machine'], 'one_way': true")
         with self._acting:
             self.network.partition(side_a, side_b, one_way=one_way)
+
+    def slow(self, body: dict) -> None:
+        """Slow what one host sends (to ``to`` only, if given): delay, jitter, loss."""
+        if self.network is None:
+            raise ControlError(409, "this cluster runs on one loopback: start it with "
+                                    "'lockshop up --hosts' to slow links")
+        host, receivers = body.get("host"), body.get("to")
+        if not isinstance(host, str):
+            raise ControlError(400, "'host' must be the name of a host")
+        if receivers is not None and (not isinstance(receivers, list) or not receivers or
+                                      not all(isinstance(r, str) for r in receivers)):
+            raise ControlError(400, "'to' must be a non-empty list of host names, or absent")
+        if host == "machine":
+            raise ControlError(422, "only a host's link can be slowed, not the machine's")
+        self._refuse_unknown({host, *(receivers or ())} - {"machine"})
+        figures = {}
+        for name in ("delay_ms", "jitter_ms", "loss_percent"):
+            value = body.get(name, 0)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ControlError(400, f"'{name}' must be a number")
+            figures[name] = value
+        try:
+            link = Link(**figures)
+            with self._acting:
+                self.network.slow(host, link, receivers)
+        except NetworkError as error:
+            raise ControlError(422, str(error)) from None
+
+    def _refuse_unknown(self, names: set[str]) -> None:
+        unknown = sorted(names - set(self.network.hosts))
+        if unknown:
+            raise ControlError(422, f"no host named {', '.join(unknown)}; the hosts are "
+                                    f"{', '.join(sorted(self.network.hosts))} and machine")
 
     def heal(self) -> None:
         if self.network is None:
@@ -239,10 +279,7 @@ def control_app(control: Control) -> Flask:
 
     @app.post("/control/sales")
     def start_sale():
-        body = request.get_json(silent=True)
-        if not isinstance(body, dict):
-            raise ControlError(400, "send a JSON object: strategy, buyers, seconds, "
-                                    "business_delay_ms, product")
+        body = json_object("strategy, buyers, seconds, business_delay_ms, product")
         try:
             sale_request = SaleRequest(**body)
         except TypeError as error:
@@ -266,10 +303,13 @@ def control_app(control: Control) -> Flask:
 
     @app.post("/control/network/partition")
     def partition():
-        body = request.get_json(silent=True)
-        if not isinstance(body, dict):
-            raise ControlError(400, "send a JSON object: from, to, one_way")
+        body = json_object("from, to, one_way")
         control.partition(body.get("from"), body.get("to"), body.get("one_way", False))
+        return jsonify(control.state())
+
+    @app.post("/control/network/slow")
+    def slow():
+        control.slow(json_object("host, delay_ms, jitter_ms, loss_percent, to"))
         return jsonify(control.state())
 
     @app.post("/control/network/heal")

@@ -22,6 +22,7 @@ from lockshop.workshop.labs import (
     failover,
     holds,
     jobs,
+    latency,
     mariadb,
     measured,
     partitions,
@@ -40,7 +41,7 @@ LABS: dict[str, Lab] = {lab.id: lab for lab in sorted(
     (*sales.LABS, *jobs.LABS, *holds.LABS, *redis_leases.LABS, *reentrancy.LABS,
      *redis_majority.LABS, *failover.LABS, *zookeeper.LABS, *zk_queues.LABS, *mariadb.LABS,
      *measured.LABS, *retries.LABS,
-     *partitions.LABS),
+     *partitions.LABS, *latency.LABS),
     key=lambda lab: int(lab.id[1:]))}
 #: How many claims the articles make (CLAIMS.md); labs from C44 on stage what the
 #: articles leave out (faults of the network, clients that retry).

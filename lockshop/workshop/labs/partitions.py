@@ -32,7 +32,7 @@ from shop.store.db import make_engine, make_sessions
 LEASE_MS = 1000  # the Redis lease, and the ZooKeeper session's timeout
 
 
-def _check_from_a(lock) -> str:
+def check_from_a(lock) -> str:
     """What A learns when it asks whether it still holds the lock."""
     try:
         lock.ensure_held()
@@ -48,8 +48,21 @@ def _forget(lock) -> None:
         pass  # long gone: the point of the lab
 
 
-def _stage(run, service: str, server, strategy: str, *, fix_checks_first: bool) -> None:
-    """The two halves on ``server`` (on its host of ``lan``), with ``strategy``'s locks."""
+def cut_off(lan, service: str, lock) -> tuple[str, str, bool]:
+    """A's link to ``service`` is cut past the lease: (what was done, what A should
+    learn when it asks, whether the fault took as planned)."""
+    lan.partition(["machine"], [service], one_way=True)
+    time.sleep(LEASE_MS * 1.5 / 1000)
+    return (f"its link to {service} is cut for {LEASE_MS * 1.5:g} ms (lease/session: "
+            f"{LEASE_MS} ms)", "A cannot tell whether it still holds the lock; on the "
+            "server its hold has ended", True)
+
+
+def stage_late_write(run, service: str, server, strategy: str, *, fix: str,
+                     fault=cut_off) -> None:
+    """The two halves on ``server`` (on its host of ``lan``), with ``strategy``'s locks:
+    A takes the lock and reads, ``fault(lan, service, A's lock)`` happens to A's link, B sells,
+    A writes late (``fix`` says how the fixed half's A does it)."""
     lan = run.parts.network()
     folder = run.parts.folder(run.lab.name)
     backends = ({"redis_url": server.url} if service == "redis"
@@ -61,11 +74,8 @@ def _stage(run, service: str, server, strategy: str, *, fix_checks_first: bool) 
         sessions = make_sessions(engine)
         admin = ShopClient(cluster.urls[0])
         try:
-            for half, how in (
-                    ("broken", "A's write trusts A: no token goes with it"),
-                    ("fix", ("A asks before it commits, and its write carries the lock's "
-                             "token (the zxid of its node)") if fix_checks_first else
-                     "A's write carries the lock's fencing token")):
+            for half, how in (("broken", "A's write trusts A: no token goes with it"),
+                              ("fix", fix)):
                 getattr(run, half)(strategy, how)
                 lan.heal()
                 admin.reset([{"sku": "x", "stock": 5}])
@@ -74,14 +84,11 @@ def _stage(run, service: str, server, strategy: str, *, fix_checks_first: bool) 
                 a = factory.lock("product:1")
                 a.acquire()
                 a_read = steps.read(sessions)
-                lan.partition(["machine"], [service], one_way=True)
-                time.sleep(LEASE_MS * 1.5 / 1000)
-                learned = _check_from_a(a)
-                run.check(f"A holds the lock and read stock {a_read}; its link to {service} "
-                          f"is cut for {LEASE_MS * 1.5:g} ms (lease/session: {LEASE_MS} ms)",
-                          expected="A cannot tell whether it still holds the lock; on the "
-                                   "server its hold has ended",
-                          observed=f"A asks: {learned}", agrees=learned != "still held")
+                done, expected, as_planned = fault(lan, service, a)
+                learned = check_from_a(a)
+                run.check(f"A holds the lock and read stock {a_read}; {done}",
+                          expected=expected, observed=f"A asks: {learned}",
+                          agrees=as_planned and learned != "still held")
                 sold = ShopClient(cluster.urls[0]).order()
                 run.check("B, on shop-1 (which still reaches the service), orders one unit",
                           expected="B gets the lock and sells: stock 4",
@@ -89,7 +96,8 @@ def _stage(run, service: str, server, strategy: str, *, fix_checks_first: bool) 
                           agrees=sold == 201 and steps.read(sessions) == 4)
                 steps.late_write(run, sessions, a_read,
                                  a.fencing_token if half == "fix" else None,
-                                 action="A writes what it computed before the cut: stock 4",
+                                 action="A writes what it computed while it held the lock: "
+                                        "stock 4",
                                  refused="A's token is older than B's")
                 lan.heal()
                 _forget(a)
@@ -100,14 +108,17 @@ def _stage(run, service: str, server, strategy: str, *, fix_checks_first: bool) 
 def stage_redis_partition(run) -> None:
     lan = run.parts.network()
     with RedisServer(run.parts.folder("servers"), "redis", host=lan.host("redis")) as server:
-        _stage(run, "redis", server, "redis", fix_checks_first=False)
+        stage_late_write(run, "redis", server, "redis",
+                         fix="A's write carries the lock's fencing token")
 
 
 def stage_zookeeper_partition(run) -> None:
     lan = run.parts.network()
     with ZooKeeperServer(run.parts.folder("servers"), "zookeeper",
                          host=lan.host("zookeeper")) as server:
-        _stage(run, "zookeeper", server, "zk_fair", fix_checks_first=True)
+        stage_late_write(run, "zookeeper", server, "zk_fair",
+                         fix="A asks before it commits, and its write carries the lock's "
+                             "token (the zxid of its node)")
 
 
 LABS = (

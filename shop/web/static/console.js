@@ -80,7 +80,10 @@ function drawCluster(state) {
   const serverHosts = lan ? Object.keys(lan.hosts).filter(h => !h.startsWith("shop-")) : [];
   const cutOff = i => lan ? [button("cut off", () => act(`cut ${i.name} off from the servers`,
     () => control("/control/network/partition", post({from: [i.name], to: serverHosts}))
-      .then(refreshState)), {"data-action": "cut-off"})] : [];
+      .then(refreshState)), {"data-action": "cut-off"}),
+    button("slow", () => act(`slow what ${i.name} sends`,
+      () => control("/control/network/slow", post({host: i.name, ...linkForm()}))
+        .then(refreshState)), {"data-action": "slow"})] : [];
   const instances = document.querySelector("#instances tbody");
   instances.replaceChildren(...state.instances.map(i => element("tr", {"data-instance": i.name},
     element("td", {}, i.name),
@@ -94,8 +97,14 @@ function drawCluster(state) {
   const network = document.getElementById("network");
   network.hidden = !lan;
   if (lan) {
-    document.getElementById("cut-links").textContent = lan.cut.length
-      ? `cut: ${lan.cut.join(", ")}` : "every link works";
+    const slow = Object.entries(lan.slow).map(([host, link]) =>
+      `${host} → ${link.to.join(", ")}: ${link.delay_ms} ms ± ${link.jitter_ms}, ` +
+      `${link.loss_percent}% lost`);
+    document.getElementById("cut-links").textContent =
+      lan.cut.length || slow.length
+        ? [lan.cut.length ? `cut: ${lan.cut.join(", ")}` : "",
+           slow.length ? `slow: ${slow.join("; ")}` : ""].filter(Boolean).join(" · ")
+        : "every link works, at full speed";
   }
   const servers = document.querySelector("#servers tbody");
   servers.replaceChildren(...state.servers.map(s => element("tr", {"data-server": s.name},
@@ -105,6 +114,13 @@ function drawCluster(state) {
       button(action, () => act(`${action} ${s.name}`,
         () => control(`/control/servers/${s.name}/${action}`, post()).then(refreshState)),
         {"data-action": action}))))));
+}
+
+// What 'slow' asks for: the figures of the network panel's form.
+function linkForm() {
+  const form = new FormData(document.getElementById("link"));
+  return {delay_ms: Number(form.get("delay_ms")), jitter_ms: Number(form.get("jitter_ms")),
+          loss_percent: Number(form.get("loss_percent"))};
 }
 
 document.getElementById("heal").addEventListener("click", () =>
