@@ -128,6 +128,26 @@ def cmd_demo(args: argparse.Namespace, config: Config) -> int:
                     server_admin_url=_server_admin_url(args))
 
 
+def cmd_soak(args: argparse.Namespace, config: Config) -> int:
+    from lockshop import soak
+    from lockshop.cluster.network import unavailable
+
+    problem = unavailable()
+    if problem:
+        raise CliError(f"the soak runs on hosts of this machine, and cannot here: {problem}")
+    logging.getLogger("kazoo").setLevel(logging.CRITICAL)
+    logging.getLogger("locks").setLevel(logging.ERROR)
+    _raise_on_sigterm()  # namespaces, servers and instances go, as on Ctrl-C
+    results = soak.run_soak(_names(args.strategies), minutes=args.minutes, seed=args.seed,
+                            buyers=args.buyers)
+    print()
+    soak.print_table(results)
+    if args.json:
+        args.json.write_text(json.dumps([r.as_dict() for r in results], indent=2))
+        print(f"figures: {args.json}")
+    return 0 if all(r.correct for r in results) else 1
+
+
 def cmd_lab(args: argparse.Namespace, config: Config) -> int:
     from lockshop.workshop import labs
 

@@ -55,6 +55,18 @@ def build_parser() -> argparse.ArgumentParser:
                      help="run the labs this many times and tally each (a soak: 10)")
     lab.set_defaults(run=commands.cmd_lab)
 
+    soak = subcommands.add_parser(
+        "soak", help="each correct strategy under load and seeded network faults, on hosts "
+                     "(root); print orders, faults, overlaps, oversold, duplicates, 5xx")
+    soak.add_argument("--minutes", type=minutes, default=10.0, help="per strategy (default 10)")
+    soak.add_argument("--seed", type=whole_number, default=1,
+                      help="of the fault schedule: the same seed, the same faults")
+    soak.add_argument("--buyers", type=positive, default=12, help="concurrent buyers")
+    soak.add_argument("--strategies", help="comma-separated names (default: every correct "
+                                            "one that runs here)")
+    soak.add_argument("--json", type=Path, help="also write the figures to this file")
+    soak.set_defaults(run=commands.cmd_soak)
+
     report = subcommands.add_parser("report", help="run every strategy through the scenarios; "
                                  "write report.md, report.html, charts, Locust files, JSON")
     report.add_argument("--output", type=Path, default=Path("report"))
@@ -118,6 +130,16 @@ def add_database_options(command: argparse.ArgumentParser) -> None:
 
 
 # --- argument types ------------------------------------------------------------
+
+def minutes(raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of minutes, got {raw!r}") from None
+    if not 0.5 <= value <= 600:
+        raise argparse.ArgumentTypeError(f"must be between 0.5 and 600 minutes, got {raw}")
+    return value
+
 
 def positive(raw: str) -> int:
     value = whole_number(raw)

@@ -35,14 +35,20 @@ class ShopClient:
               timeout: float | None = None, **fields: object) -> int | str:
         """Place an order (with ``key`` as its Idempotency-Key, waiting at most ``timeout``
         seconds); its HTTP status, or why there was no answer."""
+        return self.place(product_id, key=key, timeout=timeout, **fields)[0]
+
+    def place(self, product_id: int = 1, *, key: str | None = None,
+              timeout: float | None = None, **fields: object) -> tuple[int | str, dict | None]:
+        """As ``order``, and the order the shop answered with (None unless 201)."""
         try:
-            self._send("POST", "/api/orders", {"product_id": product_id, **fields},
-                       headers={"Idempotency-Key": key} if key else {}, timeout=timeout)
-            return 201
+            answer = self._send("POST", "/api/orders", {"product_id": product_id, **fields},
+                                headers={"Idempotency-Key": key} if key else {},
+                                timeout=timeout)
+            return 201, json.loads(answer)
         except urllib.error.HTTPError as error:
-            return error.code
+            return error.code, None
         except (urllib.error.URLError, ConnectionError, TimeoutError) as error:
-            return f"no answer ({getattr(error, 'reason', error)})"
+            return f"no answer ({getattr(error, 'reason', error)})", None
 
     def get(self, path: str) -> dict:
         """Any JSON answer of the shop's, by path ("/api/strategies")."""

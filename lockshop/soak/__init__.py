@@ -1,0 +1,245 @@
+"""The soak: each correct strategy under load for minutes, with faults drawn from a seed.
+
+Labs and tests force one race at a time; a soak asks whether anything else
+goes wrong when faults keep coming. Per strategy, on hosts of this machine
+(``lockshop.cluster.network``: each instance and lock server in a namespace
+of its own):
+
+1. three instances on a fresh database; buyers that send an Idempotency-Key
+   with every order and retry timeouts and 503s with it (``buyers``);
+2. a seeded schedule of partitions, slow links, pauses, kills and server
+   restarts, one at a time (``faults``);
+3. afterwards, everything healed: the database's audit (oversold, lost
+   updates, seats booked twice), the overlap audit of every instance's holds
+   (two holders at once, and whether both wrote), duplicate orders (a key
+   answered with two ids, or an order in the database without its key), and
+   the 5xx answers other than 503.
+
+Not a CI step: ``lockshop soak --minutes 10`` runs for ten minutes per
+strategy. The holds of a killed process die with it, so an overlap with a
+holder that was then killed is not counted; the database's audit still is.
+"""
+
+from __future__ import annotations
+
+import secrets
+import tempfile
+import threading
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from sqlalchemy import func, select
+
+from lockshop.cluster.client import ShopClient
+from lockshop.cluster.launcher import Cluster
+from lockshop.cluster.network import Network
+from lockshop.cluster.servers import own_servers
+from lockshop.control.timeline import collect_holds, overlap_audit, overlaps
+from lockshop.soak.buyers import Tally, buy
+from lockshop.soak.faults import Fault, Injector, schedule
+from lockshop.table import format_table
+from lockshop.workshop.runs import usable
+from shop.config import Config, locks_backends
+from shop.orders.strategies import Strategies
+from shop.store.db import make_engine
+from shop.store.models import Order, OrderKey
+
+INSTANCES = ("shop-1", "shop-2", "shop-3")
+LEASE_MS = 2000  # Redis leases and ZooKeeper sessions: short, so faults outlast them
+PRODUCTS = (
+    {"sku": "mug", "name": "Lockshop mug", "kind": "item", "stock": 300},
+    {"sku": "keyboard", "name": "Mechanical keyboard", "kind": "item", "stock": 1_000_000},
+    {"sku": "concert", "name": "Concert, rows A-J", "kind": "ticket", "seats": 200},
+)
+#: What the buyers ask for: the mug and the concert sell out early (then every order
+#: is a sold-out check under the lock), the keyboard never does.
+CHOICES = (1, 2, 2, 3)
+HOLDS_EVERY_S = 15
+
+
+@dataclass
+class SoakResult:
+    strategy: str
+    seconds: float
+    faults: list[Fault]
+    tally: Tally
+    audit: dict
+    overlaps: dict
+    unkeyed_orders: int  # orders in the database beyond one per key
+
+    @property
+    def duplicate_orders(self) -> int:
+        return self.tally.duplicates_seen + self.unkeyed_orders
+
+    @property
+    def correct(self) -> bool:
+        totals = self.audit["totals"]
+        return (self.audit["correct"] and self.overlaps["both_wrote"] == 0
+                and self.duplicate_orders == 0 and self.tally.server_errors == 0
+                and totals["oversold"] == 0 and totals["lost_updates"] == 0)
+
+    def row(self) -> list:
+        totals, answers = self.audit["totals"], self.tally.answers
+        overlaps_shown = (self.overlaps["overlaps"] if self.overlaps["complete"]
+                          else f"{self.overlaps['overlaps']}?")
+        jobs = self.audit["jobs"]
+        return [self.strategy, self.tally.orders, len(self.faults), overlaps_shown,
+                self.overlaps["both_wrote"], totals["stale_writes_rejected"], totals["oversold"],
+                totals["lost_updates"], totals["double_booked_seats"], self.duplicate_orders,
+                self.tally.server_errors, answers["503"], answers["no answer"],
+                jobs["duplicate_runs"], jobs["stock_restored_more_than_once"],
+                "yes" if self.correct else "NO"]
+
+    def as_dict(self) -> dict:
+        return {"strategy": self.strategy, "seconds": self.seconds,
+                "faults": [f.describe().strip() for f in self.faults],
+                "answers": dict(self.tally.answers), "orders": self.tally.orders,
+                "abandoned": self.tally.abandoned, "audit_totals": self.audit["totals"],
+                "jobs": self.audit["jobs"], "overlaps": {k: v for k, v in self.overlaps.items()
+                                                         if k != "locks"},
+                "duplicate_orders": self.duplicate_orders, "correct": self.correct}
+
+
+HEADERS = ["strategy", "orders", "faults", "overlaps", "both wrote", "stale refused", "oversold",
+           "lost updates", "seats twice", "duplicate orders", "5xx not 503", "503s",
+           "no answer", "job runs twice", "stock restored twice", "orders correct"]
+
+
+def lock_hosts(strategy: str, family: str) -> list[str]:
+    """The hosts of the strategy's lock service (empty: the database is the lock)."""
+    if strategy == "redlock":
+        return [f"redlock-{n}" for n in range(1, 6)]
+    return {"redis": ["redis"], "zookeeper": ["zookeeper"]}.get(family, [])
+
+
+def soak_strategies(strategies: Strategies) -> list[str]:
+    """Every strategy that is correct across instances and can run here."""
+    return [name for name in strategies.names()
+            if strategies.get(name).correct_across_instances and usable(strategies, name)
+            and strategies.available(name)]
+
+
+def run_soak(names: list[str] | None, *, minutes: float, seed: int, buyers: int,
+             say=print) -> list[SoakResult]:
+    runtime = Path(tempfile.mkdtemp(prefix="lockshop-soak-"))
+    results = []
+    with ExitStack() as stack:
+        lan = stack.enter_context(Network())
+        servers = stack.enter_context(own_servers(Config(), runtime, lan))
+        # Each strategy soaks on a database of its own; this one only answers which
+        # strategies can run (the table lock needs a database to be available).
+        probe = replace(servers.config, database_url=f"sqlite:///{runtime / 'probe.db'}")
+        strategies = Strategies(locks_backends(probe), "sqlite")
+        stack.callback(strategies.close)
+        for name in names or ():
+            strategies.refuse_unusable(name)  # UnknownStrategy for a typo, before any soak
+        for name in names or soak_strategies(strategies):
+            family = strategies.get(name).family
+            results.append(soak_one(name, lock_hosts(name, family), servers, lan,
+                                    runtime / name, minutes * 60, seed, buyers, say))
+            lan.heal()
+    say(f"\nruntime (logs, databases): {runtime}")
+    return results
+
+
+def soak_one(strategy: str, hosts: list[str], servers, lan: Network, folder: Path,
+             seconds: float, seed: int, buyers: int, say) -> SoakResult:
+    folder.mkdir(parents=True)
+    token = secrets.token_urlsafe(16)
+    config = replace(servers.config, database_url=f"sqlite:///{folder / 'shop.db'}",
+                     admin_token=token, lock_lease_ms=LEASE_MS)
+    faults = schedule(seed, seconds, list(INSTANCES), hosts)
+    say(f"{strategy}: {seconds / 60:g} min, {buyers} buyers, {len(faults)} faults "
+        f"(seed {seed})")
+    with Cluster(config, instances=len(INSTANCES), runtime_dir=folder, network=lan) as cluster:
+        urls = cluster.urls
+        admin = ShopClient(urls[0], token)
+        admin.reset(list(PRODUCTS))
+        admin.set_settings(strategy=strategy, business_delay_ms=20, job_guard="strategy",
+                           job_interval_ms=1000)
+        tally, stop = Tally(), threading.Event()
+        holds = HoldsCollector({i.name: i.url for i in cluster.instances}, time.time())
+        threads = [threading.Thread(target=buy, args=(urls, list(CHOICES), tally, stop, seed + n),
+                                    daemon=True) for n in range(buyers)]
+        threads.append(threading.Thread(target=holds.run, args=(stop,), daemon=True))
+        started = time.monotonic()
+        for thread in threads:
+            thread.start()
+        injector = Injector(cluster, lan, {n: servers.started[n] for n in hosts}, hosts)
+        try:
+            injector.run(faults, started, say)
+            time.sleep(max(0.0, started + seconds - time.monotonic()))
+        finally:
+            stop.set()
+            for thread in threads:
+                thread.join(60)
+        elapsed = time.monotonic() - started
+        time.sleep(LEASE_MS / 1000)  # holds still open (a job, a stale holder) end
+        audit = admin.audit()
+        overlaps_found = holds.audit()
+    result = SoakResult(strategy, round(elapsed, 1), faults, tally, audit, overlaps_found,
+                        unkeyed_orders(folder / "shop.db"))
+    say(format_table(HEADERS, [result.row()]) + "\n")
+    return result
+
+
+def unkeyed_orders(database: Path) -> int:
+    """Orders beyond one per Idempotency-Key: every soak order has a key, so any such
+    order was made twice."""
+    engine = make_engine(f"sqlite:///{database}")
+    try:
+        with engine.connect() as db:
+            orders = db.scalar(select(func.count()).select_from(Order))
+            keys = db.scalar(select(func.count()).select_from(OrderKey))
+        return orders - keys
+    finally:
+        engine.dispose()
+
+
+@dataclass
+class HoldsCollector:
+    """Every instance's holds, asked for every few seconds: an instance's log is
+    bounded and dies with its process, so a soak cannot ask only at the end."""
+
+    instances: dict[str, str]
+    since: float
+    #: (instance, pid, hold id) -> the latest record of that hold.
+    holds: dict[tuple, dict] = field(default_factory=dict)
+    complete: bool = True
+    _asked: dict[tuple, tuple[float, int]] = field(default_factory=dict)  # (name, pid)
+
+    def run(self, stop: threading.Event) -> None:
+        while not stop.wait(HOLDS_EVERY_S):
+            self.collect()
+
+    def collect(self) -> None:
+        asked_at = time.time()
+        found = collect_holds(self.instances, max(self.since, asked_at - 4 * HOLDS_EVERY_S),
+                              labs=False, timeout=5)
+        for source in found["sources"]:
+            if "problem" in source:
+                continue  # paused or restarting: the next round asks again
+            known = (source["name"], source["pid"])
+            last_at, last_forgotten = self._asked.get(known, (self.since, 0))
+            oldest = min((h["acquired"] for h in source["holds"]), default=asked_at)
+            if source["forgotten"] > last_forgotten and oldest > last_at:
+                self.complete = False  # it forgot holds we never saw
+            self._asked[known] = (asked_at, source["forgotten"])
+            for hold in source["holds"]:
+                self.holds[(source["name"], source["pid"], hold["id"])] = hold
+
+    def audit(self) -> dict:
+        self.collect()
+        by_source: dict[str, list[dict]] = {}
+        for (name, _, _), hold in self.holds.items():
+            if hold["acquired"] >= self.since:
+                by_source.setdefault(name, []).append(hold)
+        sources = [{"name": name, "holds": holds} for name, holds in by_source.items()]
+        found = overlap_audit({"sources": sources, "overlaps": overlaps(sources, time.time())})
+        return dict(found, complete=found["complete"] and self.complete)
+
+
+def print_table(results: list[SoakResult], say=print) -> None:
+    say(format_table(HEADERS, [r.row() for r in results]))

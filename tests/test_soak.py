@@ -1,0 +1,49 @@
+"""The soak's own parts: the seeded schedule, and a short soak that must tell a broken
+strategy from a correct one (the ten-minute soak itself is a script, not a test)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import require
+from lockshop.cluster.network import unavailable
+from lockshop.cluster.redis_servers import redis_server_binary
+from lockshop.soak.faults import KINDS, schedule
+
+INSTANCES = ["shop-1", "shop-2", "shop-3"]
+
+
+def test_the_same_seed_draws_the_same_faults_and_the_last_seconds_run_clean():
+    first = schedule(7, 600, INSTANCES, ["redis"])
+    assert first == schedule(7, 600, INSTANCES, ["redis"])
+    assert first != schedule(8, 600, INSTANCES, ["redis"])
+    assert {f.kind for f in first} == set(KINDS)  # ten minutes draw every kind
+    assert all(f.at_s + f.seconds <= 595 for f in first)
+    ends = [f.at_s + f.seconds for f in first]
+    assert all(end < start for end, start in zip(ends, [f.at_s for f in first[1:]]))
+
+
+def test_without_a_lock_service_no_fault_is_drawn_against_one():
+    kinds = {f.kind for f in schedule(3, 600, INSTANCES, [])}
+    assert kinds and not kinds & {"partition", "restart"}
+
+
+@pytest.mark.cluster
+def test_a_short_soak_fails_the_strategy_without_a_lock_and_passes_redis(tmp_path):
+    require(unavailable() is None, f"cannot make hosts on this machine: {unavailable()}")
+    require(redis_server_binary() is not None, "redis-server is not installed")
+    figures = tmp_path / "soak.json"
+    done = subprocess.run([sys.executable, "-m", "lockshop.cli", "soak", "--minutes", "0.5",
+                           "--strategies", "none,redis", "--seed", "2", "--json", str(figures)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 1, done.stdout + done.stderr  # one strategy was not correct
+    results = {r["strategy"]: r for r in json.loads(figures.read_text())}
+    none, redis = results["none"], results["redis"]
+    assert not none["correct"]
+    assert none["audit_totals"]["lost_updates"] > 0 and none["overlaps"]["both_wrote"] > 0
+    assert redis["correct"] and redis["orders"] > 0 and len(redis["faults"]) >= 1
+    assert redis["overlaps"]["both_wrote"] == 0 and redis["duplicate_orders"] == 0
