@@ -184,6 +184,10 @@ def start_cluster(tmp_path: Path):
     def start(instances: int, database_url: str | None = None, *, network=None,
               **config) -> Cluster:
         url = database_url or f"sqlite:///{tmp_path / 'cluster.db'}"
+        # The jobs start switched off; a test of the jobs switches them on. On the
+        # default schedule a fire time could fall between the start and the test's
+        # own settings, and every instance would run jobs it never asked for.
+        config.setdefault("job_interval_ms", 0)
         cluster = Cluster(Config(database_url=url, **config), instances=instances,
                           runtime_dir=tmp_path / f"cluster-{len(clusters)}", network=network)
         clusters.append(cluster)

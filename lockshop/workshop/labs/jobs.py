@@ -73,7 +73,9 @@ def _jobs_on_three_instances(run, halves) -> None:
     if any(settings.get("job_guard") == "leader" for *_, settings, _ in halves):
         servers["zk_hosts"] = run.parts.zookeeper().address
     folder = run.parts.folder(run.lab.name)
-    config = Config(database_url=f"sqlite:///{folder / 'shop.db'}", **servers)
+    # Jobs off from the start: a fire time of the default schedule before the first
+    # half's settings would run jobs on every instance, under no guard.
+    config = Config(database_url=f"sqlite:///{folder / 'shop.db'}", job_interval_ms=0, **servers)
     with Cluster(config, instances=INSTANCES, runtime_dir=folder) as cluster:
         admin = ShopClient(cluster.urls[0])
         for half, version, how, strategy, settings, check in halves:
