@@ -52,6 +52,24 @@ def test_each_guard_runs_each_fire_time_once(start_cluster, backends, strategy):
     assert audit["totals"]["remaining"] == 20 + 10  # every unit back, once
 
 
+@pytest.mark.parametrize("strategy", ["table", "redis", "for_update", "optimistic", "atomic"])
+def test_a_job_longer_than_its_interval_is_not_run_again_meanwhile(start_cluster, backends,
+                                                                   strategy):
+    # Each run reads the orders, then spends 1.5 s on them: the next fire time comes
+    # while the first run still holds what it read. A guard that only keeps a fire time
+    # from running twice lets the next one read the same orders and give their stock
+    # back again; a guard held for the whole run makes the next fire time skip.
+    cluster = start_cluster(2, **backends)
+    admin = ShopClient(cluster.urls[0])
+    place_unpaid_orders(cluster.urls, admin, strategy)
+    audit = run_jobs(admin, fire_times=3, delay_ms=1500)
+    jobs = audit["jobs"]
+    assert jobs["orders_expired"] == ORDERS and jobs["reminders"] == ORDERS, jobs
+    assert jobs["stock_restored_more_than_once"] == 0 and jobs["duplicate_reminders"] == 0, jobs
+    assert audit["correct"], audit
+    assert audit["totals"]["remaining"] == 20 + 10
+
+
 def test_leader_election_runs_each_fire_time_once(start_cluster, zookeeper):
     cluster = start_cluster(3, zk_hosts=zookeeper.address)
     admin = ShopClient(cluster.urls[0])

@@ -20,10 +20,9 @@ fire time, each instance runs each job under its **guard**, ShedLock's way:
 The guards:
 
 * ``strategy`` (the default): the current strategy. A lock strategy guards
-  the job with its lock named ``job:<job>``; a transaction strategy with a
-  claim, a row ``(job, fire_time)`` under a unique key in ``job_claims``
-  (ShedLock's JDBC provider does the same). ``none`` guards nothing: every
-  instance runs every fire time.
+  the job with its lock named ``job:<job>``; a transaction strategy with the
+  job's row in ``job_locks``, taken by a conditional UPDATE (ShedLock's JDBC
+  provider). ``none`` guards nothing: every instance runs every fire time.
 * ``leader``: ZooKeeper leader election (``locks.zk_election``): only the
   leader runs jobs; when it dies, another instance is elected.
 
@@ -47,7 +46,8 @@ from sqlalchemy.exc import IntegrityError
 from locks import DistributedLock, LockError, LockLost
 from shop.jobs.tasks import JOBS, JobContext
 from shop.orders.order_path import OrderContext
-from shop.store.models import JobClaim, JobRun
+from shop.store.db import begin_writing
+from shop.store.models import JobLock, JobRun
 from shop.store.settings import ClusterSettings
 
 log = logging.getLogger(__name__)
@@ -123,7 +123,7 @@ class JobScheduler:
     def fire(self, job: str, fire_time: datetime, settings: ClusterSettings) -> str:
         """Run ``job`` for ``fire_time`` under its guard; return "done", "skipped" or "lost"."""
         try:
-            guard = JobGuard.for_settings(self.state, job, fire_time, settings)
+            guard = JobGuard.for_settings(self.state, job, fire_time, settings, self.now)
         except Exception as error:  # e.g. leader election with no ZooKeeper configured
             log.warning("%s at %s: skipped, no guard to be had: %s", job, fire_time, error)
             return "skipped"
@@ -186,18 +186,18 @@ class JobScheduler:
 
 
 class JobGuard:
-    """What a job holds while it runs: a lock, a claim, leadership, or nothing."""
+    """What a job holds while it runs: a lock, its row in job_locks, leadership, or nothing."""
 
     name = "none"
 
     @staticmethod
-    def for_settings(state, job: str, fire_time: datetime,
-                     settings: ClusterSettings) -> JobGuard:
+    def for_settings(state, job: str, fire_time: datetime, settings: ClusterSettings,
+                     clock: Callable[[], float]) -> JobGuard:
         if settings.job_guard == "leader":
             return LeaderGuard(state.leader_election())
         factory = state.strategies.lock_factory(settings.strategy)
         if factory is None:
-            return ClaimGuard(state, job, fire_time, settings.strategy)
+            return TableGuard(state, job, fire_time, settings.strategy, clock)
         # Counted apart from the order locks: a job's lock is held for half an
         # interval, and would swamp the hold times of the sale's locks.
         lock = factory.lock(f"job:{job}", timeout=0, label=f"{settings.strategy} (jobs)")
@@ -234,20 +234,52 @@ class LockGuard(JobGuard):
             self.lock.release()
 
 
-class ClaimGuard(JobGuard):
-    """A transaction strategy's guard: the first instance to insert (job, fire_time) runs it."""
+class TableGuard(JobGuard):
+    """A transaction strategy's guard: the job's row in ``job_locks``, ShedLock's way.
 
-    def __init__(self, state, job: str, fire_time: datetime, strategy: str) -> None:
+    Taken only when free and only for a later fire time than the last; held
+    until given back, and at most for the lease. A run that outlives the lease
+    stops before its next write (``still_ours``), as under a lock's lease.
+    """
+
+    def __init__(self, state, job: str, fire_time: datetime, strategy: str,
+                 clock: Callable[[], float]) -> None:
         self.state, self.job, self.fire_time, self.name = state, job, fire_time, strategy
+        self._clock = clock
+        self._lease_s = state.config.lock_lease_ms / 1000
+
+    @staticmethod
+    def _moment(seconds: float) -> datetime:
+        return datetime.fromtimestamp(seconds, UTC).replace(tzinfo=None)
 
     def take(self) -> bool:
+        me, clock = self.state.config.instance, self._clock()
+        now, until = self._moment(clock), self._moment(clock + self._lease_s)
         try:
             with self.state.sessions.begin() as session:
-                session.add(JobClaim(job=self.job, fire_time=self.fire_time,
-                                     instance=self.state.config.instance))
+                begin_writing(session)
+                taken = session.execute(
+                    update(JobLock)
+                    .where(JobLock.job == self.job, JobLock.locked_until <= now,
+                           JobLock.fire_time < self.fire_time)
+                    .values(fire_time=self.fire_time, locked_until=until, instance=me)).rowcount
+                if taken:
+                    return True
+                if session.get(JobLock, self.job) is not None:
+                    return False  # held, or this fire time already taken
+                session.add(JobLock(job=self.job, fire_time=self.fire_time,
+                                    locked_until=until, instance=me))  # the job's first run
             return True
         except IntegrityError:
-            return False  # claimed by another instance
+            return False  # another instance made the job's row first
+
+    def give_back(self) -> None:
+        with self.state.sessions.begin() as session:
+            session.execute(
+                update(JobLock)
+                .where(JobLock.job == self.job, JobLock.fire_time == self.fire_time,
+                       JobLock.instance == self.state.config.instance)
+                .values(locked_until=self._moment(self._clock())))
 
 
 class LeaderGuard(JobGuard):

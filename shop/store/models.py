@@ -220,17 +220,20 @@ class Reminder(Base):
     at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
-class JobClaim(Base):
-    """The database's guard for a job: whoever inserts (job, fire_time) first runs it.
+class JobLock(Base):
+    """The database's guard for a job, ShedLock's JDBC lock table: one row per job.
 
-    This is how transaction strategies guard jobs, as ShedLock's JDBC
-    provider does with its lock table: the unique key is the lock.
+    A run takes the row with one conditional UPDATE, only when the lock is free
+    (``locked_until`` has passed) and the row's fire time is earlier than the
+    run's (no fire time runs twice). It holds it until it gives it back, or at
+    most until ``locked_until``: the next fire time finds it taken and skips,
+    where a unique (job, fire time) key would let it read the orders that the
+    run before it is still working on.
     """
 
-    __tablename__ = "job_claims"
-    __table_args__ = (UniqueConstraint("job", "fire_time"),)
+    __tablename__ = "job_locks"
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    job: Mapped[str] = mapped_column(String(64))
+    job: Mapped[str] = mapped_column(String(64), primary_key=True)
     fire_time: Mapped[datetime] = mapped_column()
+    locked_until: Mapped[datetime] = mapped_column()
     instance: Mapped[str] = mapped_column(String(100))

@@ -15,7 +15,6 @@ from sqlalchemy import delete, insert
 from sqlalchemy.orm import Session, sessionmaker
 
 from shop.store.models import (
-    JobClaim,
     JobRun,
     Order,
     OrderKey,
@@ -77,7 +76,7 @@ def reset_products(sessions: sessionmaker[Session],
     """Delete every order, product and seat; write ``specs`` with ids 1..n."""
     with sessions.begin() as session:
         session.execute(delete(StaleWrite))
-        for table in (JobRun, JobClaim, StockRestoration, Reminder):
+        for table in (JobRun, StockRestoration, Reminder):  # not job_locks: a run may hold one
             session.execute(delete(table))
         session.execute(delete(OrderKey))
         session.execute(delete(Order))
