@@ -23,6 +23,7 @@ from lockshop.workshop.labs import (
     holds,
     jobs,
     latency,
+    leader_partition,
     mariadb,
     measured,
     partitions,
@@ -41,7 +42,7 @@ LABS: dict[str, Lab] = {lab.id: lab for lab in sorted(
     (*sales.LABS, *jobs.LABS, *holds.LABS, *redis_leases.LABS, *reentrancy.LABS,
      *redis_majority.LABS, *failover.LABS, *zookeeper.LABS, *zk_queues.LABS, *mariadb.LABS,
      *measured.LABS, *retries.LABS,
-     *partitions.LABS, *latency.LABS),
+     *partitions.LABS, *latency.LABS, *leader_partition.LABS),
     key=lambda lab: int(lab.id[1:]))}
 #: How many claims the articles make (CLAIMS.md); labs from C44 on stage what the
 #: articles leave out (faults of the network, clients that retry).
