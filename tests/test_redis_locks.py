@@ -21,6 +21,7 @@ from shop.orders.order_path import (
     OrderContext,
     OrderRequest,
     insert_order,
+    place_order,
     read_stock,
     write_stock,
 )
@@ -112,6 +113,38 @@ def test_two_holders_at_once_oversell(sessions, redis_server):
     product = take_audit(sessions).products[0]
     assert list(seen.values()) == [1, 1]
     assert (product.sold, product.oversold) == (2, 1)
+
+
+def test_a_holder_paused_after_its_last_check_loses_no_update(sessions, redis_server):
+    """Fencing refuses a write older than the last one written; it cannot refuse a read.
+    A has written, checked its lock (held), and is paused before its commit; its lease
+    ends; B takes the lock, reads the stock A's commit is about to change, and sells.
+    Unless B's read carries B's token to the product, and so waits for A's commit,
+    B's write (the newer token: accepted) overwrites A's sale."""
+    reset_products(sessions, (ProductSpec("x", "x", ProductKind.ITEM, stock=5),))
+    engine, locks_ = engine_of(sessions), factory(redis_server, "redis", lease_ms=1000)
+    context = OrderContext("test", "redis", 0, 5000)
+    a = locks_.lock("product:1")
+    assert a.acquire()
+    with engine.begin() as db:
+        a_read = read_stock(db, 1, ProductKind.ITEM)[0]
+    b_answer = {}
+
+    def b_orders() -> None:
+        b_answer["order"] = place_order(engine, locks_, OrderRequest(1), context)
+
+    b = threading.Thread(target=b_orders)
+    with engine.begin() as db:  # A's write, committed when this block ends
+        write_stock(db, 1, a_read - 1, fencing_token=a.fencing_token)
+        insert_order(db, OrderRequest(1), None, context)
+        a.ensure_held()  # A's last check: still held
+        time.sleep(1.1)  # A is paused: its 1 s lease ends
+        b.start()
+        time.sleep(0.3)  # B takes the lock and reads, or waits to (well inside its lease)
+    b.join(10)
+    product = take_audit(sessions).products[0]
+    assert "order" in b_answer
+    assert (product.sold, product.remaining, product.lost_updates) == (2, 3, 0), product
 
 
 # --- several instances ------------------------------------------------------------------

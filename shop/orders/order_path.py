@@ -10,8 +10,9 @@ Steps, as in every article on distributed locks:
 4. **write** ``stock = <what we read> - quantity`` and
 5. **insert** the order, in one transaction.
 
-Where the lock hands out a fencing token, step 4 writes only if the token
-is newer than the last one written for the product (see ``write_stock``).
+Where the lock hands out a fencing token, step 1 hands it to the product
+first, and step 4 writes only if no newer token has reached the product
+since (see ``fence_product`` and ``write_stock``).
 
 Steps 1 and 4-5 are separate transactions on purpose: that is how most code
 that loads an object, thinks, and saves it behaves, and it is the window a
@@ -107,15 +108,16 @@ def place_order(database: Engine, lock_factory: LockFactory, request: OrderReque
     if not lock.acquire():
         raise LockNotAcquired(lock.name, lock.default_timeout)
     try:
-        # 1. read (a short transaction of its own)
-        with database.begin() as db:
-            stock, free = read_stock(db, request.product_id, kind)
-        # 2. check
-        seat = check_fits(request, kind, stock, free)
-        # 3. the business delay: the race window
-        business_delay(context, sleep)
-        # 4. write and 5. insert, in one transaction
         try:
+            # 1. read (a short transaction of its own), our fencing token first
+            with database.begin() as db:
+                fence_product(db, request.product_id, lock.fencing_token)
+                stock, free = read_stock(db, request.product_id, kind)
+            # 2. check
+            seat = check_fits(request, kind, stock, free)
+            # 3. the business delay: the race window
+            business_delay(context, sleep)
+            # 4. write and 5. insert, in one transaction
             with database.begin() as db:
                 write_stock(db, request.product_id, stock - request.quantity,
                             fencing_token=lock.fencing_token)
@@ -137,6 +139,28 @@ def place_order(database: Engine, lock_factory: LockFactory, request: OrderReque
 
 STOCK = select(Product.stock).where(Product.id == bindparam("product"))
 STOCK_FOR_UPDATE = STOCK.with_for_update()
+FENCE = (update(Product).where(Product.id == bindparam("product"),
+                               Product.fence <= bindparam("token"))
+         .values(fence=bindparam("token")))
+
+
+def fence_product(db: Connection, product_id: int, fencing_token: int | None) -> None:
+    """Before step 1: hand our fencing token to the product (nothing without one).
+
+    A token refused only at the write comes too late for a read-check-write. A
+    holder whose lease ran out after its last check, paused before its commit,
+    has written but not committed: a new holder that reads now reads the stock
+    that commit is about to change, and its own write, with the newer token,
+    is accepted over it. Handed over first, our token is a write to the
+    product row: it waits for that commit, and from now on every older token
+    is refused.
+    """
+    if fencing_token is None:
+        return
+    if db.execute(FENCE, {"product": product_id, "token": fencing_token}).rowcount != 1:
+        raise StaleWriteRejected(f"product {product_id}: fencing token {fencing_token} is older "
+                                 "than one the product has seen; the lock had moved on",
+                                 token=fencing_token)
 
 
 def read_stock(db: Connection, product_id: int, kind: ProductKind, *,
@@ -167,7 +191,7 @@ WRITE_STOCK = (update(Product).where(Product.id == bindparam("product"))
                .values(stock=bindparam("new_stock")))
 WRITE_STOCK_FENCED = (update(Product)
                       .where(Product.id == bindparam("product"),
-                             Product.fence < bindparam("token"))
+                             Product.fence <= bindparam("token"))
                       .values(stock=bindparam("new_stock"), fence=bindparam("token")))
 
 
@@ -175,9 +199,9 @@ def write_stock(db: Connection, product_id: int, new_stock: int,
                 fencing_token: int | None = None) -> None:
     """Step 4: the blind write of an absolute value, as load-modify-save code does.
 
-    With a fencing token, the write lands only if no newer token has written
-    this product's stock: the check and the write are one UPDATE, so a holder
-    whose lease ran out while it paused cannot slip in between.
+    With a fencing token, the write lands only if no newer token has reached
+    this product (``fence_product``): the check and the write are one UPDATE,
+    so a holder whose lease ran out while it paused cannot slip in between.
     """
     if fencing_token is None:
         db.execute(WRITE_STOCK, {"product": product_id, "new_stock": new_stock})
@@ -186,8 +210,8 @@ def write_stock(db: Connection, product_id: int, new_stock: int,
                                               "token": fencing_token})
     if written.rowcount != 1:
         raise StaleWriteRejected(f"product {product_id}: fencing token {fencing_token} is older "
-                                 "than the last one written; the lock had moved on, nothing "
-                                 "was written", token=fencing_token)
+                                 "than one the product has seen; the lock had moved on, "
+                                 "nothing was written", token=fencing_token)
 
 
 def add_stock(db: Connection, product_id: int, quantity: int,
@@ -203,11 +227,11 @@ def add_stock(db: Connection, product_id: int, quantity: int,
     query = update(Product).where(Product.id == product_id)
     values = {"stock": Product.stock + quantity, "version": Product.version + 1}
     if fencing_token is not None:
-        query = query.where(Product.fence < fencing_token)
+        query = query.where(Product.fence <= fencing_token)
         values["fence"] = fencing_token
     if db.execute(query.values(**values)).rowcount != 1:
         raise StaleWriteRejected(f"product {product_id}: fencing token {fencing_token} is "
-                                 "older than the last one written", token=fencing_token)
+                                 "older than one the product has seen", token=fencing_token)
 
 
 def record_stale_write(database: Engine, product_id: int, token: int | None,
