@@ -231,14 +231,25 @@ class HoldsCollector:
                 self.holds[(source["name"], source["pid"], hold["id"])] = hold
 
     def audit(self) -> dict:
+        """The overlap audit, and each pair of holds that both wrote, in full: what a
+        reader needs to work out how the two got in."""
         self.collect()
         by_source: dict[str, list[dict]] = {}
-        for (name, _, _), hold in self.holds.items():
+        for (name, pid, hold_id), hold in self.holds.items():
             if hold["acquired"] >= self.since:
-                by_source.setdefault(name, []).append(hold)
+                # A restarted instance numbers its holds from 1 again: keep them apart.
+                by_source.setdefault(name, []).append(dict(hold, id=f"{pid}:{hold_id}"))
         sources = [{"name": name, "holds": holds} for name, holds in by_source.items()]
-        found = overlap_audit({"sources": sources, "overlaps": overlaps(sources, time.time())})
-        return dict(found, complete=found["complete"] and self.complete)
+        pairs = overlaps(sources, time.time())
+        found = overlap_audit({"sources": sources, "overlaps": pairs})
+        held = {(source["name"], hold["id"]): hold for source in sources
+                for hold in source["holds"]}
+        both_wrote = [dict(pair, holds=[dict(held[(h["source"], h["id"])], source=h["source"])
+                                        for h in pair["holds"]])
+                      for pair in pairs if pair["both_wrote"]]
+        # The faults' times count from ``since`` (the wall clock, as the holds' times).
+        return dict(found, complete=found["complete"] and self.complete, since=self.since,
+                    both_wrote_pairs=both_wrote)
 
 
 def print_table(results: list[SoakResult], say=print) -> None:
