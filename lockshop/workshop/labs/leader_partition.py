@@ -148,7 +148,8 @@ def _half(run, lan, server, half: str, trusts_memory: bool) -> None:
             else:
                 run.check(action, expected="A stops at once (the server does not answer its "
                           "question, and its connection is soon SUSPENDED); shop-1 is elected "
-                          "once A's session expires: no fire time runs twice", observed=describe(during),
+                          "once A's session expires: no fire time runs twice",
+                          observed=describe(during),
                           agrees=not both and len(during.get("shop-1", ())) > 0)
         finally:
             stop.set()
