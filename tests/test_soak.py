@@ -12,6 +12,7 @@ import pytest
 from conftest import require
 from lockshop.cluster.network import unavailable
 from lockshop.cluster.redis_servers import redis_server_binary
+from lockshop.soak import HoldsCollector
 from lockshop.soak.faults import KINDS, schedule
 
 INSTANCES = ["shop-1", "shop-2", "shop-3"]
@@ -30,6 +31,23 @@ def test_the_same_seed_draws_the_same_faults_and_the_last_seconds_run_clean():
 def test_without_a_lock_service_no_fault_is_drawn_against_one():
     kinds = {f.kind for f in schedule(3, 600, INSTANCES, [])}
     assert kinds and not kinds & {"partition", "restart"}
+
+
+def test_a_hold_left_open_by_a_killed_instance_ends_at_the_kill():
+    """Otherwise it would overlap every later hold of its lock, to the end of the soak."""
+    collector = HoldsCollector({}, since=0.0)
+
+    def hold(at: float, released: float | None) -> dict:
+        return {"lock": "product:1", "acquired": at, "released": released, "wrote": True}
+
+    collector.holds = {("shop-1", 10, 1): hold(1.0, None),  # killed at 2.0
+                       ("shop-2", 11, 1): hold(3.0, 4.0), ("shop-2", 11, 2): hold(5.0, 6.0)}
+    assert collector.audit(killed=[])["overlaps"] == 2  # open: "held" still at the end
+    found = collector.audit(killed=[("shop-1", 2.0)])
+    assert found["overlaps"] == 0 and found["both_wrote"] == 0, found
+    collector.holds[("shop-2", 11, 3)] = hold(1.5, 1.8)  # a real overlap stays one
+    found = collector.audit(killed=[("shop-1", 2.0)])
+    assert (found["overlaps"], found["both_wrote"]) == (1, 1), found
 
 
 @pytest.mark.cluster

@@ -16,8 +16,9 @@ of its own):
    the 5xx answers other than 503.
 
 Not a CI step: ``lockshop soak --minutes 10`` runs for ten minutes per
-strategy. The holds of a killed process die with it, so an overlap with a
-holder that was then killed is not counted; the database's audit still is.
+strategy. The holds of a killed process die with it: the soak reads every
+instance's holds just before each kill, and counts a hold still open then as
+ended by the kill.
 """
 
 from __future__ import annotations
@@ -167,7 +168,8 @@ def soak_one(strategy: str, hosts: list[str], servers, lan: Network, folder: Pat
         started = time.monotonic()
         for thread in threads:
             thread.start()
-        injector = Injector(cluster, lan, {n: servers.started[n] for n in hosts}, hosts)
+        injector = Injector(cluster, lan, {n: servers.started[n] for n in hosts}, hosts,
+                            before_kill=holds.collect)
         try:
             injector.run(faults, started, say)
             time.sleep(max(0.0, started + seconds - time.monotonic()))
@@ -178,7 +180,7 @@ def soak_one(strategy: str, hosts: list[str], servers, lan: Network, folder: Pat
         elapsed = time.monotonic() - started
         time.sleep(LEASE_MS / 1000)  # holds still open (a job, a stale holder) end
         audit = admin.audit()
-        overlaps_found = holds.audit()
+        overlaps_found = holds.audit(killed=injector.killed)
     result = SoakResult(strategy, round(elapsed, 1), faults, tally, audit, overlaps_found,
                         unkeyed_orders(folder / "shop.db"))
     say(format_table(HEADERS, [result.row()]) + "\n")
@@ -209,12 +211,17 @@ class HoldsCollector:
     holds: dict[tuple, dict] = field(default_factory=dict)
     complete: bool = True
     _asked: dict[tuple, tuple[float, int]] = field(default_factory=dict)  # (name, pid)
+    _collecting: threading.Lock = field(default_factory=threading.Lock)
 
     def run(self, stop: threading.Event) -> None:
         while not stop.wait(HOLDS_EVERY_S):
             self.collect()
 
     def collect(self) -> None:
+        with self._collecting:  # from its own thread, and before each kill
+            self._collect()
+
+    def _collect(self) -> None:
         asked_at = time.time()
         found = collect_holds(self.instances, max(self.since, asked_at - 4 * HOLDS_EVERY_S),
                               labs=False, timeout=5)
@@ -230,13 +237,19 @@ class HoldsCollector:
             for hold in source["holds"]:
                 self.holds[(source["name"], source["pid"], hold["id"])] = hold
 
-    def audit(self) -> dict:
+    def audit(self, killed: list[tuple[str, float]] = ()) -> dict:
         """The overlap audit, and each pair of holds that both wrote, in full: what a
-        reader needs to work out how the two got in."""
+        reader needs to work out how the two got in.
+
+        ``killed``: (instance, when) of each kill. A hold its process still had open
+        then ended with it; left open, it would overlap every later hold of its lock.
+        """
         self.collect()
         by_source: dict[str, list[dict]] = {}
         for (name, pid, hold_id), hold in self.holds.items():
             if hold["acquired"] >= self.since:
+                if hold["released"] is None:
+                    hold = dict(hold, **_ended_by_a_kill(name, hold["acquired"], killed))
                 # A restarted instance numbers its holds from 1 again: keep them apart.
                 by_source.setdefault(name, []).append(dict(hold, id=f"{pid}:{hold_id}"))
         sources = [{"name": name, "holds": holds} for name, holds in by_source.items()]
@@ -250,6 +263,14 @@ class HoldsCollector:
         # The faults' times count from ``since`` (the wall clock, as the holds' times).
         return dict(found, complete=found["complete"] and self.complete, since=self.since,
                     both_wrote_pairs=both_wrote)
+
+
+def _ended_by_a_kill(instance: str, acquired: float, killed: list[tuple[str, float]]) -> dict:
+    """The first kill of ``instance`` after ``acquired`` ended a hold left open, if any."""
+    for name, at in killed:
+        if name == instance and at >= acquired:
+            return {"released": at, "ended": "killed"}
+    return {}
 
 
 def print_table(results: list[SoakResult], say=print) -> None:

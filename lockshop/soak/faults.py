@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from lockshop.cluster.launcher import Cluster
 from lockshop.cluster.network import Link, Network
@@ -77,6 +78,10 @@ class Injector:
     servers: dict[str, ServerProcess]
     #: The lock service's hosts (empty for the database's own locks).
     lock_hosts: list[str]
+    #: Called just before an instance is killed: its holds die with its process.
+    before_kill: Callable[[], None] = lambda: None
+    #: (instance, the machine's time.time()) of every kill, in order.
+    killed: list[tuple[str, float]] = field(default_factory=list)
 
     def apply(self, fault: Fault) -> None:
         if fault.kind == "partition":
@@ -88,6 +93,8 @@ class Injector:
         elif fault.kind == "pause":
             self.cluster.pause(fault.target)
         elif fault.kind == "kill":
+            self.before_kill()
+            self.killed.append((fault.target, time.time()))
             self.cluster.kill(fault.target)
         elif fault.kind == "restart":
             self.servers[fault.target].stop()
