@@ -120,7 +120,7 @@ def place_order(database: Engine, lock_factory: LockFactory, request: OrderReque
             # 4. write and 5. insert, in one transaction
             with database.begin() as db:
                 write_stock(db, request.product_id, stock - request.quantity,
-                            fencing_token=lock.fencing_token)
+                            fencing_token=lock.fencing_token, handed_in=True)
                 order = insert_order(db, request, seat, context)
                 # Last moment to find out that the lock expired or its session
                 # ended: raising here rolls the whole write back.
@@ -140,7 +140,7 @@ def place_order(database: Engine, lock_factory: LockFactory, request: OrderReque
 STOCK = select(Product.stock).where(Product.id == bindparam("product"))
 STOCK_FOR_UPDATE = STOCK.with_for_update()
 FENCE = (update(Product).where(Product.id == bindparam("product"),
-                               Product.fence <= bindparam("token"))
+                               Product.fence < bindparam("token"))
          .values(fence=bindparam("token")))
 
 
@@ -153,7 +153,8 @@ def fence_product(db: Connection, product_id: int, fencing_token: int | None) ->
     that commit is about to change, and its own write, with the newer token,
     is accepted over it. Handed over first, our token is a write to the
     product row: it waits for that commit, and from now on every older token
-    is refused.
+    is refused, and an equal one too (a lock service that lost its count in a
+    failover may hand out the same token twice).
     """
     if fencing_token is None:
         return
@@ -191,23 +192,29 @@ WRITE_STOCK = (update(Product).where(Product.id == bindparam("product"))
                .values(stock=bindparam("new_stock")))
 WRITE_STOCK_FENCED = (update(Product)
                       .where(Product.id == bindparam("product"),
-                             Product.fence <= bindparam("token"))
+                             Product.fence < bindparam("token"))
                       .values(stock=bindparam("new_stock"), fence=bindparam("token")))
+WRITE_STOCK_STILL_FENCED = (update(Product)
+                            .where(Product.id == bindparam("product"),
+                                   Product.fence == bindparam("token"))
+                            .values(stock=bindparam("new_stock")))
 
 
 def write_stock(db: Connection, product_id: int, new_stock: int,
-                fencing_token: int | None = None) -> None:
+                fencing_token: int | None = None, *, handed_in: bool = False) -> None:
     """Step 4: the blind write of an absolute value, as load-modify-save code does.
 
-    With a fencing token, the write lands only if no newer token has reached
-    this product (``fence_product``): the check and the write are one UPDATE,
+    With a fencing token, the write lands only if the token is newer than any
+    the product has seen; ``handed_in`` (``fence_product`` before the read),
+    only if ours is still the newest. The check and the write are one UPDATE,
     so a holder whose lease ran out while it paused cannot slip in between.
     """
     if fencing_token is None:
         db.execute(WRITE_STOCK, {"product": product_id, "new_stock": new_stock})
         return
-    written = db.execute(WRITE_STOCK_FENCED, {"product": product_id, "new_stock": new_stock,
-                                              "token": fencing_token})
+    written = db.execute(WRITE_STOCK_STILL_FENCED if handed_in else WRITE_STOCK_FENCED,
+                         {"product": product_id, "new_stock": new_stock,
+                          "token": fencing_token})
     if written.rowcount != 1:
         raise StaleWriteRejected(f"product {product_id}: fencing token {fencing_token} is older "
                                  "than one the product has seen; the lock had moved on, "
@@ -222,12 +229,12 @@ def add_stock(db: Connection, product_id: int, quantity: int,
     an optimistic order that read before it fails its compare-and-set. It must
     still run under the strategy's guard (``Strategies.excluding_orders``): a
     locked order's read-check-write would otherwise overwrite it. With a
-    fencing token, as ``write_stock``.
+    fencing token, as ``write_stock`` without ``handed_in``.
     """
     query = update(Product).where(Product.id == product_id)
     values = {"stock": Product.stock + quantity, "version": Product.version + 1}
     if fencing_token is not None:
-        query = query.where(Product.fence <= fencing_token)
+        query = query.where(Product.fence < fencing_token)
         values["fence"] = fencing_token
     if db.execute(query.values(**values)).rowcount != 1:
         raise StaleWriteRejected(f"product {product_id}: fencing token {fencing_token} is "
