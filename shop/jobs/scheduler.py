@@ -47,7 +47,7 @@ from locks import DistributedLock, LockError, LockLost
 from shop.jobs.tasks import JOBS, JobContext
 from shop.orders.order_path import OrderContext
 from shop.store.db import begin_writing
-from shop.store.models import JobLock, JobRun
+from shop.store.models import JobLock, JobRun, utc_at
 from shop.store.settings import ClusterSettings
 
 log = logging.getLogger(__name__)
@@ -108,7 +108,7 @@ class JobScheduler:
                 self._last_slot[job] = slot - interval if just_begun else slot
             if slot > self._last_slot[job]:
                 self._last_slot[job] = slot
-                fire_time = datetime.fromtimestamp(slot / 1000, UTC).replace(tzinfo=None)
+                fire_time = utc_at(slot / 1000)
                 threading.Thread(target=self.fire, args=(job, fire_time, settings),
                                  name=f"job-{job}", daemon=True).start()
 
@@ -168,7 +168,7 @@ class JobScheduler:
                                      business_delay_ms=0,
                                      lock_timeout_ms=config.lock_timeout_ms)
         context = JobContext(instance=config.instance, fire_time=fire_time,
-                             now=datetime.fromtimestamp(self.now(), UTC).replace(tzinfo=None),
+                             now=utc_at(self.now()),
                              business_delay_ms=settings.business_delay_ms,
                              still_ours=still_ours,
                              exclude_orders=lambda product_id: self.state.strategies.excluding_orders(
@@ -248,13 +248,9 @@ class TableGuard(JobGuard):
         self._clock = clock
         self._lease_s = state.config.lock_lease_ms / 1000
 
-    @staticmethod
-    def _moment(seconds: float) -> datetime:
-        return datetime.fromtimestamp(seconds, UTC).replace(tzinfo=None)
-
     def take(self) -> bool:
         me, clock = self.state.config.instance, self._clock()
-        now, until = self._moment(clock), self._moment(clock + self._lease_s)
+        now, until = utc_at(clock), utc_at(clock + self._lease_s)
         try:
             with self.state.sessions.begin() as session:
                 begin_writing(session)
@@ -279,7 +275,7 @@ class TableGuard(JobGuard):
                 update(JobLock)
                 .where(JobLock.job == self.job, JobLock.fire_time == self.fire_time,
                        JobLock.instance == self.state.config.instance)
-                .values(locked_until=self._moment(self._clock())))
+                .values(locked_until=utc_at(self._clock())))
 
 
 class LeaderGuard(JobGuard):

@@ -18,6 +18,11 @@ def utcnow() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
 
+def utc_at(seconds: float) -> datetime:
+    """A moment as the database stores it (naive UTC), from ``time.time()`` seconds."""
+    return datetime.fromtimestamp(seconds, UTC).replace(tzinfo=None)
+
+
 class Base(DeclarativeBase):
     pass
 

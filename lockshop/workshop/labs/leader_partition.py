@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sqlalchemy import select
 
@@ -34,7 +34,7 @@ from lockshop.workshop.labs.record import Lab
 from shop.config import Config
 from shop.jobs.tasks import JOBS
 from shop.store.db import make_engine, make_sessions
-from shop.store.models import JobRun
+from shop.store.models import JobRun, utc_at
 
 SESSION_MS = 1000
 INTERVAL_MS = 500
@@ -68,7 +68,7 @@ def a_schedules(election: LeaderElection, sessions, *, trusts_memory: bool,
                 except LockError:  # replaced, or the server cannot say: not leading
                     leads = False
         if leads:
-            fire_time = datetime.fromtimestamp(slot / 1000, UTC).replace(tzinfo=None)
+            fire_time = utc_at(slot / 1000)
             with sessions.begin() as session:
                 session.add_all(JobRun(job=job, fire_time=fire_time, instance=A,
                                        guard="leader", outcome="done") for job in JOBS)
@@ -76,7 +76,7 @@ def a_schedules(election: LeaderElection, sessions, *, trusts_memory: bool,
 
 def runs_between(sessions, start: float, end: float) -> dict[str, set[datetime]]:
     """Who ran jobs at which fire times between ``start`` and ``end`` (wall clock)."""
-    moment = [datetime.fromtimestamp(t, UTC).replace(tzinfo=None) for t in (start, end)]
+    moment = [utc_at(t) for t in (start, end)]
     with sessions.begin() as session:
         rows = session.execute(select(JobRun.instance, JobRun.fire_time)
                                .where(JobRun.fire_time >= moment[0],
