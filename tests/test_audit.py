@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from sqlalchemy import insert
+from sqlalchemy import event, insert, update
 
 from shop.store.audit import take_audit
+from shop.store.db import engine_of
 from shop.store.models import Order, Product, Seat
 
 
@@ -93,3 +94,37 @@ def test_totals_and_one_bad_product_spoil_the_run(sessions):
     body = audit.as_dict()
     assert body["totals"]["sold"] == 2 and body["totals"]["lost_updates"] == 1
     assert body["products"][1]["correct"] is False
+
+
+def test_an_order_expired_while_the_audit_reads_does_not_unbalance_it(sessions):
+    """The audit reads the products, then the orders. The expiry job may commit in
+    between: it marks an order expired and gives its stock back. Figures read from two
+    moments (READ COMMITTED, PostgreSQL's default: each statement its own snapshot)
+    then show stock that vanished, ``lost_updates`` -1, in a correct shop. The soak
+    on PostgreSQL found it; here the expiry is made to commit at exactly that point."""
+    craft(sessions, products=[{"id": 1, "initial_stock": 10, "stock": 8}],
+          orders=[{"id": 1, "product_id": 1, "quantity": 1},
+                  {"id": 2, "product_id": 1, "quantity": 1}])
+    engine = engine_of(sessions)
+    expired = []
+
+    def expire_after_the_products_are_read(_conn, _cursor, statement, *_args) -> None:
+        if expired or "FROM products" not in statement:
+            return
+        with engine.connect() as other:  # another connection: its own transaction
+            other.execute(update(Order).where(Order.id == 1).values(status="expired"))
+            other.execute(update(Product).where(Product.id == 1)
+                          .values(stock=Product.stock + 1))
+            other.commit()
+        expired.append(True)
+
+    event.listen(engine, "after_cursor_execute", expire_after_the_products_are_read)
+    try:
+        p = take_audit(sessions).products[0]
+    finally:
+        event.remove(engine, "after_cursor_execute", expire_after_the_products_are_read)
+    assert expired
+    # Before the expiry (8 left, 2 sold) or after it (9 left, 1 sold); never a mix.
+    assert (p.remaining, p.sold) in ((8, 2), (9, 1)), p
+    assert p.lost_updates == 0 and p.correct
+    assert take_audit(sessions).products[0].remaining == 9

@@ -117,8 +117,14 @@ class Audit:
 
 
 def take_audit(sessions: sessionmaker[Session]) -> Audit:
-    """Audit every product, in one transaction so the figures agree with each other."""
+    """Audit every product, from one snapshot so the figures agree with each other."""
     with sessions.begin() as session:
+        if session.get_bind().dialect.name != "sqlite":
+            # One transaction is not enough: under READ COMMITTED (PostgreSQL's default)
+            # each statement sees what was committed before it began, and an order
+            # expired between two reads shows as stock that vanished. SQLite's read
+            # transaction is a snapshot already.
+            session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
         products = session.execute(select(Product).order_by(Product.id)).scalars().all()
         sales = _live_sales(session)
         double_booked = _double_booked_seats(session)
