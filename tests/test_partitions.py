@@ -26,7 +26,9 @@ from helpers import lockshop_up
 from lockshop.cluster.client import ShopClient
 from lockshop.cluster.network import Link, NetworkError
 from lockshop.cluster.network import unavailable as network_unavailable
+from lockshop.cluster.postgres_servers import PostgresServer, postgres_unavailable
 from lockshop.cluster.redis_servers import RedisServer, redis_server_binary
+from lockshop.cluster.scratch import scratch_database
 from lockshop.cluster.zookeeper_servers import ZooKeeperServer
 from lockshop.control.timeline import collect_holds, overlap_audit
 
@@ -47,6 +49,16 @@ def servers(network, tmp_path):
                 server = RedisServer(tmp_path / "servers", name, host=network.host(name))
             return stack.enter_context(server)
         yield start
+
+
+@pytest.fixture
+def postgres(network):
+    """A PostgreSQL server of our own on host "postgres", and a fresh database on it:
+    (server, database URL)."""
+    require(postgres_unavailable() is None, f"cannot start PostgreSQL: {postgres_unavailable()}")
+    with (PostgresServer(host=network.host("postgres")) as server,
+          scratch_database(server.admin_url, "lockshop_test") as url):
+        yield server, url
 
 
 def order_in_background(url: str, answers: dict, key: str = "first") -> threading.Thread:
@@ -233,6 +245,55 @@ def test_redlock_locks_with_two_of_five_cut_off_and_refuses_with_three(network, 
     # 2 of 5 answer: no majority, so no lock and no sale (the majority is out of reach)
     assert answers[3] == (503, "backend_unavailable"), answers
     assert admin.audit()["totals"]["sold"] == 2
+
+
+def test_a_holder_cut_off_from_postgresql_keeps_its_advisory_lock(network, postgres,
+                                                                   start_cluster):
+    """The database's lock has no lease: cut off from PostgreSQL, the holder's session,
+    and its ``pg_advisory_xact_lock``, live on. The next buyer waits its lock timeout and
+    is refused (503), where a Redis lock would have let it in and fenced the first; once
+    the link heals the first order commits. Nothing sold twice, nothing lost."""
+    _, database_url = postgres
+    cluster = start_cluster(2, database_url, network=network, lock_timeout_ms=1000)
+    admin = ShopClient(cluster.urls[1])
+    admin.reset([{"sku": "x", "stock": 5}])
+    admin.set_settings(strategy="pg_advisory", business_delay_ms=1500)
+    answers = {}
+    first = order_in_background(cluster.urls[0], answers)
+    time.sleep(0.7)  # shop-1 holds the advisory lock, in its business delay
+    network.partition(["shop-1"], ["postgres"])
+    time.sleep(1.5)  # its delay is over: its write waits on the cut link, uncommitted
+    admin.set_settings(business_delay_ms=0)
+    second = requests.post(f"{cluster.urls[1]}/api/orders", json={"product_id": 1}, timeout=30)
+    network.heal()
+    first.join()
+    assert second.status_code == 503 and second.json()["error"] == "lock_timeout", second.text
+    assert answers["first"].status_code == 201, answers["first"].text
+    audit = admin.audit()
+    assert audit["correct"] and audit["totals"]["sold"] == 1, audit["totals"]
+
+
+def test_postgresql_restarted_mid_order_is_a_503_then_the_shop_recovers(network, postgres,
+                                                                         start_cluster):
+    """The server stops while an order holds its transaction open: that order is a 503
+    (never a 500), and the next one, on a connection the pool checks first, sells."""
+    server, database_url = postgres
+    cluster = start_cluster(1, database_url, network=network)
+    admin = ShopClient(cluster.urls[0])
+    admin.reset([{"sku": "x", "stock": 5}])
+    admin.set_settings(strategy="pg_advisory", business_delay_ms=2000)
+    answers = {}
+    first = order_in_background(cluster.urls[0], answers)
+    time.sleep(0.7)
+    server.restart()
+    first.join()
+    admin.set_settings(business_delay_ms=0)
+    second = requests.post(f"{cluster.urls[0]}/api/orders", json={"product_id": 1}, timeout=30)
+    assert answers["first"].status_code == 503, answers["first"].text
+    assert answers["first"].json()["error"] == "database_unavailable"
+    assert second.status_code == 201, second.text
+    audit = admin.audit()
+    assert audit["correct"] and audit["totals"]["sold"] == 1, audit["totals"]
 
 
 def test_a_leader_cut_off_from_zookeeper_stops_leading_before_another_is_elected(
