@@ -296,6 +296,33 @@ def test_postgresql_restarted_mid_order_is_a_503_then_the_shop_recovers(network,
     assert audit["correct"] and audit["totals"]["sold"] == 1, audit["totals"]
 
 
+def test_an_instance_cut_off_from_its_database_answers_503_not_never(network, postgres,
+                                                                     start_cluster):
+    """A cut link drops packets without a word, and the kernel retransmits for about 15
+    minutes: without a timeout of its own the shop would hold the buyer that long. It
+    answers a 503 within seconds instead; the other instance sells on; once healed,
+    the cut-off instance sells again."""
+    _, database_url = postgres
+    cluster = start_cluster(2, database_url, network=network)
+    admin = ShopClient(cluster.urls[1])
+    admin.reset([{"sku": "x", "stock": 5}])
+    admin.set_settings(strategy="atomic", business_delay_ms=0)
+
+    def buy(n: int) -> requests.Response:
+        return requests.post(f"{cluster.urls[n]}/api/orders", json={"product_id": 1},
+                             timeout=60)
+
+    assert buy(0).status_code == 201  # shop-1's pool holds a connection now
+    network.partition(["shop-1"], ["postgres"])
+    cut_off = buy(0)
+    assert (cut_off.status_code, cut_off.json()["error"]) == (503, "database_unavailable")
+    assert buy(1).status_code == 201
+    network.heal()
+    assert buy(0).status_code == 201
+    audit = admin.audit()
+    assert audit["correct"] and audit["totals"]["sold"] == 3, audit["totals"]
+
+
 def test_a_leader_cut_off_from_zookeeper_stops_leading_before_another_is_elected(
         network, servers, start_cluster):
     """Jobs under leader election, every 300 ms. Cut the leader off from ZooKeeper for
