@@ -12,7 +12,7 @@ import pytest
 from conftest import require
 from lockshop.cluster.network import unavailable
 from lockshop.cluster.redis_servers import redis_server_binary
-from lockshop.soak import HoldsCollector
+from lockshop.soak import DATABASE_HOST, HoldsCollector, fault_hosts
 from lockshop.soak.faults import KINDS, schedule
 
 INSTANCES = ["shop-1", "shop-2", "shop-3"]
@@ -31,6 +31,15 @@ def test_the_same_seed_draws_the_same_faults_and_the_last_seconds_run_clean():
 def test_without_a_lock_service_no_fault_is_drawn_against_one():
     kinds = {f.kind for f in schedule(3, 600, INSTANCES, [])}
     assert kinds and not kinds & {"partition", "restart"}
+
+
+def test_a_database_on_a_host_is_cut_off_and_restarted_like_a_lock_server():
+    assert fault_hosts("for_update", "database", on_postgres=False) == []
+    assert fault_hosts("pg_advisory", "database", on_postgres=True) == [DATABASE_HOST]
+    assert fault_hosts("redis", "redis", on_postgres=True) == ["redis", DATABASE_HOST]
+    faults = schedule(3, 600, INSTANCES, [DATABASE_HOST])
+    assert {f.target for f in faults if f.kind == "restart"} == {DATABASE_HOST}
+    assert any(f.kind == "partition" for f in faults)
 
 
 def test_a_hold_left_open_by_a_killed_instance_ends_at_the_kill():

@@ -23,7 +23,9 @@ def scratch_database(admin_url: str, prefix: str = "lockshop_scratch") -> Iterat
     name = f"{prefix}_{uuid.uuid4().hex[:12]}"
     # WITH (FORCE): instances killed mid-run may leave connections behind.
     force = " WITH (FORCE)" if backend_name(admin_url) == "postgresql" else ""
-    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    # Pre-ping: the server may have been restarted meanwhile (a soak's fault), and the
+    # connection that created the database with it.
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT", pool_pre_ping=True)
     try:
         with admin.connect() as connection:
             connection.exec_driver_sql(f"CREATE DATABASE {name}")

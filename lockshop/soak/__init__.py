@@ -5,7 +5,8 @@ goes wrong when faults keep coming. Per strategy, on hosts of this machine
 (``lockshop.cluster.network``: each instance and lock server in a namespace
 of its own):
 
-1. three instances on a fresh database; buyers that send an Idempotency-Key
+1. three instances on a fresh database (SQLite, or PostgreSQL on a host of
+   its own, which ``pg_advisory`` needs); buyers that send an Idempotency-Key
    with every order and retry timeouts and 503s with it (``buyers``);
 2. a seeded schedule of partitions, slow links, pauses, kills and server
    restarts, one at a time (``faults``);
@@ -27,7 +28,7 @@ import secrets
 import tempfile
 import threading
 import time
-from contextlib import ExitStack
+from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -36,6 +37,9 @@ from sqlalchemy import func, select
 from lockshop.cluster.client import ShopClient
 from lockshop.cluster.launcher import Cluster
 from lockshop.cluster.network import Network
+from lockshop.cluster.postgres_servers import PostgresServer, postgres_unavailable
+from lockshop.cluster.processes import StartError
+from lockshop.cluster.scratch import scratch_database
 from lockshop.cluster.servers import own_servers
 from lockshop.control.timeline import collect_holds, overlap_audit, overlaps
 from lockshop.soak.buyers import Tally, buy
@@ -44,7 +48,7 @@ from lockshop.table import format_table
 from lockshop.workshop.runs import usable
 from shop.config import Config, locks_backends
 from shop.orders.strategies import Strategies
-from shop.store.db import make_engine
+from shop.store.db import backend_name, make_engine
 from shop.store.models import Order, OrderKey
 
 INSTANCES = ("shop-1", "shop-2", "shop-3")
@@ -58,6 +62,8 @@ PRODUCTS = (
 #: is a sold-out check under the lock), the keyboard never does.
 CHOICES = (1, 2, 2, 3)
 HOLDS_EVERY_S = 15
+#: The host of the soak's own PostgreSQL server, where a strategy soaks on PostgreSQL.
+DATABASE_HOST = "postgres"
 
 
 @dataclass
@@ -115,45 +121,84 @@ def lock_hosts(strategy: str, family: str) -> list[str]:
     return {"redis": ["redis"], "zookeeper": ["zookeeper"]}.get(family, [])
 
 
-def soak_strategies(strategies: Strategies) -> list[str]:
-    """Every strategy that is correct across instances and can run here."""
-    return [name for name in strategies.names()
-            if strategies.get(name).correct_across_instances and usable(strategies, name)
-            and strategies.available(name)]
+def soak_strategies(strategies: Strategies, say=print) -> list[str]:
+    """Every strategy that is correct across instances and can run here: on SQLite,
+    or on a PostgreSQL server of the soak's own where one can start."""
+    chosen = []
+    for name in strategies.names():
+        if not strategies.get(name).correct_across_instances:
+            continue
+        if needs_postgresql(strategies, name):
+            problem = postgres_unavailable()
+            if problem:
+                say(f"{name} left out: it needs PostgreSQL, and {problem}")
+                continue
+            chosen.append(name)
+        elif usable(strategies, name) and strategies.available(name):
+            chosen.append(name)
+    return chosen
 
 
 def run_soak(names: list[str] | None, *, minutes: float, seed: int, buyers: int,
-             say=print) -> list[SoakResult]:
+             database: str = "sqlite", say=print) -> list[SoakResult]:
+    """Soak each of ``names`` (default: every correct strategy that runs here) in turn.
+
+    ``database``: "sqlite" (a file per strategy) or "postgresql" (a database per
+    strategy on a PostgreSQL server of the soak's own, on a host the faults may cut
+    instances off from, and restart). A strategy that needs PostgreSQL
+    (``pg_advisory``) soaks there either way.
+    """
     runtime = Path(tempfile.mkdtemp(prefix="lockshop-soak-"))
     results = []
     with ExitStack() as stack:
         lan = stack.enter_context(Network())
         servers = stack.enter_context(own_servers(Config(), runtime, lan))
-        # Each strategy soaks on a database of its own; this one only answers which
-        # strategies can run (the table lock needs a database to be available).
+        # Which strategies can run: each strategy soaks on a database of its own, and
+        # this one only answers for the lock services (the table lock needs a database).
         probe = replace(servers.config, database_url=f"sqlite:///{runtime / 'probe.db'}")
         strategies = Strategies(locks_backends(probe), "sqlite")
         stack.callback(strategies.close)
         for name in names or ():
-            strategies.refuse_unusable(name)  # UnknownStrategy for a typo, before any soak
-        for name in names or soak_strategies(strategies):
-            family = strategies.get(name).family
-            results.append(soak_one(name, lock_hosts(name, family), servers, lan,
-                                    runtime / name, minutes * 60, seed, buyers, say))
+            strategies.get(name)  # UnknownStrategy for a typo, before any soak
+        postgres: PostgresServer | None = None
+        for name in names or soak_strategies(strategies, say):
+            on_postgres = database == "postgresql" or needs_postgresql(strategies, name)
+            if on_postgres and postgres is None:
+                problem = postgres_unavailable()
+                if problem:
+                    raise StartError(f"{name} soaks on PostgreSQL, which cannot run here: "
+                                     f"{problem}")
+                postgres = stack.enter_context(PostgresServer(host=lan.host(DATABASE_HOST)))
+                servers.started[DATABASE_HOST] = postgres
+            hosts = fault_hosts(name, strategies.get(name).family, on_postgres)
+            with (scratch_database(postgres.admin_url, f"soak_{name}") if on_postgres
+                  else nullcontext(f"sqlite:///{runtime / name / 'shop.db'}")) as url:
+                results.append(soak_one(name, hosts, servers, lan, runtime / name, url,
+                                        minutes * 60, seed, buyers, say))
             lan.heal()
     say(f"\nruntime (logs, databases): {runtime}")
     return results
 
 
+def needs_postgresql(strategies: Strategies, name: str) -> bool:
+    return "postgresql" in strategies.get(name).requires
+
+
+def fault_hosts(strategy: str, family: str, on_postgres: bool) -> list[str]:
+    """The hosts an instance may be cut off from, and whose server may be restarted:
+    the lock service's, and the database's when it is a server on a host."""
+    return lock_hosts(strategy, family) + ([DATABASE_HOST] if on_postgres else [])
+
+
 def soak_one(strategy: str, hosts: list[str], servers, lan: Network, folder: Path,
-             seconds: float, seed: int, buyers: int, say) -> SoakResult:
+             database_url: str, seconds: float, seed: int, buyers: int, say) -> SoakResult:
     folder.mkdir(parents=True)
     token = secrets.token_urlsafe(16)
-    config = replace(servers.config, database_url=f"sqlite:///{folder / 'shop.db'}",
+    config = replace(servers.config, database_url=database_url,
                      admin_token=token, lock_lease_ms=LEASE_MS)
     faults = schedule(seed, seconds, list(INSTANCES), hosts)
     say(f"{strategy}: {seconds / 60:g} min, {buyers} buyers, {len(faults)} faults "
-        f"(seed {seed})")
+        f"(seed {seed}), on {backend_name(database_url)}")
     with Cluster(config, instances=len(INSTANCES), runtime_dir=folder, network=lan) as cluster:
         urls = cluster.urls
         admin = ShopClient(urls[0], token)
@@ -182,15 +227,15 @@ def soak_one(strategy: str, hosts: list[str], servers, lan: Network, folder: Pat
         audit = admin.audit()
         overlaps_found = holds.audit(killed=injector.killed)
     result = SoakResult(strategy, round(elapsed, 1), faults, tally, audit, overlaps_found,
-                        unkeyed_orders(folder / "shop.db"))
+                        unkeyed_orders(database_url))
     say(format_table(HEADERS, [result.row()]) + "\n")
     return result
 
 
-def unkeyed_orders(database: Path) -> int:
+def unkeyed_orders(database_url: str) -> int:
     """Orders beyond one per Idempotency-Key: every soak order has a key, so any such
     order was made twice."""
-    engine = make_engine(f"sqlite:///{database}")
+    engine = make_engine(database_url)
     try:
         with engine.connect() as db:
             orders = db.scalar(select(func.count()).select_from(Order))

@@ -4,18 +4,19 @@ Every fault is one the workshop stages by hand, here drawn at random (the
 same seed, the same schedule):
 
 * ``partition``: an instance cut off from the lock service's hosts (both
-  ways), for up to 5 s, past the 2 s lease or session half the time;
+  ways), for up to 5 s, past the 2 s lease or session half the time; and
+  from the database's host, where the database is a server on one;
 * ``isolate``: the buyers cut off from an instance (their orders time out and
   are retried elsewhere with the same key);
 * ``slow``: what an instance sends is delayed (up to 1.2 s, with jitter) and
   some of it lost;
 * ``pause``: an instance stopped (SIGSTOP) for up to 4 s, holding its locks;
 * ``kill``: an instance killed (SIGKILL), restarted after a while;
-* ``restart``: a lock server stopped and started again.
+* ``restart``: a lock server, or the database's, stopped and started again.
 
 A fault lasts its ``seconds``, then is undone; the next one begins after a
-gap. Strategies whose lock is the database have no lock service: for them,
-``partition`` and ``restart`` are not drawn.
+gap. A strategy whose lock is the database, on SQLite, has no server to cut
+off or restart: for it, ``partition`` and ``restart`` are not drawn.
 """
 
 from __future__ import annotations
