@@ -46,8 +46,30 @@ def cmd_up(args: argparse.Namespace, config: Config) -> int:
             if problem:
                 raise CliError(f"--hosts: cannot make hosts on this machine: {problem}")
             network = stack.enter_context(hosts.Network())
+        postgres = None
+        if args.database == "postgresql":
+            postgres, config = _postgres_of_its_own(config, network, stack)
         servers = stack.enter_context(own_servers(config, args.runtime_dir, network))
+        if postgres is not None:
+            servers.started[postgres.name] = postgres  # the console may stop and start it
         return _serve(servers, args, network)
+
+
+def _postgres_of_its_own(config: Config, network, stack: ExitStack):
+    """A PostgreSQL server started for this run (on host "postgres" of ``network``, if
+    any: the machine's own server listens on a loopback no host can reach), and the
+    configuration pointing at a database on it."""
+    from lockshop.cluster.network import LOOPBACK
+    from lockshop.cluster.postgres_servers import PostgresServer, postgres_unavailable
+    from lockshop.cluster.scratch import scratch_database
+
+    problem = postgres_unavailable()
+    if problem:
+        raise CliError(f"--database postgresql: {problem}")
+    server = stack.enter_context(PostgresServer(
+        host=network.host("postgres") if network is not None else LOOPBACK))
+    url = stack.enter_context(scratch_database(server.admin_url, "lockshop"))
+    return server, replace(config, database_url=url)
 
 
 def _serve(servers, args: argparse.Namespace, network=None) -> int:
@@ -139,7 +161,7 @@ def cmd_soak(args: argparse.Namespace, config: Config) -> int:
     logging.getLogger("locks").setLevel(logging.ERROR)
     _raise_on_sigterm()  # namespaces, servers and instances go, as on Ctrl-C
     results = soak.run_soak(_names(args.strategies), minutes=args.minutes, seed=args.seed,
-                            buyers=args.buyers)
+                            buyers=args.buyers, database=args.database)
     print()
     soak.print_table(results)
     if args.json:

@@ -33,6 +33,10 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--hosts", action="store_true",
                     help="each instance and server on a host of its own (a network namespace, "
                          "as root), so the console can cut links between them")
+    up.add_argument("--database", choices=("configured", "postgresql"), default="configured",
+                    help="postgresql: on a PostgreSQL server of its own (on host \"postgres\" "
+                         "with --hosts), which the console can stop, start and cut off; "
+                         "thrown away on exit (default: LOCKSHOP_DATABASE_URL, or SQLite)")
     up.set_defaults(run=commands.cmd_up)
 
     demo = subcommands.add_parser("demo", help="run a flash sale per strategy and print the table")
@@ -64,6 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
     soak.add_argument("--buyers", type=positive, default=12, help="concurrent buyers")
     soak.add_argument("--strategies", help="comma-separated names (default: every correct "
                                             "one that runs here)")
+    soak.add_argument("--database", choices=("sqlite", "postgresql"), default="sqlite",
+                      help="where each strategy keeps its data: a SQLite file, or a PostgreSQL "
+                           "server of the soak's own on a host that faults may cut off and "
+                           "restart (pg_advisory soaks there either way)")
     soak.add_argument("--json", type=Path, help="also write the figures to this file")
     soak.set_defaults(run=commands.cmd_soak)
 
