@@ -408,3 +408,31 @@ def test_lockshop_up_on_hosts_cuts_and_heals_links_from_the_control(tmp_path):
     assert f"lockshop-{tag}-" not in subprocess.run(["ip", "netns", "list"], capture_output=True,
                                                    text=True).stdout
     assert subprocess.run(["ip", "link", "show", bridge], capture_output=True).returncode != 0
+
+
+def test_lockshop_up_on_hosts_with_a_postgresql_of_its_own(tmp_path):
+    """``lockshop up --hosts --database postgresql``: the shop runs on a PostgreSQL server
+    on host "postgres" (the machine's own is out of the hosts' reach); the console can
+    stop it (orders are 503s) and start it again (orders sell again)."""
+    require(network_unavailable() is None,
+            f"cannot make hosts on this machine: {network_unavailable()}")
+    require(postgres_unavailable() is None, f"cannot start PostgreSQL: {postgres_unavailable()}")
+    with lockshop_up("--hosts", "--instances", "1", "--database", "postgresql",
+                     "--strategy", "pg_advisory", "--reset", cwd=tmp_path) as text:
+        database = re.search(r"instance\(s\) on postgresql\S*@([\d.]+):", text)
+        hosts = dict(re.findall(r"(\S+) ([\d.]+)(?:,|$)", text.split("this machine: ")[1]))
+        assert database and database.group(1) == hosts["postgres"], text
+        control = re.search(r"control \(labs, faults, sales\): (\S+)", text).group(1)
+        shop = re.search(r"^  shop-1  (\S+)", text, re.M).group(1)
+
+        def buy() -> requests.Response:
+            return requests.post(f"{shop}/api/orders", json={"product_id": 1}, timeout=60)
+
+        assert buy().status_code == 201
+        stopped = requests.post(f"{control}/control/servers/postgres/stop", timeout=30)
+        assert stopped.status_code == 200, stopped.text
+        refused = buy()
+        assert (refused.status_code, refused.json()["error"]) == (503, "database_unavailable")
+        started = requests.post(f"{control}/control/servers/postgres/start", timeout=60)
+        assert started.status_code == 200, started.text
+        assert buy().status_code == 201
