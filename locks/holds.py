@@ -7,9 +7,9 @@ clock (``time.time()``, comparable across processes on one host), and the
 console draws them side by side: two holds of one lock that overlap in time
 are two holders at once, which is what a lock exists to prevent.
 
-A holder that wrote under its hold says so (``wrote``): two overlapping holds
-that both wrote are the harm a lock exists to prevent; an overlap where
-fencing refused the late write is a lock failing safely.
+A holder that wrote under its hold says so, and when (``wrote``, ``wrote_at``):
+two holders at once that both wrote are the harm a lock exists to prevent; an
+overlap where fencing refused the late write is a lock failing safely.
 
 The log is bounded (the last ``capacity`` holds), so a long load run costs a
 fixed amount of memory; ``forgotten`` counts the holds pushed out, so that an
@@ -38,8 +38,9 @@ class HoldRecord:
     #: How it ended: "released", "lost" (the backend said it was no longer ours), or
     #: "release failed" (the backend could not be reached to say).
     ended: str | None = None
-    #: Whether the holder's write under this hold committed.
+    #: Whether the holder's write under this hold committed, and when (time.time()).
     wrote: bool = False
+    wrote_at: float | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -72,7 +73,7 @@ class HoldLog:
         with self._lock:
             record = self._open.get(hold_id)
             if record is not None:
-                record.wrote = True
+                record.wrote, record.wrote_at = True, time.time()
 
     def closed(self, hold_id: int | None, ended: str = "released",
                at: float | None = None) -> None:

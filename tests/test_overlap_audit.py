@@ -35,6 +35,8 @@ def test_the_log_marks_writes_and_counts_what_it_forgot():
         log.closed(log.opened("p:1", "s", "o", None))
     assert log.forgotten == 2
     assert [h.wrote for h in log.holds()] == [False, False]
+    log.wrote(log.opened("p:1", "s", "o", None))
+    assert [h.wrote_at is not None for h in log.holds()] == [False, False, True]
 
 
 def test_the_audit_counts_overlaps_per_lock_and_those_in_which_both_wrote():
@@ -51,6 +53,21 @@ def test_the_audit_counts_overlaps_per_lock_and_those_in_which_both_wrote():
     assert found["locks"]["p:2"]["both_wrote"] == 0
     assert found["complete"] is True
     assert overlap_audit(collected, {"a": 0, "b": 4})["complete"] is False  # b forgot one
+
+
+def test_a_write_that_committed_before_the_next_grant_is_not_a_double_write():
+    """The first holder committed at 0.5 and released late, at 2 (a slow link, a pause
+    after the commit); the second was granted at 1 and wrote. They overlap, but only
+    the second wrote while both held the lock. Had the first committed at 1.2, both
+    would have."""
+    def hold(id_, start, end, wrote_at):
+        return {"id": id_, "lock": "p:1", "acquired": start, "released": end, "wrote": True,
+                "wrote_at": wrote_at}
+    for first_wrote_at, both in ((0.5, 0), (1.2, 1), (None, 1)):
+        sources = [{"name": "a", "holds": [hold(1, 0, 2, first_wrote_at)]},
+                   {"name": "b", "holds": [hold(1, 1, 3, 2.5)]}]
+        found = overlap_audit({"sources": sources, "overlaps": overlaps(sources, now=4)})
+        assert (found["overlaps"], found["both_wrote"]) == (1, both), first_wrote_at
 
 
 @pytest.mark.parametrize("strategy,instances,broken", [

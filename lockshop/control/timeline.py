@@ -5,9 +5,9 @@ machine's real-time clock; the launcher keeps the labs' (they run in its
 process). Two holds of one lock whose times overlap are two holders at once:
 what a lock exists to prevent, drawn in red by the console, and counted by
 the overlap audit (``overlap_audit``) beside the sales figures. An overlap in
-which both holders wrote is the harm; one in which the late holder's write
-was refused (fencing, or a lost lock noticed before the commit) is a lock
-failing safely.
+which both holders wrote while both held the lock is the harm; one in which
+the late holder's write was refused (fencing, or a lost lock noticed before
+the commit) is a lock failing safely.
 """
 
 from __future__ import annotations
@@ -60,10 +60,21 @@ def overlaps(sources: list[dict], now: float) -> list[dict]:
                 end = min(first_end, second["released"] or now)
                 found.append({"lock": lock, "from": second["acquired"], "to": end,
                               "seconds": round(end - second["acquired"], 4),
-                              "both_wrote": bool(first.get("wrote") and second.get("wrote")),
+                              "both_wrote": _both_wrote(first, second),
                               "holds": [{"source": first_source, "id": first["id"]},
                                         {"source": second_source, "id": second["id"]}]})
     return found
+
+
+def _both_wrote(first: dict, second: dict) -> bool:
+    """Whether both holders wrote while both held the lock: the second wrote (under its
+    hold, so after it was granted), and the first wrote after the second was granted.
+    A first holder whose write committed before that, and whose release came late (a
+    slow link, a pause after the commit), overlaps in time but wrote alone."""
+    if not (first.get("wrote") and second.get("wrote")):
+        return False
+    wrote_at = first.get("wrote_at")
+    return wrote_at is None or wrote_at >= second["acquired"]  # no time: assume the worst
 
 
 def begun_since(collected: dict, since: float) -> dict:

@@ -270,6 +270,7 @@ class Hold(Answer):
     released: float | None
     ended: str | None
     wrote: bool = Field(description="the holder's write under this hold committed")
+    wrote_at: float | None = Field(None, description="when that write committed (time.time())")
 
 
 class Holds(Answer):
