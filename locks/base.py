@@ -180,6 +180,12 @@ class DistributedLock(ABC):
         except self.backend_errors as error:
             raise BackendUnavailable(self.name, self.backend, error) from error
 
+    def read(self) -> None:
+        """Say that the holder has read what it will decide on: an audit can then tell
+        two holders that acted on the same state from two whose writes the storage put
+        in order (the later one read the earlier one's write)."""
+        self._hold_log.read(self._hold_id)
+
     def wrote(self) -> None:
         """Say that the work done under this hold was written (committed): the hold log
         keeps it, so an audit can tell two holders that both wrote from a late one whose

@@ -38,7 +38,9 @@ class HoldRecord:
     #: How it ended: "released", "lost" (the backend said it was no longer ours), or
     #: "release failed" (the backend could not be reached to say).
     ended: str | None = None
-    #: Whether the holder's write under this hold committed, and when (time.time()).
+    #: When the holder had read what it decides on (time.time()), if it said so.
+    read_at: float | None = None
+    #: Whether the holder's write under this hold committed, and when.
     wrote: bool = False
     wrote_at: float | None = None
 
@@ -67,6 +69,13 @@ class HoldLog:
                 self._open.pop(next(iter(self._open)))
                 self.forgotten += 1
         return record.id
+
+    def read(self, hold_id: int | None) -> None:
+        """The holder's read under this (open) hold is done: it decides on it from now."""
+        with self._lock:
+            record = self._open.get(hold_id)
+            if record is not None:
+                record.read_at = time.time()
 
     def wrote(self, hold_id: int | None) -> None:
         """The holder's write under this (open) hold committed."""

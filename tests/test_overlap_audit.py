@@ -35,8 +35,11 @@ def test_the_log_marks_writes_and_counts_what_it_forgot():
         log.closed(log.opened("p:1", "s", "o", None))
     assert log.forgotten == 2
     assert [h.wrote for h in log.holds()] == [False, False]
-    log.wrote(log.opened("p:1", "s", "o", None))
-    assert [h.wrote_at is not None for h in log.holds()] == [False, False, True]
+    third = log.opened("p:1", "s", "o", None)
+    log.read(third)
+    log.wrote(third)
+    assert [(h.read_at is not None, h.wrote_at is not None)
+            for h in log.holds()] == [(False, False), (False, False), (True, True)]
 
 
 def test_the_audit_counts_overlaps_per_lock_and_those_in_which_both_wrote():
@@ -49,7 +52,8 @@ def test_the_audit_counts_overlaps_per_lock_and_those_in_which_both_wrote():
     collected = {"sources": sources, "overlaps": overlaps(sources, now=4)}
     found = overlap_audit(collected, {"a": 0, "b": 5})
     assert (found["holds"], found["overlaps"], found["both_wrote"]) == (4, 2, 1)
-    assert found["locks"]["p:1"] == {"holds": 2, "overlaps": 1, "seconds": 1, "both_wrote": 1}
+    assert found["locks"]["p:1"] == {"holds": 2, "overlaps": 1, "seconds": 1, "both_wrote": 1,
+                                     "interleaved": 1}  # no read times: the worst is assumed
     assert found["locks"]["p:2"]["both_wrote"] == 0
     assert found["complete"] is True
     assert overlap_audit(collected, {"a": 0, "b": 4})["complete"] is False  # b forgot one
@@ -68,6 +72,21 @@ def test_a_write_that_committed_before_the_next_grant_is_not_a_double_write():
                    {"name": "b", "holds": [hold(1, 1, 3, 2.5)]}]
         found = overlap_audit({"sources": sources, "overlaps": overlaps(sources, now=4)})
         assert (found["overlaps"], found["both_wrote"]) == (1, both), first_wrote_at
+
+
+def test_writes_the_storage_put_in_turn_are_not_interleaved():
+    """Both wrote while both held (the first committed at 1.2, after the second's grant
+    at 1.0). If the second read at 1.1, before that commit, both decided on the same
+    stock: interleaved. If its fenced read waited for the commit and read at 1.3, the
+    writes went in turn: the second decided on the first's write."""
+    def hold(id_, start, end, read_at, wrote_at):
+        return {"id": id_, "lock": "p:1", "acquired": start, "released": end, "wrote": True,
+                "read_at": read_at, "wrote_at": wrote_at}
+    for second_read_at, interleaved in ((1.1, 1), (1.3, 0), (None, 1)):
+        sources = [{"name": "a", "holds": [hold(1, 0, 2, 0.1, 1.2)]},
+                   {"name": "b", "holds": [hold(1, 1.0, 3, second_read_at, 2.5)]}]
+        found = overlap_audit({"sources": sources, "overlaps": overlaps(sources, now=4)})
+        assert (found["both_wrote"], found["interleaved"]) == (1, interleaved), second_read_at
 
 
 @pytest.mark.parametrize("strategy,instances,broken", [

@@ -61,6 +61,7 @@ def overlaps(sources: list[dict], now: float) -> list[dict]:
                 found.append({"lock": lock, "from": second["acquired"], "to": end,
                               "seconds": round(end - second["acquired"], 4),
                               "both_wrote": _both_wrote(first, second),
+                              "interleaved": _interleaved(first, second),
                               "holds": [{"source": first_source, "id": first["id"]},
                                         {"source": second_source, "id": second["id"]}]})
     return found
@@ -75,6 +76,17 @@ def _both_wrote(first: dict, second: dict) -> bool:
         return False
     wrote_at = first.get("wrote_at")
     return wrote_at is None or wrote_at >= second["acquired"]  # no time: assume the worst
+
+
+def _interleaved(first: dict, second: dict) -> bool:
+    """Whether both wrote and the second had read before the first's write committed:
+    both decided on the same stock, and one decision is lost. Where the storage put the
+    writes in order instead (the second's fenced read waited for the first's commit and
+    saw it), both wrote while both held the lock, but in turn."""
+    if not _both_wrote(first, second):
+        return False
+    wrote_at, read_at = first.get("wrote_at"), second.get("read_at")
+    return wrote_at is None or read_at is None or wrote_at > read_at  # unknown: the worst
 
 
 def begun_since(collected: dict, since: float) -> dict:
@@ -97,18 +109,21 @@ def overlap_audit(collected: dict, forgotten_before: dict[str, int] | None = Non
     for source in collected["sources"]:
         for hold in source["holds"]:
             figures = per_lock.setdefault(hold["lock"], {"holds": 0, "overlaps": 0,
-                                                         "seconds": 0.0, "both_wrote": 0})
+                                                         "seconds": 0.0, "both_wrote": 0,
+                                                         "interleaved": 0})
             figures["holds"] += 1
     for found in collected["overlaps"]:
         figures = per_lock[found["lock"]]
         figures["overlaps"] += 1
         figures["seconds"] = round(figures["seconds"] + found["seconds"], 4)
         figures["both_wrote"] += found["both_wrote"]
+        figures["interleaved"] += found["interleaved"]
     unasked = [s["name"] for s in collected["sources"] if "problem" in s]
     return {"holds": sum(f["holds"] for f in per_lock.values()),
             "overlaps": sum(f["overlaps"] for f in per_lock.values()),
             "seconds": round(sum(f["seconds"] for f in per_lock.values()), 4),
             "both_wrote": sum(f["both_wrote"] for f in per_lock.values()),
+            "interleaved": sum(f["interleaved"] for f in per_lock.values()),
             "complete": not unasked and all(
                 s.get("forgotten", 0) <= (forgotten_before or {}).get(s["name"], 0)
                 for s in collected["sources"]),

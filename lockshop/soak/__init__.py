@@ -93,7 +93,8 @@ class SoakResult:
                           else f"{self.overlaps['overlaps']}?")
         jobs = self.audit["jobs"]
         return [self.strategy, self.tally.orders, len(self.faults), overlaps_shown,
-                self.overlaps["both_wrote"], totals["stale_writes_rejected"], totals["oversold"],
+                self.overlaps["both_wrote"], self.overlaps["interleaved"],
+                totals["stale_writes_rejected"], totals["oversold"],
                 totals["lost_updates"], totals["double_booked_seats"], self.duplicate_orders,
                 self.tally.server_errors, answers["503"], answers["no answer"],
                 jobs["duplicate_runs"], jobs["stock_restored_more_than_once"],
@@ -109,8 +110,8 @@ class SoakResult:
                 "duplicate_orders": self.duplicate_orders, "correct": self.correct}
 
 
-HEADERS = ["strategy", "orders", "faults", "overlaps", "both wrote", "stale refused", "oversold",
-           "lost updates", "seats twice", "duplicate orders", "5xx not 503", "503s",
+HEADERS = ["strategy", "orders", "faults", "overlaps", "both wrote", "interleaved",
+           "stale refused", "oversold", "lost updates", "seats twice", "duplicate orders", "5xx not 503", "503s",
            "no answer", "job runs twice", "stock restored twice", "orders correct"]
 
 

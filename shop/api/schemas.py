@@ -269,6 +269,8 @@ class Hold(Answer):
     acquired: float
     released: float | None
     ended: str | None
+    read_at: float | None = Field(None, description="when the holder had read what it "
+                                                   "decides on (time.time())")
     wrote: bool = Field(description="the holder's write under this hold committed")
     wrote_at: float | None = Field(None, description="when that write committed (time.time())")
 

@@ -113,6 +113,7 @@ def place_order(database: Engine, lock_factory: LockFactory, request: OrderReque
             with database.begin() as db:
                 fence_product(db, request.product_id, lock.fencing_token)
                 stock, free = read_stock(db, request.product_id, kind)
+            lock.read()  # for the overlap audit: what we decide on, as of now
             # 2. check
             seat = check_fits(request, kind, stock, free)
             # 3. the business delay: the race window
