@@ -111,8 +111,9 @@ class SoakResult:
 
 
 HEADERS = ["strategy", "orders", "faults", "overlaps", "both wrote", "interleaved",
-           "stale refused", "oversold", "lost updates", "seats twice", "duplicate orders", "5xx not 503", "503s",
-           "no answer", "job runs twice", "stock restored twice", "orders correct"]
+           "stale refused", "oversold", "lost updates", "seats twice", "duplicate orders",
+           "5xx not 503", "503s", "no answer", "job runs twice", "stock restored twice",
+           "orders correct"]
 
 
 def lock_hosts(strategy: str, family: str) -> list[str]:
