@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from sqlalchemy import event, insert, update
+from datetime import datetime, timedelta
+
+from sqlalchemy import event, insert, select, update
 
 from shop.store.audit import take_audit
 from shop.store.db import engine_of
-from shop.store.models import Order, Product, Seat
+from shop.store.models import JobRun, Order, Product, Seat
 
 
 def craft(sessions, *, products: list[dict], orders: list[dict], seats: list[dict] = ()) -> None:
@@ -128,3 +130,19 @@ def test_an_order_expired_while_the_audit_reads_does_not_unbalance_it(sessions):
     assert (p.remaining, p.sold) in ((8, 2), (9, 1)), p
     assert p.lost_updates == 0 and p.correct
     assert take_audit(sessions).products[0].remaining == 9
+
+
+def test_fire_times_a_moment_apart_are_not_one_fire_time(sessions):
+    # A 300 ms schedule: two runs of two fire times, each run once. MariaDB's DATETIME
+    # kept whole seconds, and counted them as one fire time run twice.
+    first = datetime(2026, 1, 1, 12, 0, 0, 100_000)
+    with sessions.begin() as session:
+        session.add_all([JobRun(job="send_reminders", fire_time=first, instance="a",
+                                guard="atomic", outcome="done"),
+                         JobRun(job="send_reminders", fire_time=first + timedelta(seconds=0.3),
+                                instance="b", guard="atomic", outcome="done")])
+    with sessions.begin() as session:
+        times = sorted(session.scalars(select(JobRun.fire_time)))
+    jobs = take_audit(sessions).jobs
+    assert times == [first, first + timedelta(seconds=0.3)]  # microseconds kept
+    assert (jobs.runs, jobs.fire_times, jobs.duplicate_runs) == (2, 2, 0)

@@ -1,7 +1,10 @@
 """The shop's tables: products, seats, orders and cluster-wide settings.
 
 Times are stored as naive UTC: SQLite has no time zones, and one convention
-on all three databases keeps the audit's arithmetic simple.
+on all three databases keeps the audit's arithmetic simple. They keep their
+microseconds everywhere: MariaDB's DATETIME drops them unless asked, and then a
+job's fire time read back no longer equals its own, holds a millisecond apart
+look simultaneous, and a lease of 300 ms ends on the second.
 """
 
 from __future__ import annotations
@@ -10,7 +13,16 @@ import enum
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, UniqueConstraint
+from sqlalchemy import (
+    BigInteger,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    UniqueConstraint,
+)
+from sqlalchemy.dialects import mysql
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -24,7 +36,9 @@ def utc_at(seconds: float) -> datetime:
 
 
 class Base(DeclarativeBase):
-    pass
+    type_annotation_map = {  # noqa: RUF012 - SQLAlchemy reads it from the class
+        datetime: DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb"),
+    }
 
 
 class ProductKind(enum.StrEnum):
