@@ -153,7 +153,8 @@ def make_app():
     apps = []
 
     def build(database_url: str, **config):
-        app = create_app(Config(database_url=database_url, instance="test", **config))
+        config.setdefault("instance", "test")
+        app = create_app(Config(database_url=database_url, **config))
         app.config["TESTING"] = True
         reset_products(app.extensions["lockshop"].sessions)
         apps.append(app)

@@ -17,6 +17,12 @@ fire time, each instance runs each job under its **guard**, ShedLock's way:
   runs longer than that counts its lock as lost and stops before its next
   write, as a lease-based lock may have expired by then.
 
+A check before a write cannot see a delay after it (a pause, a slow link before
+the commit). Where the guard lives in the same database as the job's writes
+(``job_locks``), the check is made inside each write's transaction and holds the
+guard's row until the commit: that fences the write, as a fencing token does an
+order's.
+
 The guards:
 
 * ``strategy`` (the default): the current strategy. A lock strategy guards
@@ -40,7 +46,7 @@ from collections.abc import Callable
 from contextlib import suppress
 from datetime import UTC, datetime
 
-from sqlalchemy import update
+from sqlalchemy import Connection, update
 from sqlalchemy.exc import IntegrityError
 
 from locks import DistributedLock, LockError, LockLost
@@ -158,10 +164,10 @@ class JobScheduler:
             run_id = run.id
         at_most_s = self.state.config.lock_lease_ms / 1000
 
-        def still_ours() -> None:
+        def still_ours(db: Connection) -> None:
             if time.monotonic() - started > at_most_s:
                 raise LockLost(f"job:{job}", "the job ran longer than its lock may be held")
-            guard.ensure_held()
+            guard.ensure_held(db)
 
         config = self.state.config
         order_context = OrderContext(instance=config.instance, strategy=settings.strategy,
@@ -206,8 +212,9 @@ class JobGuard:
     def take(self) -> bool:
         return True
 
-    def ensure_held(self) -> None:
-        pass
+    def ensure_held(self, db: Connection) -> None:
+        """Raise ``LockLost`` unless the guard is still held; ``db`` is the transaction
+        of the write about to be committed."""
 
     def give_back(self) -> None:
         pass
@@ -226,7 +233,7 @@ class LockGuard(JobGuard):
             log.warning("job lock unavailable, skipping: %s", error)
             return False
 
-    def ensure_held(self) -> None:
+    def ensure_held(self, db: Connection) -> None:
         self.lock.ensure_held()
 
     def give_back(self) -> None:
@@ -240,6 +247,9 @@ class TableGuard(JobGuard):
     Taken only when free and only for a later fire time than the last; held
     until given back, and at most for the lease. A run that outlives the lease
     stops before its next write (``still_ours``), as under a lock's lease.
+
+    The row's fire time is also the run's fencing token: each of the run's
+    writes commits only if the row still names its fire time (``ensure_held``).
     """
 
     def __init__(self, state, job: str, fire_time: datetime, strategy: str,
@@ -269,13 +279,23 @@ class TableGuard(JobGuard):
         except IntegrityError:
             return False  # another instance made the job's row first
 
+    def ensure_held(self, db: Connection) -> None:
+        # A write, not a read: it locks our row until the write's commit. A later
+        # fire time's run that comes for the row meanwhile waits for that commit,
+        # then reads what we wrote; one that took the row before has put its own
+        # fire time there, and we write nothing.
+        ours = db.execute(self._our_row().values(instance=self.state.config.instance))
+        if not ours.rowcount:
+            raise LockLost(f"job:{self.job}", "a later fire time has taken the job's row")
+
     def give_back(self) -> None:
         with self.state.sessions.begin() as session:
-            session.execute(
-                update(JobLock)
-                .where(JobLock.job == self.job, JobLock.fire_time == self.fire_time,
-                       JobLock.instance == self.state.config.instance)
-                .values(locked_until=utc_at(self._clock())))
+            session.execute(self._our_row().values(locked_until=utc_at(self._clock())))
+
+    def _our_row(self):
+        return update(JobLock).where(JobLock.job == self.job,
+                                     JobLock.fire_time == self.fire_time,
+                                     JobLock.instance == self.state.config.instance)
 
 
 class LeaderGuard(JobGuard):
@@ -289,5 +309,5 @@ class LeaderGuard(JobGuard):
     def take(self) -> bool:
         return self.election.is_leader()
 
-    def ensure_held(self) -> None:
+    def ensure_held(self, db: Connection) -> None:
         self.election.ensure_leader()

@@ -13,9 +13,10 @@ same orders before either writes: the stock comes back twice, the customer
 gets two messages. Nothing in a job stops that; its guard must
 (``shop.jobs.scheduler``).
 
-Before each write a job calls ``still_ours()``, which raises ``LockLost`` when
-its guard was lost (a lease expired, a ZooKeeper session ended, leadership
-moved): the write is rolled back and the job stops.
+Last in each write's transaction a job calls ``still_ours(db)``, which raises
+``LockLost`` when its guard was lost (a lease expired, a ZooKeeper session
+ended, leadership moved, a later fire time took the job's row): the write is
+rolled back and the job stops.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import Engine, exists, insert, select, update
+from sqlalchemy import Connection, Engine, exists, insert, select, update
 
 from locks import LockNotAcquired
 from shop.errors import StaleWriteRejected
@@ -48,8 +49,9 @@ class JobContext:
     #: The job's notion of now (the instance's clock, skew included).
     now: datetime
     business_delay_ms: int
-    #: Raises ``LockLost`` when the job's guard is gone: call it before every write.
-    still_ours: Callable[[], None]
+    #: Raises ``LockLost`` when the job's guard is gone: call it last in every write's
+    #: transaction, with that transaction (a guard kept in the database checks there).
+    still_ours: Callable[[Connection], None]
     #: product id -> a context manager excluding orders while the job writes its stock
     #: (``Strategies.excluding_orders`` for the current strategy).
     exclude_orders: Callable[[int], AbstractContextManager[OrderExclusion]]
@@ -91,7 +93,7 @@ def expire_unpaid(database: Engine, context: JobContext, expiry_ms: int) -> int:
                     instance=context.instance))
                 if guard.lock is not None:
                     guard.lock.ensure_held()
-                context.still_ours()
+                context.still_ours(db)
         except (LockNotAcquired, StaleWriteRejected) as error:
             log.info("order %s: not expired this time (%s); the next run will", order.id, error)
             continue
@@ -116,7 +118,7 @@ def send_reminders(database: Engine, context: JobContext, remind_after_ms: int) 
             db.execute(insert(Reminder).values(
                 order_id=order.id, instance=context.instance,
                 text=f"Order {order.id} is waiting for your payment."))
-            context.still_ours()
+            context.still_ours(db)
     return len(due)
 
 

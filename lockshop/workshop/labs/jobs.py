@@ -197,7 +197,8 @@ def stage_job_longer_than_lease(run) -> None:
                 return
             context = JobContext(name, fire_time=utcnow(), now=utcnow(),
                                  business_delay_ms=work_ms,
-                                 still_ours=lock.ensure_held if recheck else (lambda: None),
+                                 still_ours=(lambda db: lock.ensure_held()) if recheck
+                                 else (lambda db: None),
                                  exclude_orders=lambda product: nullcontext())
             try:
                 outcomes[name] = f"sent {send_reminders(engine_of(sessions), context, 0)}"
@@ -250,7 +251,7 @@ def stage_unpaid_orders(run) -> None:
                   observed=f"stock {_stock(sessions)}", agrees=_stock(sessions) == 0)
         if expire:
             context = JobContext("lab", fire_time=utcnow(), now=utcnow(), business_delay_ms=0,
-                                 still_ours=lambda: None,
+                                 still_ours=lambda db: None,
                                  exclude_orders=lambda product: Strategies(
                                      Backends(), "sqlite").excluding_orders(
                                      "atomic", product, OrderContext("lab", "atomic", 0, 1000)))

@@ -1,0 +1,80 @@
+"""A transaction strategy's job guard (its row in ``job_locks``) fences the job's writes.
+
+A run checks its guard before it commits; a pause or a slow link *after* that
+check lets its lease run out, and the next fire time's run takes the row, reads
+the same unreminded order and reminds it. Then the first run's commit arrives:
+the customer is reminded twice (seen once in a ten-minute soak on PostgreSQL).
+The check is now made in the write's own transaction and locks the guard's row
+until the commit, so the next run waits for that commit and reads it.
+
+On PostgreSQL and MariaDB, where writers run side by side; SQLite's one writer
+at a time orders the two runs anyway.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from sqlalchemy import event
+
+from shop.jobs.scheduler import JobScheduler
+from shop.store.audit import take_audit
+from shop.store.models import utc_at
+
+
+@pytest.fixture(params=[pytest.param("postgres", marks=pytest.mark.postgres),
+                        pytest.param("mysql", marks=pytest.mark.mysql)])
+def shared_database_url(request) -> str:
+    return request.getfixturevalue(f"{request.param}_url")
+
+
+def hold_the_commit_of_a_reminder(engine) -> tuple[threading.Event, threading.Event]:
+    """Hold up the commit of the first transaction on ``engine`` that inserts a reminder,
+    after the job's last check: (held, go on)."""
+    held, go_on = threading.Event(), threading.Event()
+
+    @event.listens_for(engine, "after_cursor_execute")
+    def note_the_reminder(conn, cursor, statement, *args) -> None:
+        if statement.lstrip().upper().startswith("INSERT INTO REMINDERS"):
+            conn.info["reminded"] = True
+
+    @event.listens_for(engine, "commit")
+    def hold(conn) -> None:
+        if conn.info.pop("reminded", False) and not held.is_set():
+            held.set()
+            go_on.wait(30)
+
+    return held, go_on
+
+
+def test_a_reminder_whose_commit_is_late_is_not_sent_again(make_app, shared_database_url):
+    a, b = (make_app(shared_database_url, instance=name, lock_lease_ms=300)
+            for name in ("a", "b"))
+    state_a, state_b = a.extensions["lockshop"], b.extensions["lockshop"]
+    settings = state_a.change_settings(strategy="atomic", reminder_after_ms=0,
+                                       job_interval_ms=1000, job_lock_at_least_ms=0)
+    assert a.test_client().post("/api/orders", json={"product_id": 1}).status_code == 201
+    held, go_on = hold_the_commit_of_a_reminder(state_a.engine)
+    outcomes: dict[str, str] = {}
+
+    def fire(name: str, state) -> None:
+        outcomes[name] = JobScheduler(state).fire("send_reminders", utc_at(time.time()),
+                                                  settings)
+
+    run_a = threading.Thread(target=fire, args=("a", state_a))
+    run_a.start()
+    assert held.wait(10), "A's run never reached its commit"
+    time.sleep(0.5)  # A's 300 ms lease runs out while its commit is held up
+    run_b = threading.Thread(target=fire, args=("b", state_b))  # the next fire time
+    run_b.start()
+    run_b.join(2)
+    b_waited = run_b.is_alive()  # unfenced, B took the row, read, reminded and finished
+    go_on.set()
+    run_a.join(30)
+    run_b.join(30)
+    jobs = take_audit(state_a.sessions).jobs
+    assert (jobs.reminders, jobs.duplicate_reminders) == (1, 0), (outcomes, jobs)
+    assert b_waited, "the next run did not wait for the held commit"
+    assert outcomes["a"] == "done", outcomes
