@@ -30,7 +30,6 @@ from lockshop.cluster.processes import (
     StartError,
     free_port,
     last_line,
-    signal_group,
     spawn,
 )
 
@@ -117,21 +116,6 @@ class PostgresServer(ServerProcess):
             except subprocess.TimeoutExpired:
                 pass
         super().stop()
-
-    # The server is a postmaster and a process per connection, all in one process
-    # group: a crash or a pause is the whole group's, or the connections go on.
-    def kill(self) -> None:
-        if self.process is not None:
-            signal_group(self.process, signal.SIGKILL)
-            self.process.wait()
-            self.process = None
-
-    def pause(self) -> None:
-        signal_group(self.process, signal.SIGSTOP)
-
-    def resume(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            signal_group(self.process, signal.SIGCONT)
 
     def remove(self) -> None:
         """Stop, and delete the data: after this the server cannot start again."""

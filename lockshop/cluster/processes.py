@@ -120,7 +120,10 @@ def process_state(pid: int, exit_code: int | None = None) -> str:
 class ServerProcess:
     """A server process we started and may stop, kill (a crash), pause and resume.
 
-    Subclasses set ``self.process`` in ``start()`` and return ``self``.
+    Subclasses set ``self.process`` in ``start()`` (with ``spawn``, so that it
+    leads a process group of its own) and return ``self``. Every signal goes to
+    the whole group: a crash or a pause takes the server's workers with it, as
+    it would on a real host (PostgreSQL is a postmaster and its backends).
     """
 
     process: subprocess.Popen | None = None
@@ -139,17 +142,17 @@ class ServerProcess:
     def kill(self) -> None:
         """SIGKILL: the server is gone at once, as in a crash."""
         if self.process is not None:
-            self.process.kill()
+            signal_group(self.process, signal.SIGKILL)
             self.process.wait()
             self.process = None
 
     def pause(self) -> None:
         """SIGSTOP: the server still holds its connections but answers nothing."""
-        os.kill(self.process.pid, signal.SIGSTOP)
+        signal_group(self.process, signal.SIGSTOP)
 
     def resume(self) -> None:
         if self.process is not None and self.process.poll() is None:
-            os.kill(self.process.pid, signal.SIGCONT)
+            signal_group(self.process, signal.SIGCONT)
 
     def __enter__(self):
         return self.start()
