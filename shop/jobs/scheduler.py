@@ -17,20 +17,8 @@ fire time, each instance runs each job under its **guard**, ShedLock's way:
   runs longer than that counts its lock as lost and stops before its next
   write, as a lease-based lock may have expired by then.
 
-A check before a write cannot see a delay after it (a pause, a slow link before
-the commit). Where the guard lives in the same database as the job's writes
-(``job_locks``), the check is made inside each write's transaction and holds the
-guard's row until the commit: that fences the write, as a fencing token does an
-order's.
-
-The guards:
-
-* ``strategy`` (the default): the current strategy. A lock strategy guards
-  the job with its lock named ``job:<job>``; a transaction strategy with the
-  job's row in ``job_locks``, taken by a conditional UPDATE (ShedLock's JDBC
-  provider). ``none`` guards nothing: every instance runs every fire time.
-* ``leader``: ZooKeeper leader election (``locks.zk_election``): only the
-  leader runs jobs; when it dies, another instance is elected.
+The guards themselves (a lock, a row in ``job_locks``, leadership) are in
+``shop.jobs.guards``.
 
 Every run that is not skipped is recorded in ``job_runs``; the audit counts
 fire times run more than once, stock restored more than once, and duplicate
@@ -43,17 +31,15 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from contextlib import suppress
 from datetime import UTC, datetime
 
 from sqlalchemy import Connection, update
-from sqlalchemy.exc import IntegrityError
 
-from locks import DistributedLock, LockError, LockLost
+from locks import LockError, LockLost
+from shop.jobs.guards import JobGuard
 from shop.jobs.tasks import JOBS, JobContext
 from shop.orders.order_path import OrderContext
-from shop.store.db import begin_writing
-from shop.store.models import JobLock, JobRun, utc_at
+from shop.store.models import JobRun, utc_at
 from shop.store.settings import ClusterSettings
 
 log = logging.getLogger(__name__)
@@ -189,125 +175,3 @@ class JobScheduler:
             session.execute(update(JobRun).where(JobRun.id == run_id)
                             .values(outcome=outcome, handled=handled))
         return outcome
-
-
-class JobGuard:
-    """What a job holds while it runs: a lock, its row in job_locks, leadership, or nothing."""
-
-    name = "none"
-
-    @staticmethod
-    def for_settings(state, job: str, fire_time: datetime, settings: ClusterSettings,
-                     clock: Callable[[], float]) -> JobGuard:
-        if settings.job_guard == "leader":
-            return LeaderGuard(state.leader_election())
-        factory = state.strategies.lock_factory(settings.strategy)
-        if factory is None:
-            return TableGuard(state, job, fire_time, settings.strategy, clock)
-        # Counted apart from the order locks: a job's lock is held for half an
-        # interval, and would swamp the hold times of the sale's locks.
-        lock = factory.lock(f"job:{job}", timeout=0, label=f"{settings.strategy} (jobs)")
-        return LockGuard(lock, settings.strategy)
-
-    def take(self) -> bool:
-        return True
-
-    def ensure_held(self, db: Connection) -> None:
-        """Raise ``LockLost`` unless the guard is still held; ``db`` is the transaction
-        of the write about to be committed."""
-
-    def give_back(self) -> None:
-        pass
-
-
-class LockGuard(JobGuard):
-    """The strategy's lock, tried once: held elsewhere means skip."""
-
-    def __init__(self, lock: DistributedLock, strategy: str) -> None:
-        self.lock, self.name = lock, strategy
-
-    def take(self) -> bool:
-        try:
-            return self.lock.acquire(blocking=False)
-        except LockError as error:  # its backend is down: safer to skip than to run unguarded
-            log.warning("job lock unavailable, skipping: %s", error)
-            return False
-
-    def ensure_held(self, db: Connection) -> None:
-        self.lock.ensure_held()
-
-    def give_back(self) -> None:
-        with suppress(LockError):  # a lost lock has nothing to give back
-            self.lock.release()
-
-
-class TableGuard(JobGuard):
-    """A transaction strategy's guard: the job's row in ``job_locks``, ShedLock's way.
-
-    Taken only when free and only for a later fire time than the last; held
-    until given back, and at most for the lease. A run that outlives the lease
-    stops before its next write (``still_ours``), as under a lock's lease.
-
-    The row's fire time is also the run's fencing token: each of the run's
-    writes commits only if the row still names its fire time (``ensure_held``).
-    """
-
-    def __init__(self, state, job: str, fire_time: datetime, strategy: str,
-                 clock: Callable[[], float]) -> None:
-        self.state, self.job, self.fire_time, self.name = state, job, fire_time, strategy
-        self._clock = clock
-        self._lease_s = state.config.lock_lease_ms / 1000
-
-    def take(self) -> bool:
-        me, clock = self.state.config.instance, self._clock()
-        now, until = utc_at(clock), utc_at(clock + self._lease_s)
-        try:
-            with self.state.sessions.begin() as session:
-                begin_writing(session)
-                taken = session.execute(
-                    update(JobLock)
-                    .where(JobLock.job == self.job, JobLock.locked_until <= now,
-                           JobLock.fire_time < self.fire_time)
-                    .values(fire_time=self.fire_time, locked_until=until, instance=me)).rowcount
-                if taken:
-                    return True
-                if session.get(JobLock, self.job) is not None:
-                    return False  # held, or this fire time already taken
-                session.add(JobLock(job=self.job, fire_time=self.fire_time,
-                                    locked_until=until, instance=me))  # the job's first run
-            return True
-        except IntegrityError:
-            return False  # another instance made the job's row first
-
-    def ensure_held(self, db: Connection) -> None:
-        # A write, not a read: it locks our row until the write's commit. A later
-        # fire time's run that comes for the row meanwhile waits for that commit,
-        # then reads what we wrote; one that took the row before has put its own
-        # fire time there, and we write nothing.
-        ours = db.execute(self._our_row().values(instance=self.state.config.instance))
-        if not ours.rowcount:
-            raise LockLost(f"job:{self.job}", "a later fire time has taken the job's row")
-
-    def give_back(self) -> None:
-        with self.state.sessions.begin() as session:
-            session.execute(self._our_row().values(locked_until=utc_at(self._clock())))
-
-    def _our_row(self):
-        return update(JobLock).where(JobLock.job == self.job,
-                                     JobLock.fire_time == self.fire_time,
-                                     JobLock.instance == self.state.config.instance)
-
-
-class LeaderGuard(JobGuard):
-    """Only the elected leader runs jobs."""
-
-    name = "leader"
-
-    def __init__(self, election) -> None:
-        self.election = election
-
-    def take(self) -> bool:
-        return self.election.is_leader()
-
-    def ensure_held(self, db: Connection) -> None:
-        self.election.ensure_leader()

@@ -1,0 +1,161 @@
+"""What guards a job's run, so that a fire time runs once in the cluster.
+
+* ``strategy`` (the default): the current strategy. A lock strategy guards
+  the job with its lock named ``job:<job>`` (``LockGuard``); a transaction
+  strategy with the job's row in ``job_locks``, taken by a conditional UPDATE
+  (``TableGuard``, ShedLock's JDBC provider). ``none`` guards nothing: every
+  instance runs every fire time.
+* ``leader``: ZooKeeper leader election (``locks.zk_election``): only the
+  leader runs jobs; when it dies, another instance is elected.
+
+A check before a write cannot see a delay after it: a pause, or a slow link
+before the commit, lets the guard's lease run out and the next fire time's
+run read the same orders. So the job calls ``ensure_held(db)`` last in each
+write's transaction, and a guard that can be fenced is fenced there, in the
+database the job writes to, as an order's stock is by its lock's token:
+the ``job_locks`` row by its fire time.
+
+That check is a write: it locks the row until the job's commit, so a later
+run that comes to take the row waits for that commit, then reads what was
+written; one that came first has changed the row, and the late write is not
+made.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from contextlib import suppress
+from datetime import datetime
+
+from sqlalchemy import Connection, update
+from sqlalchemy.exc import IntegrityError
+
+from locks import DistributedLock, LockError, LockLost
+from shop.store.db import begin_writing
+from shop.store.models import JobLock, utc_at
+from shop.store.settings import ClusterSettings
+
+log = logging.getLogger(__name__)
+
+
+class JobGuard:
+    """What a job holds while it runs: a lock, its row in job_locks, leadership, or nothing."""
+
+    name = "none"
+
+    @staticmethod
+    def for_settings(state, job: str, fire_time: datetime, settings: ClusterSettings,
+                     clock: Callable[[], float]) -> JobGuard:
+        if settings.job_guard == "leader":
+            return LeaderGuard(state.leader_election())
+        factory = state.strategies.lock_factory(settings.strategy)
+        if factory is None:
+            return TableGuard(state, job, fire_time, settings.strategy, clock)
+        # Counted apart from the order locks: a job's lock is held for half an
+        # interval, and would swamp the hold times of the sale's locks.
+        lock = factory.lock(f"job:{job}", timeout=0, label=f"{settings.strategy} (jobs)")
+        return LockGuard(state, job, lock, settings.strategy)
+
+    def take(self) -> bool:
+        return True
+
+    def ensure_held(self, db: Connection) -> None:
+        """Raise ``LockLost`` unless the guard is still held; ``db`` is the transaction
+        of the write about to be committed."""
+
+    def give_back(self) -> None:
+        pass
+
+
+class LockGuard(JobGuard):
+    """The strategy's lock, tried once: held elsewhere means skip."""
+
+    def __init__(self, state, job: str, lock: DistributedLock, strategy: str) -> None:
+        self.state, self.job, self.lock, self.name = state, job, lock, strategy
+
+    def take(self) -> bool:
+        try:
+            return self.lock.acquire(blocking=False)
+        except LockError as error:  # its backend is down: safer to skip than to run unguarded
+            log.warning("job lock unavailable, skipping: %s", error)
+            return False
+
+    def ensure_held(self, db: Connection) -> None:
+        self.lock.ensure_held()
+
+    def give_back(self) -> None:
+        with suppress(LockError):  # a lost lock has nothing to give back
+            self.lock.release()
+
+
+class TableGuard(JobGuard):
+    """A transaction strategy's guard: the job's row in ``job_locks``, ShedLock's way.
+
+    Taken only when free and only for a later fire time than the last; held
+    until given back, and at most for the lease. A run that outlives the lease
+    stops before its next write (``still_ours``), as under a lock's lease.
+
+    The row's fire time is also the run's fencing token: each of the run's
+    writes commits only if the row still names its fire time (``ensure_held``).
+    """
+
+    def __init__(self, state, job: str, fire_time: datetime, strategy: str,
+                 clock: Callable[[], float]) -> None:
+        self.state, self.job, self.fire_time, self.name = state, job, fire_time, strategy
+        self._clock = clock
+        self._lease_s = state.config.lock_lease_ms / 1000
+
+    def take(self) -> bool:
+        me, clock = self.state.config.instance, self._clock()
+        now, until = utc_at(clock), utc_at(clock + self._lease_s)
+        try:
+            with self.state.sessions.begin() as session:
+                begin_writing(session)
+                taken = session.execute(
+                    update(JobLock)
+                    .where(JobLock.job == self.job, JobLock.locked_until <= now,
+                           JobLock.fire_time < self.fire_time)
+                    .values(fire_time=self.fire_time, locked_until=until, instance=me)).rowcount
+                if taken:
+                    return True
+                if session.get(JobLock, self.job) is not None:
+                    return False  # held, or this fire time already taken
+                session.add(JobLock(job=self.job, fire_time=self.fire_time,
+                                    locked_until=until, instance=me))  # the job's first run
+            return True
+        except IntegrityError:
+            return False  # another instance made the job's row first
+
+    def ensure_held(self, db: Connection) -> None:
+        # A write, not a read: it locks our row until the write's commit. A later
+        # fire time's run that comes for the row meanwhile waits for that commit,
+        # then reads what we wrote; one that took the row before has put its own
+        # fire time there, and we write nothing.
+        ours = db.execute(self._our_row().values(instance=self.state.config.instance))
+        if not ours.rowcount:
+            raise LockLost(f"job:{self.job}", "a later fire time has taken the job's row")
+
+    def give_back(self) -> None:
+        with self.state.sessions.begin() as session:
+            session.execute(self._our_row().values(locked_until=utc_at(self._clock())))
+
+    def _our_row(self):
+        return update(JobLock).where(JobLock.job == self.job,
+                                     JobLock.fire_time == self.fire_time,
+                                     JobLock.instance == self.state.config.instance)
+
+
+class LeaderGuard(JobGuard):
+    """Only the elected leader runs jobs."""
+
+    name = "leader"
+
+    def __init__(self, election) -> None:
+        self.election = election
+
+    def take(self) -> bool:
+        return self.election.is_leader()
+
+    def ensure_held(self, db: Connection) -> None:
+        self.election.ensure_leader()
