@@ -1,11 +1,13 @@
-"""A transaction strategy's job guard (its row in ``job_locks``) fences the job's writes.
+"""A job's guard fences the job's writes: a transaction strategy's row in
+``job_locks`` by its fire time, a lock by its fencing token.
 
 A run checks its guard before it commits; a pause or a slow link *after* that
-check lets its lease run out, and the next fire time's run takes the row, reads
-the same unreminded order and reminds it. Then the first run's commit arrives:
-the customer is reminded twice (seen once in a ten-minute soak on PostgreSQL).
-The check is now made in the write's own transaction and locks the guard's row
-until the commit, so the next run waits for that commit and reads it.
+check lets its lease run out, and the next fire time's run takes the guard,
+reads the same unreminded order and reminds it. Then the first run's commit
+arrives: the customer is reminded twice (seen once in a ten-minute soak of
+pg_advisory on PostgreSQL). The check is now made in the write's own
+transaction and locks the guard's row until the commit, so the next run waits
+for that commit and reads it.
 
 On PostgreSQL and MariaDB, where writers run side by side; SQLite's one writer
 at a time orders the two runs anyway.
@@ -49,11 +51,16 @@ def hold_the_commit_of_a_reminder(engine) -> tuple[threading.Event, threading.Ev
     return held, go_on
 
 
-def test_a_reminder_whose_commit_is_late_is_not_sent_again(make_app, shared_database_url):
-    a, b = (make_app(shared_database_url, instance=name, lock_lease_ms=300)
+# The job_locks row (a transaction strategy), and a lock with a fencing token.
+@pytest.mark.parametrize("strategy", ["atomic", "redis"])
+def test_a_reminder_whose_commit_is_late_is_not_sent_again(request, make_app,
+                                                          shared_database_url, strategy):
+    servers = {"redis_url": request.getfixturevalue("redis_server").url} if (
+        strategy == "redis") else {}
+    a, b = (make_app(shared_database_url, instance=name, lock_lease_ms=300, **servers)
             for name in ("a", "b"))
     state_a, state_b = a.extensions["lockshop"], b.extensions["lockshop"]
-    settings = state_a.change_settings(strategy="atomic", reminder_after_ms=0,
+    settings = state_a.change_settings(strategy=strategy, reminder_after_ms=0,
                                        job_interval_ms=1000, job_lock_at_least_ms=0)
     assert a.test_client().post("/api/orders", json={"product_id": 1}).status_code == 201
     held, go_on = hold_the_commit_of_a_reminder(state_a.engine)

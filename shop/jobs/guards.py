@@ -13,12 +13,16 @@ before the commit, lets the guard's lease run out and the next fire time's
 run read the same orders. So the job calls ``ensure_held(db)`` last in each
 write's transaction, and a guard that can be fenced is fenced there, in the
 database the job writes to, as an order's stock is by its lock's token:
-the ``job_locks`` row by its fire time.
+
+* the ``job_locks`` row by its fire time;
+* a lock by its fencing token, handed to the job's row in ``job_fences``
+  before the run reads anything.
 
 That check is a write: it locks the row until the job's commit, so a later
-run that comes to take the row waits for that commit, then reads what was
-written; one that came first has changed the row, and the late write is not
-made.
+run that comes to take the row or hand in its token waits for that commit,
+then reads what was written; one that came first has changed the row, and
+the late write is not made. A lock without a token (Redlock) can only be
+checked, not fenced.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from sqlalchemy.exc import IntegrityError
 
 from locks import DistributedLock, LockError, LockLost
 from shop.store.db import begin_writing
-from shop.store.models import JobLock, utc_at
+from shop.store.models import JobFence, JobLock, utc_at
 from shop.store.settings import ClusterSettings
 
 log = logging.getLogger(__name__)
@@ -69,20 +73,53 @@ class JobGuard:
 
 
 class LockGuard(JobGuard):
-    """The strategy's lock, tried once: held elsewhere means skip."""
+    """The strategy's lock, tried once: held elsewhere means skip. Fenced by its token."""
 
     def __init__(self, state, job: str, lock: DistributedLock, strategy: str) -> None:
         self.state, self.job, self.lock, self.name = state, job, lock, strategy
 
     def take(self) -> bool:
         try:
-            return self.lock.acquire(blocking=False)
+            if not self.lock.acquire(blocking=False):
+                return False
         except LockError as error:  # its backend is down: safer to skip than to run unguarded
             log.warning("job lock unavailable, skipping: %s", error)
             return False
+        if self.lock.fencing_token is None or self._hand_in_token():
+            return True
+        log.warning("%s: a newer token was handed in already; skipping", self.lock.name)
+        self.give_back()
+        return False
+
+    def _hand_in_token(self) -> bool:
+        """Before the run reads: make our token the job's newest, so that a run that
+        held the lock before us can no longer commit a write. False if it is not."""
+        token = self.lock.fencing_token
+        try:
+            with self.state.sessions.begin() as session:
+                begin_writing(session)
+                handed_in = session.execute(
+                    update(JobFence).where(JobFence.job == self.job, JobFence.token < token)
+                    .values(token=token)).rowcount
+                if handed_in:
+                    return True
+                if session.get(JobFence, self.job) is not None:
+                    return False  # a newer token than ours
+                session.add(JobFence(job=self.job, token=token))  # the job's first token
+            return True
+        except IntegrityError:
+            return False  # another holder made the job's row first: ours is the older hold
 
     def ensure_held(self, db: Connection) -> None:
         self.lock.ensure_held()
+        token = self.lock.fencing_token
+        if token is None:
+            return
+        # As TableGuard's: a write that locks the row until our commit.
+        ours = db.execute(update(JobFence).where(JobFence.job == self.job,
+                                                 JobFence.token == token).values(token=token))
+        if not ours.rowcount:
+            raise LockLost(self.lock.name, "a later holder has handed in a newer token")
 
     def give_back(self) -> None:
         with suppress(LockError):  # a lost lock has nothing to give back

@@ -256,3 +256,15 @@ class JobLock(Base):
     fire_time: Mapped[datetime] = mapped_column()
     locked_until: Mapped[datetime] = mapped_column()
     instance: Mapped[str] = mapped_column(String(100))
+
+
+class JobFence(Base):
+    """The newest fencing token a run of a job has handed in, when a lock guards it:
+    a run's write commits only while its token is still this one (``shop.jobs.guards``),
+    as an order's stock write only with the newest token the product has seen."""
+
+    __tablename__ = "job_fences"
+
+    job: Mapped[str] = mapped_column(String(64), primary_key=True)
+    token: Mapped[int] = mapped_column(BigInteger)
+

@@ -15,6 +15,7 @@ from sqlalchemy import delete, insert
 from sqlalchemy.orm import Session, sessionmaker
 
 from shop.store.models import (
+    JobFence,
     JobRun,
     Order,
     OrderKey,
@@ -78,6 +79,8 @@ def reset_products(sessions: sessionmaker[Session],
         session.execute(delete(StaleWrite))
         for table in (JobRun, StockRestoration, Reminder):  # not job_locks: a run may hold one
             session.execute(delete(table))
+        # Fencing starts afresh, as the products' new rows do (a run in progress stops).
+        session.execute(delete(JobFence))
         session.execute(delete(OrderKey))
         session.execute(delete(Order))
         session.execute(delete(Seat))

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
 
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, delete, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from shop.store.db import begin_writing
-from shop.store.models import Product, Setting
+from shop.store.models import JobFence, Product, Setting
 
 MAX_BUSINESS_DELAY_MS = 10_000
 #: What guards the scheduled jobs: the current strategy's lock, or ZooKeeper leader election.
@@ -86,7 +86,7 @@ def write_settings(session: Session, **values: object) -> None:
 
 
 def start_fencing_afresh(session: Session) -> None:
-    """Forget the last fencing token written for each product.
+    """Forget the last fencing token written for each product, and handed in for each job.
 
     Each lock service counts its own tokens (a Redis counter, a ZooKeeper
     zxid, a database sequence): a token from one means nothing to another,
@@ -94,6 +94,7 @@ def start_fencing_afresh(session: Session) -> None:
     last, which would refuse every write as stale.
     """
     session.execute(update(Product).values(fence=0))
+    session.execute(delete(JobFence))
 
 
 def seed_settings(sessions: sessionmaker[Session], defaults: ClusterSettings) -> None:
