@@ -21,6 +21,9 @@ import time
 import pytest
 from sqlalchemy import event
 
+from conftest import require
+from lockshop.cluster.postgres_servers import PostgresServer, postgres_unavailable
+from shop.jobs.guards import JobGuard
 from shop.jobs.scheduler import JobScheduler
 from shop.store.audit import take_audit
 from shop.store.models import utc_at
@@ -85,3 +88,20 @@ def test_a_reminder_whose_commit_is_late_is_not_sent_again(request, make_app,
     assert (jobs.reminders, jobs.duplicate_reminders) == (1, 0), (outcomes, jobs)
     assert b_waited, "the next run did not wait for the held commit"
     assert outcomes["a"] == "done", outcomes
+
+
+def test_a_lock_guard_that_cannot_hand_in_its_token_lets_go_and_skips(make_app, redis_server):
+    # The lock is in Redis, the token goes to the database: with the database down, the
+    # run could not write, and must not sit on the lock until its lease runs out.
+    require(postgres_unavailable() is None, f"cannot start PostgreSQL: {postgres_unavailable()}")
+    with PostgresServer() as database:
+        state = make_app(database.admin_url, redis_url=redis_server.url).extensions["lockshop"]
+        settings = state.change_settings(strategy="redis", job_interval_ms=1000)
+        database.stop()
+        guard = JobGuard.for_settings(state, "send_reminders", utc_at(time.time()), settings,
+                                      time.time)
+        assert guard.take() is False
+        again = state.strategies.lock_factory("redis").lock("job:send_reminders", timeout=0)
+        assert again.acquire(blocking=False), "the guard kept its lock"
+        again.release()
+        state.engine.dispose()  # its pooled connections are to the stopped server

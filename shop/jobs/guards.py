@@ -33,7 +33,7 @@ from contextlib import suppress
 from datetime import datetime
 
 from sqlalchemy import Connection, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from locks import DistributedLock, LockError, LockLost
 from shop.store.db import begin_writing
@@ -85,9 +85,12 @@ class LockGuard(JobGuard):
         except LockError as error:  # its backend is down: safer to skip than to run unguarded
             log.warning("job lock unavailable, skipping: %s", error)
             return False
-        if self.lock.fencing_token is None or self._hand_in_token():
-            return True
-        log.warning("%s: a newer token was handed in already; skipping", self.lock.name)
+        try:
+            if self.lock.fencing_token is None or self._hand_in_token():
+                return True
+            log.warning("%s: a newer token was handed in already; skipping", self.lock.name)
+        except DBAPIError as error:  # the database is down: the run could not write anyway
+            log.warning("%s: cannot hand in the token, skipping: %s", self.lock.name, error)
         self.give_back()
         return False
 
