@@ -11,7 +11,7 @@ them (a payment provider to ask, a message gateway to call), then writes,
 order by order. Run on two instances for the same fire time, both read the
 same orders before either writes: the stock comes back twice, the customer
 gets two messages. Nothing in a job stops that; its guard must
-(``shop.jobs.scheduler``).
+(``shop.jobs.guards``).
 
 Last in each write's transaction a job calls ``still_ours(db)``, which raises
 ``LockLost`` when its guard was lost (a lease expired, a ZooKeeper session
