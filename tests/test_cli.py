@@ -141,10 +141,12 @@ def test_up_is_set_up_before_its_instances_answer(tmp_path):
     assert run_cli("reset", cwd=tmp_path).returncode == 0  # a database from an earlier run
     assert run_cli("settings", "--strategy", "none", "--business-delay-ms", "0",
                    cwd=tmp_path).returncode == 0
-    process = subprocess.Popen(
-        [sys.executable, "-m", "lockshop.cli", "up", "--instances", "1", "--port", str(port),
-         "--strategy", "local", "--business-delay-ms", "7", "--reset"], cwd=tmp_path,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    errors = tmp_path / "up.err"
+    with errors.open("w") as error_log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "lockshop.cli", "up", "--instances", "1", "--port",
+             str(port), "--strategy", "local", "--business-delay-ms", "7", "--reset"],
+            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=error_log)
     try:
         first = None
         deadline = time.monotonic() + 60
@@ -157,7 +159,20 @@ def test_up_is_set_up_before_its_instances_answer(tmp_path):
         assert (first.json()["strategy"], first.json()["business_delay_ms"]) == ("local", 7)
     finally:
         process.send_signal(signal.SIGTERM)
+        stop_or_say_where_it_hangs(process, errors)
+
+
+def stop_or_say_where_it_hangs(process: subprocess.Popen, errors: Path) -> None:
+    """Wait for a SIGTERMed ``up`` to stop; if it does not, fail with its threads' stacks.
+    (Seen once in a full run: ``up`` did not stop within 30 s after its first answer.)"""
+    try:
         process.wait(30)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGUSR1)  # faulthandler: every thread's stack
+        time.sleep(1)
+        process.kill()
+        process.wait()
+        pytest.fail(f"up did not stop within 30 s of SIGTERM:\n{errors.read_text()[-6000:]}")
 
 
 @pytest.mark.cluster

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import logging
 import signal
@@ -39,6 +40,8 @@ def cmd_up(args: argparse.Namespace, config: Config) -> int:
     from lockshop.cluster.servers import own_servers
 
     _raise_on_sigterm()
+    # `kill -USR1 <pid>` prints where every thread of a launcher that will not stop is.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     with ExitStack() as stack:
         network = None
         if args.hosts:
