@@ -32,7 +32,7 @@ from collections.abc import Callable
 from contextlib import suppress
 from datetime import datetime
 
-from sqlalchemy import Connection, update
+from sqlalchemy import Connection, Update, update
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from locks import DistributedLock, LockError, LockLost
@@ -96,33 +96,19 @@ class LockGuard(JobGuard):
 
     def _hand_in_token(self) -> bool:
         """Before the run reads: make our token the job's newest, so that a run that
-        held the lock before us can no longer commit a write. False if it is not."""
+        held the lock before us can no longer commit a write. False if a newer one is
+        there already (ours is the older hold)."""
         token = self.lock.fencing_token
-        try:
-            with self.state.sessions.begin() as session:
-                begin_writing(session)
-                handed_in = session.execute(
-                    update(JobFence).where(JobFence.job == self.job, JobFence.token < token)
-                    .values(token=token)).rowcount
-                if handed_in:
-                    return True
-                if session.get(JobFence, self.job) is not None:
-                    return False  # a newer token than ours
-                session.add(JobFence(job=self.job, token=token))  # the job's first token
-            return True
-        except IntegrityError:
-            return False  # another holder made the job's row first: ours is the older hold
+        return _claim_row(self.state.sessions, JobFence, self.job,
+                          update(JobFence).where(JobFence.token < token).values(token=token),
+                          JobFence(job=self.job, token=token))
 
     def ensure_held(self, db: Connection) -> None:
         self.lock.ensure_held()
         token = self.lock.fencing_token
-        if token is None:
-            return
-        # As TableGuard's: a write that locks the row until our commit.
-        ours = db.execute(update(JobFence).where(JobFence.job == self.job,
-                                                 JobFence.token == token).values(token=token))
-        if not ours.rowcount:
-            raise LockLost(self.lock.name, "a later holder has handed in a newer token")
+        if token is not None:
+            _hold_row(db, JobFence, self.job, JobFence.token == token, self.lock.name,
+                      "a later holder has handed in a newer token")
 
     def give_back(self) -> None:
         with suppress(LockError):  # a lost lock has nothing to give back
@@ -147,43 +133,29 @@ class TableGuard(JobGuard):
         self._lease_s = state.config.lock_lease_ms / 1000
 
     def take(self) -> bool:
+        """False when the row is held, or this fire time (or a later one) was taken."""
         me, clock = self.state.config.instance, self._clock()
         now, until = utc_at(clock), utc_at(clock + self._lease_s)
-        try:
-            with self.state.sessions.begin() as session:
-                begin_writing(session)
-                taken = session.execute(
-                    update(JobLock)
-                    .where(JobLock.job == self.job, JobLock.locked_until <= now,
-                           JobLock.fire_time < self.fire_time)
-                    .values(fire_time=self.fire_time, locked_until=until, instance=me)).rowcount
-                if taken:
-                    return True
-                if session.get(JobLock, self.job) is not None:
-                    return False  # held, or this fire time already taken
-                session.add(JobLock(job=self.job, fire_time=self.fire_time,
-                                    locked_until=until, instance=me))  # the job's first run
-            return True
-        except IntegrityError:
-            return False  # another instance made the job's row first
+        return _claim_row(self.state.sessions, JobLock, self.job,
+                          update(JobLock)
+                          .where(JobLock.locked_until <= now, JobLock.fire_time < self.fire_time)
+                          .values(fire_time=self.fire_time, locked_until=until, instance=me),
+                          JobLock(job=self.job, fire_time=self.fire_time, locked_until=until,
+                                  instance=me))
 
     def ensure_held(self, db: Connection) -> None:
-        # A write, not a read: it locks our row until the write's commit. A later
-        # fire time's run that comes for the row meanwhile waits for that commit,
-        # then reads what we wrote; one that took the row before has put its own
-        # fire time there, and we write nothing.
-        ours = db.execute(self._our_row().values(instance=self.state.config.instance))
-        if not ours.rowcount:
-            raise LockLost(f"job:{self.job}", "a later fire time has taken the job's row")
+        _hold_row(db, JobLock, self.job, self._ours, f"job:{self.job}",
+                  "a later fire time has taken the job's row")
 
     def give_back(self) -> None:
         with self.state.sessions.begin() as session:
-            session.execute(self._our_row().values(locked_until=utc_at(self._clock())))
+            session.execute(update(JobLock).where(JobLock.job == self.job, self._ours)
+                            .values(locked_until=utc_at(self._clock())))
 
-    def _our_row(self):
-        return update(JobLock).where(JobLock.job == self.job,
-                                     JobLock.fire_time == self.fire_time,
-                                     JobLock.instance == self.state.config.instance)
+    @property
+    def _ours(self):
+        return (JobLock.fire_time == self.fire_time) & (
+            JobLock.instance == self.state.config.instance)
 
 
 class LeaderGuard(JobGuard):
@@ -199,3 +171,33 @@ class LeaderGuard(JobGuard):
 
     def ensure_held(self, db: Connection) -> None:
         self.election.ensure_leader()
+
+
+# --- the job's row: claimed by one conditional UPDATE, held by another ---------------
+
+def _claim_row(sessions, table, job: str, claim: Update, first: object) -> bool:
+    """Claim ``job``'s row in ``table`` with ``claim`` (an UPDATE whose WHERE says when it
+    may be claimed), or insert ``first`` where the job has no row yet. False when the
+    row is there and may not be claimed, or another instance made it first."""
+    try:
+        with sessions.begin() as session:
+            begin_writing(session)
+            if session.execute(claim.where(table.job == job)).rowcount:
+                return True
+            if session.get(table, job) is not None:
+                return False
+            session.add(first)
+        return True
+    except IntegrityError:
+        return False
+
+
+def _hold_row(db: Connection, table, job: str, ours, lock_name: str, why: str) -> None:
+    """In the job's write transaction ``db``: raise ``LockLost`` unless ``job``'s row still
+    matches ``ours``. A write, not a read: it locks the row until the commit, so a run
+    that comes to claim the row meanwhile waits for the commit, then reads what we
+    wrote; one that claimed it before has changed the row, and we write nothing."""
+    still = db.execute(update(table).where(table.job == job, ours).values(job=job))
+    if not still.rowcount:
+        raise LockLost(lock_name, why)
+
