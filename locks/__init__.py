@@ -21,7 +21,7 @@ from .errors import (
     LockNotOwned,
     UnknownStrategy,
 )
-from .holds import HoldLog, HoldRecord, holds
+from .hold_log import HoldLog, HoldRecord, hold_log
 from .metrics import MetricsRegistry, metrics
 from .registry import (
     Backends,
@@ -43,6 +43,6 @@ def open_factory(name: str, backends: Backends | None = None) -> LockFactory:
 __all__ = [
     "BackendUnavailable", "Backends", "DistributedLock", "HoldLog", "HoldRecord",
     "LockError", "LockFactory", "LockLost", "LockNotAcquired", "LockNotOwned", "LockView",
-    "MetricsRegistry", "Strategy", "UnknownStrategy", "all_strategies", "get", "holds",
+    "MetricsRegistry", "Strategy", "UnknownStrategy", "all_strategies", "get", "hold_log",
     "metrics", "names", "open_factory", "register",
 ]

@@ -24,19 +24,21 @@ public step, so no backend has to wrap ``acquire``/``release`` itself.
 
 The base gives every lock the same public face: ``acquire(blocking, timeout)``
 returning a bool, ``release()``, ``with``, ``held``, ``ensure_held()`` and
-``fencing_token``, plus logging, metrics and a log of its holds (``locks.holds``).
+``fencing_token``, plus logging, metrics and a log of its holds (``locks.hold_log``).
 A lock object belongs to one thread for one hold, as in redis-py: make a new one
 per critical section.
+
+The *owner* of a hold is the thread (or asyncio task) that asked for it, named
+by ``locks.owner.current_owner()``: host, pid and thread for a person to read,
+and a random part made when that thread first asked. It is not the thread id:
+Python gives a dead thread's id to the next thread, and a reentrant lock keyed
+on it would let that new thread into a lock the dead one still holds.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import os
 import random
-import socket
-import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -49,37 +51,16 @@ from .errors import (
     LockNotAcquired,
     LockNotOwned,
 )
-from .holds import HoldLog
-from .holds import holds as default_holds
+from .hold_log import HoldLog
+from .hold_log import hold_log as default_hold_log
 from .metrics import MetricsRegistry
 from .metrics import metrics as default_metrics
+from .owner import current_owner
 
 log = logging.getLogger("locks")
 
 Clock = Callable[[], float]
 Sleep = Callable[[float], None]
-
-
-_HOST = socket.gethostname()  # once: a syscall per lock object would show in the benchmark
-
-
-def default_owner() -> str:
-    """Who is asking: host, process, thread and, inside asyncio, the task.
-
-    Readable in a lock dump. Re-entrant locks re-enter for the same owner
-    only, and tasks of one event loop share a thread: without the task, a
-    second task would walk into a lock the first one holds.
-    """
-    owner = f"{_HOST}:{os.getpid()}:{threading.get_ident()}"
-    task = _current_task()
-    return owner if task is None else f"{owner}:task-{id(task):x}"
-
-
-def _current_task() -> asyncio.Task | None:
-    try:
-        return asyncio.current_task()
-    except RuntimeError:  # no event loop running in this thread
-        return None
 
 
 class DistributedLock(ABC):
@@ -105,7 +86,7 @@ class DistributedLock(ABC):
         clock: Clock = time.monotonic,
         sleep: Sleep = time.sleep,
         metrics: MetricsRegistry = default_metrics,
-        hold_log: HoldLog = default_holds,
+        hold_log: HoldLog = default_hold_log,
     ) -> None:
         if not name:
             raise ValueError("a lock needs a name")
@@ -114,7 +95,7 @@ class DistributedLock(ABC):
         self.name = name
         self.strategy = strategy or type(self).__name__
         self.default_timeout = timeout
-        self.owner = owner or default_owner()
+        self.owner = owner or current_owner()
         self._clock = clock
         self._sleep = sleep
         self._metrics = metrics

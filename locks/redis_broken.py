@@ -3,15 +3,17 @@
 Each one fails in its own way, every time, when the conditions below are
 set up (a kill, a fault hook, a lease shorter than the work). They are here
 to be read next to the locks that fix them: ``RedisLock`` fixes the first
-four, ``ReentrantRedisLock`` the two reentrant ones, ``zk_rw`` the read/write one.
+four, ``ReentrantRedisLock`` the three reentrant ones, ``zk_rw`` the read/write one.
 """
 
 from __future__ import annotations
 
 import os
+import socket
+import threading
 import time
 
-from .base import default_owner
+from .owner import current_owner
 from .redis_reentrant import ReentrantRedisLock
 from .redis_support import RedisFactory, RedisLockBase
 
@@ -23,8 +25,8 @@ READERS_PREFIX = "lockshop:readers:"
 
 
 class NaiveRedisLock(RedisLockBase):
-    """The seeds' code never asks Redis whether it still holds the lock, and
-    neither do these: otherwise the shop's check before commit would quietly
+    """The articles' first attempts never ask Redis whether they still hold the
+    lock, and neither do these: otherwise the shop's check before commit would quietly
     rescue them and hide the failure they are here to show."""
 
     def _still_held(self) -> bool:
@@ -136,7 +138,7 @@ class ReentrantInStepsLock(NaiveRedisLock):
 
     def _try_acquire(self) -> bool:
         if not self.held:
-            self.holder = default_owner()
+            self.holder = current_owner()
         if not self.client.exists(self.key):
             if PAUSE_AFTER_EXISTS in self.faults:
                 time.sleep(self.lease_ms * 0.5 / 1000)  # the window, on demand
@@ -154,6 +156,25 @@ class ReentrantInStepsLock(NaiveRedisLock):
             self.client.delete(self.key)
 
 
+def thread_id_owner() -> str:
+    """Java's habit (Redisson's ``UUID:threadId``): the owner is the thread's id."""
+    return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
+
+
+class ThreadIdOwnerLock(ReentrantRedisLock):
+    """The reentrant hash, right in every step, with its owner named by thread id.
+
+    Fails when a thread ends while it holds the lock (an exception on a path
+    that skips the release, a worker that is stopped): Python gives that
+    thread's id to the next thread it starts, which then *re-enters* the dead
+    thread's lock as if it were its own. Two sections run at once, and the
+    audit is the first to notice. Java never reuses a thread id; Python does,
+    so ``locks.owner`` adds a random part made per thread.
+    """
+
+    asking_owner = staticmethod(thread_id_owner)
+
+
 class ReadersFirstWriteLock(NaiveRedisLock):
     """The write half of a read/write lock that prefers readers: a writer may take
     ``lockshop:lock:<name>`` only while no reader holds ``lockshop:readers:<name>``.
@@ -164,10 +185,13 @@ class ReadersFirstWriteLock(NaiveRedisLock):
     queues readers that arrive after a waiting writer behind it.
     """
 
-    # KEYS[1]: the write key; KEYS[2]: the reader count; ARGV[1]: token; ARGV[2]: lease.
     ACQUIRE = """
-    if tonumber(redis.call("GET", KEYS[2]) or "0") > 0 then return 0 end
-    if redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then return 1 end
+    local writer = KEYS[1]    -- the write key
+    local readers = KEYS[2]   -- how many readers hold the lock
+    local token = ARGV[1]
+    local lease_ms = ARGV[2]
+    if tonumber(redis.call("GET", readers) or "0") > 0 then return 0 end
+    if redis.call("SET", writer, token, "NX", "PX", lease_ms) then return 1 end
     return 0
     """
 
@@ -186,11 +210,13 @@ class ReadersFirstWriteLock(NaiveRedisLock):
 class ReadersFirstReadLock(ReadersFirstWriteLock):
     """The read half: in whenever no writer *holds* the lock; waiting writers do not count."""
 
-    # KEYS[1]: the write key; KEYS[2]: the reader count; ARGV[1]: lease in ms.
     ACQUIRE = """
-    if redis.call("EXISTS", KEYS[1]) == 1 then return 0 end
-    redis.call("INCR", KEYS[2])
-    redis.call("PEXPIRE", KEYS[2], ARGV[1])
+    local writer = KEYS[1]    -- the write key
+    local readers = KEYS[2]   -- how many readers hold the lock
+    local lease_ms = ARGV[1]
+    if redis.call("EXISTS", writer) == 1 then return 0 end
+    redis.call("INCR", readers)
+    redis.call("PEXPIRE", readers, lease_ms)
     return 1
     """
 
@@ -223,6 +249,10 @@ class ReentrantDeleteFactory(RedisFactory):
 
 class ReentrantInStepsFactory(RedisFactory):
     lock_class = ReentrantInStepsLock
+
+
+class ThreadIdOwnerFactory(RedisFactory):
+    lock_class = ThreadIdOwnerLock
 
 
 class ReadersFirstFactory(RedisFactory):

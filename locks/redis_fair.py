@@ -46,7 +46,7 @@ from .redis_lock import RedisLock
 from .redis_support import (
     FENCE_EPOCH,
     FENCE_PREFIX,
-    NEXT_TOKEN_FUNCTION,
+    NEXT_FENCING_TOKEN_FUNCTION,
     QUEUE_PREFIX,
     RedisFactory,
 )
@@ -54,10 +54,12 @@ from .redis_support import (
 WAITING_PREFIX = "lockshop:waiting:"
 SINCE_PREFIX = "lockshop:since:"
 WAKE_PREFIX = "lockshop:wake:"
-#: What a wake-up says when it only means "the lock is free, try now".
+#: What a wake-up says when it only means "the lock is free, try now" (any other
+#: message is the fencing token of a lock handed to us).
 TRY_NOW = 0
 
-# Shared by the scripts: the clock, the dead-head purge, and the next fencing token.
+# Shared by the scripts, after their names: the clock, the dead-head purge, leaving the
+# queue, and the next fencing token.
 _PRELUDE = """
 local t = redis.call("TIME")
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
@@ -79,7 +81,7 @@ local function leave(queue, waiting, since, token)
     redis.call("HDEL", waiting, token)
     redis.call("HDEL", since, token)
 end
-""" + NEXT_TOKEN_FUNCTION
+""" + NEXT_FENCING_TOKEN_FUNCTION
 
 
 class FairRedisLock(RedisLock):
@@ -89,66 +91,90 @@ class FairRedisLock(RedisLock):
     #: A head waiter that has waited this long is handed the lock (no more barging).
     starving_after_ms = 20
 
-    # KEYS: lock, queue, waiting, since, fence, epoch, our wake list.
-    # ARGV: token, lease ms, alive ms, starving-after ms.
     # Returns our fencing token if we got the lock, else 0 (and we are queued).
-    ACQUIRE = _PRELUDE + """
-    if redis.call("GET", KEYS[1]) == ARGV[1] then
+    ACQUIRE = """
+    local lock = KEYS[1]      -- the holder's token, with a lease
+    local queue = KEYS[2]     -- the waiters' tokens, in arrival order
+    local waiting = KEYS[3]   -- waiter token -> alive until (ms)
+    local since = KEYS[4]     -- waiter token -> when it joined the queue (ms)
+    local fence = KEYS[5]     -- the lock's fence counter
+    local epoch = KEYS[6]     -- the epoch of every fence counter
+    local wake = KEYS[7]      -- our own wake list
+    local token = ARGV[1]     -- our token
+    local lease_ms = ARGV[2]
+    local alive_ms = tonumber(ARGV[3])
+    local starving_after_ms = tonumber(ARGV[4])
+    """ + _PRELUDE + """
+    if redis.call("GET", lock) == token then
         -- Handed to us just as our BLPOP timed out: collect it, do not queue again
         -- (a stale queue entry would later be handed a lock nobody takes).
-        local handed = redis.call("LPOP", KEYS[7])
-        leave(KEYS[2], KEYS[3], KEYS[4], ARGV[1])
+        local handed = redis.call("LPOP", wake)  -- our fencing token, or 0: "try now"
+        leave(queue, waiting, since, token)
         if handed and tonumber(handed) ~= 0 then return tonumber(handed) end
-        return next_token(KEYS[5], KEYS[6])
+        return next_fencing_token(fence, epoch)
     end
-    local head = purge_dead_heads(KEYS[2], KEYS[3], KEYS[4])
-    local blocked = head and head ~= ARGV[1] and starving(KEYS[4], head, tonumber(ARGV[4]))
-    if redis.call("EXISTS", KEYS[1]) == 0 and not blocked then
-        leave(KEYS[2], KEYS[3], KEYS[4], ARGV[1])
-        redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
-        return next_token(KEYS[5], KEYS[6])
+    local head = purge_dead_heads(queue, waiting, since)
+    local blocked = head and head ~= token and starving(since, head, starving_after_ms)
+    if redis.call("EXISTS", lock) == 0 and not blocked then
+        leave(queue, waiting, since, token)
+        redis.call("SET", lock, token, "PX", lease_ms)
+        return next_fencing_token(fence, epoch)
     end
-    if redis.call("HEXISTS", KEYS[3], ARGV[1]) == 0 then
-        redis.call("RPUSH", KEYS[2], ARGV[1])
-        redis.call("HSET", KEYS[4], ARGV[1], now)
+    if redis.call("HEXISTS", waiting, token) == 0 then
+        redis.call("RPUSH", queue, token)
+        redis.call("HSET", since, token, now)
     end
-    redis.call("HSET", KEYS[3], ARGV[1], now + tonumber(ARGV[3]))
+    redis.call("HSET", waiting, token, now + alive_ms)
     return 0
     """
 
-    # KEYS: lock, queue, waiting, since, fence, epoch.
-    # ARGV: token, lease ms, wake prefix, starving-after ms.
     # Returns 1 if released (and maybe handed over), 0 if the lock was not ours.
-    RELEASE = _PRELUDE + """
-    if redis.call("GET", KEYS[1]) ~= ARGV[1] then
+    RELEASE = """
+    local lock = KEYS[1]      -- the holder's token, with a lease
+    local queue = KEYS[2]     -- the waiters' tokens, in arrival order
+    local waiting = KEYS[3]   -- waiter token -> alive until (ms)
+    local since = KEYS[4]     -- waiter token -> when it joined the queue (ms)
+    local fence = KEYS[5]     -- the lock's fence counter
+    local epoch = KEYS[6]     -- the epoch of every fence counter
+    local token = ARGV[1]     -- our token
+    local lease_ms = ARGV[2]
+    local wake_prefix = ARGV[3]  -- a waiter's wake list is this and its token
+    local starving_after_ms = tonumber(ARGV[4])
+    """ + _PRELUDE + """
+    if redis.call("GET", lock) ~= token then
         return 0
     end
-    local head = purge_dead_heads(KEYS[2], KEYS[3], KEYS[4])
+    local head = purge_dead_heads(queue, waiting, since)
     if not head then
-        redis.call("DEL", KEYS[1])
+        redis.call("DEL", lock)
         return 1
     end
-    local wake = ARGV[3] .. head
-    if starving(KEYS[4], head, tonumber(ARGV[4])) then
-        leave(KEYS[2], KEYS[3], KEYS[4], head)
-        redis.call("SET", KEYS[1], head, "PX", ARGV[2])
-        redis.call("RPUSH", wake, next_token(KEYS[5], KEYS[6]))  -- "you hold it"
+    local wake = wake_prefix .. head
+    if starving(since, head, starving_after_ms) then
+        leave(queue, waiting, since, head)
+        redis.call("SET", lock, head, "PX", lease_ms)
+        redis.call("RPUSH", wake, next_fencing_token(fence, epoch))  -- "you hold it"
     else
-        redis.call("DEL", KEYS[1])
+        redis.call("DEL", lock)
         redis.call("RPUSH", wake, 0)  -- "try now"
     end
-    redis.call("PEXPIRE", wake, ARGV[2])
+    redis.call("PEXPIRE", wake, lease_ms)
     return 1
     """
 
-    # KEYS: lock, queue, waiting, since, our wake list. ARGV: token.
     # Returns 1 if the lock was handed to us meanwhile (the caller passes it on).
     LEAVE_QUEUE = """
-    redis.call("LREM", KEYS[2], 0, ARGV[1])
-    redis.call("HDEL", KEYS[3], ARGV[1])
-    redis.call("HDEL", KEYS[4], ARGV[1])
-    redis.call("DEL", KEYS[5])
-    if redis.call("GET", KEYS[1]) == ARGV[1] then return 1 end
+    local lock = KEYS[1]      -- the holder's token, with a lease
+    local queue = KEYS[2]     -- the waiters' tokens, in arrival order
+    local waiting = KEYS[3]   -- waiter token -> alive until (ms)
+    local since = KEYS[4]     -- waiter token -> when it joined the queue (ms)
+    local wake = KEYS[5]      -- our own wake list
+    local token = ARGV[1]     -- our token
+    redis.call("LREM", queue, 0, token)
+    redis.call("HDEL", waiting, token)
+    redis.call("HDEL", since, token)
+    redis.call("DEL", wake)
+    if redis.call("GET", lock) == token then return 1 end
     return 0
     """
 
@@ -160,26 +186,26 @@ class FairRedisLock(RedisLock):
         self.wake = WAKE_PREFIX + self.token
         self._fair_keys = [self.key, self.queue, self.waiting, self.since,
                            FENCE_PREFIX + name, FENCE_EPOCH]
-        self._handed_token: int | None = None
+        self._handed_fencing_token: int | None = None
 
     def _try_acquire(self) -> bool:
-        if self._handed_token is not None:  # handed over while we waited
-            self._fencing_token, self._handed_token = self._handed_token, None
+        if self._handed_fencing_token is not None:  # handed over while we waited
+            self._fencing_token, self._handed_fencing_token = self._handed_fencing_token, None
             return True
         alive_ms = int(self.fallback_poll * 1000 * 3)
-        token = self.run(self.ACQUIRE, keys=[*self._fair_keys, self.wake], args=[
+        fencing_token = self.run(self.ACQUIRE, keys=[*self._fair_keys, self.wake], args=[
             self.token, self.lease_ms, alive_ms, self.starving_after_ms])
-        if not token:
+        if not fencing_token:
             return False
-        self._fencing_token = int(token)
+        self._fencing_token = int(fencing_token)
         return True
 
     def _wait_for_release(self, seconds: float) -> None:
         message = self.client.blpop([self.wake], timeout=min(seconds, self.fallback_poll))
         if message:
-            token = int(message[1])
-            if token != TRY_NOW:  # handed over: we hold it already
-                self._handed_token = token
+            fencing_token = int(message[1])
+            if fencing_token != TRY_NOW:  # handed over: we hold it already
+                self._handed_fencing_token = fencing_token
             self._metrics.record(self.strategy, "wakeup")
 
     def _gave_up(self) -> None:

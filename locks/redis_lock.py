@@ -15,8 +15,8 @@ release
     ``GET`` then ``DEL``, can: see ``redis_broken``).
 fencing
     every acquisition also takes the next number of a counter, in the same
-    script: the shop writes only with a token newer than the last one it
-    stored for the product.
+    script: the shop writes only with a fencing token newer than the last one
+    it stored for the product.
 
 How it fails: if the holder is paused (GC, SIGSTOP, swapping) longer than
 the lease, the key expires and a second holder gets the lock while the first
@@ -26,7 +26,8 @@ write into a rejected stale write (``shop.orders.order_path.write_stock``).
 If Redis cannot be reached, every step raises ``BackendUnavailable``: the
 caller must not go on as if it held the lock (the shop answers 503).
 
-Keys, tokens, scripts and the client live in ``redis_support``.
+Keys, the owners' tokens, the fencing tokens' epoch, scripts and the client
+live in ``redis_support``.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from .errors import LockLost
 from .redis_support import (
     FENCE_EPOCH,
     FENCE_PREFIX,
-    NEXT_TOKEN_FUNCTION,
+    NEXT_FENCING_TOKEN_FUNCTION,
     RedisFactory,
     RedisLockBase,
 )
@@ -46,30 +47,38 @@ class RedisLock(RedisLockBase):
 
     fenced = True
 
-    # KEYS[1]: the lock key; KEYS[2]: its fence counter; KEYS[3]: the epoch key.
-    # ARGV[1]: our token; ARGV[2]: lease in ms. SET NX PX and, if it worked, the
-    # next fencing token: one round trip. Returns the token, or 0 if not acquired.
-    ACQUIRE = NEXT_TOKEN_FUNCTION + """
-    if not redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
+    # SET NX PX and, if it worked, the next fencing token: one round trip.
+    # Returns the fencing token, or 0 if not acquired.
+    ACQUIRE = """
+    local lock = KEYS[1]      -- the lock key
+    local fence = KEYS[2]     -- its fence counter
+    local epoch = KEYS[3]     -- the epoch of every fence counter
+    local token = ARGV[1]     -- our token
+    local lease_ms = ARGV[2]
+    """ + NEXT_FENCING_TOKEN_FUNCTION + """
+    if not redis.call("SET", lock, token, "NX", "PX", lease_ms) then
         return 0
     end
-    return next_token(KEYS[2], KEYS[3])
+    return next_fencing_token(fence, epoch)
     """
 
-    # KEYS[1]: the lock key; ARGV[1]: our token. Deletes only our own lock.
+    # Deletes only our own lock: 1 if it did, 0 if the key held another token (or none).
     COMPARE_AND_DELETE = """
-    if redis.call("GET", KEYS[1]) == ARGV[1] then
-        return redis.call("DEL", KEYS[1])
+    local lock = KEYS[1]
+    local token = ARGV[1]
+    if redis.call("GET", lock) == token then
+        return redis.call("DEL", lock)
     end
     return 0
     """
 
     def _try_acquire(self) -> bool:
-        token = self.run(self.ACQUIRE, keys=[self.key, FENCE_PREFIX + self.name, FENCE_EPOCH],
-                         args=[self.token, self.lease_ms])
-        if not token:
+        fencing_token = self.run(self.ACQUIRE,
+                                 keys=[self.key, FENCE_PREFIX + self.name, FENCE_EPOCH],
+                                 args=[self.token, self.lease_ms])
+        if not fencing_token:
             return False  # someone else holds it
-        self._fencing_token = int(token)
+        self._fencing_token = int(fencing_token)
         return True
 
     def _release(self) -> None:

@@ -2,7 +2,9 @@
 
 The owner is a thread (or an asyncio task), not the process: another
 thread of the same instance is a different owner and must wait, as it would
-with ``threading.RLock``. Key: ``lockshop:lock:<name>`` is a hash here.
+with ``threading.RLock``. Its name comes from ``locks.owner``: never the bare
+thread id, which Python hands to the next thread once this one ends.
+Key: ``lockshop:lock:<name>`` is a hash here.
 
 acquire
     if the hash does not exist, or already has our owner: ``HINCRBY`` our
@@ -17,43 +19,47 @@ fenced the same way.
 
 from __future__ import annotations
 
-import uuid
-
-from .base import default_owner
 from .errors import LockLost
+from .owner import current_owner
 from .redis_support import RedisFactory, RedisLockBase
-
-_PROCESS = uuid.uuid4().hex[:8]  # pids are reused; this is not
 
 
 class ReentrantRedisLock(RedisLockBase):
     reentrant = True
     fenced = True
 
-    # KEYS[1]: the lock hash; ARGV[1]: owner; ARGV[2]: lease in ms. Returns the new count or 0.
+    # Returns the new count, or 0 when another owner holds the lock.
     ACQUIRE = """
-    if redis.call("EXISTS", KEYS[1]) == 0 or redis.call("HEXISTS", KEYS[1], ARGV[1]) == 1 then
-        local count = redis.call("HINCRBY", KEYS[1], ARGV[1], 1)
-        redis.call("PEXPIRE", KEYS[1], ARGV[2])
+    local hash = KEYS[1]      -- the lock: owner -> count
+    local owner = ARGV[1]
+    local lease_ms = ARGV[2]
+    if redis.call("EXISTS", hash) == 0 or redis.call("HEXISTS", hash, owner) == 1 then
+        local count = redis.call("HINCRBY", hash, owner, 1)
+        redis.call("PEXPIRE", hash, lease_ms)
         return count
     end
     return 0
     """
 
-    # KEYS[1]: the lock hash; ARGV[1]: owner; ARGV[2]: lease in ms.
     # Returns the count left, or -1 when the owner is not there (the lease expired).
     RELEASE = """
-    if redis.call("HEXISTS", KEYS[1], ARGV[1]) == 0 then
+    local hash = KEYS[1]      -- the lock: owner -> count
+    local owner = ARGV[1]
+    local lease_ms = ARGV[2]
+    if redis.call("HEXISTS", hash, owner) == 0 then
         return -1
     end
-    local count = redis.call("HINCRBY", KEYS[1], ARGV[1], -1)
+    local count = redis.call("HINCRBY", hash, owner, -1)
     if count > 0 then
-        redis.call("PEXPIRE", KEYS[1], ARGV[2])
+        redis.call("PEXPIRE", hash, lease_ms)
         return count
     end
-    redis.call("DEL", KEYS[1])
+    redis.call("DEL", hash)
     return 0
     """
+
+    #: Names the thread (or task) that is asking: see ``locks.owner``.
+    asking_owner = staticmethod(current_owner)
 
     def __init__(self, name: str, **options) -> None:
         super().__init__(name, **options)
@@ -62,7 +68,7 @@ class ReentrantRedisLock(RedisLockBase):
     def _try_acquire(self) -> bool:
         if not self.held:
             # The owner is the thread (or task) that acquires, not the one that made the object.
-            self.holder = f"{_PROCESS}:{default_owner()}"
+            self.holder = self.asking_owner()
         count = self.run(self.ACQUIRE, keys=[self.key], args=[self.holder, self.lease_ms])
         if count == 1:
             self._take_fencing_token()  # a new hold, not a re-entry

@@ -1,7 +1,7 @@
 """What every Redis lock needs and no article teaches: a student may skip this file.
 
 * key names, readable in ``redis-cli``;
-* tokens that no other acquisition anywhere will use, cheaply, and safely
+* owners' tokens that no other acquisition anywhere will use, cheaply, and safely
   across ``fork()``;
 * fencing tokens that keep growing after a Redis restart (the epoch, below);
 * Lua scripts sent by hash (``EVALSHA``), loaded again after a restart;
@@ -14,13 +14,13 @@ Keys:
 * ``lockshop:fence-epoch``   the epoch of the counters.
 
 Why an epoch: a fencing token must never go backwards, and a Redis that
-restarts without persistence forgets its counters. The next token would be
-1, older than the last one the shop stored, and every write would be refused
-as stale forever. So a token is ``epoch * 1,000,000 + counter``, where the
-epoch is the Redis server's clock (in seconds) the first time a token was
-asked for since the server started: a restarted server starts a larger epoch
-(unless the old one lived less than a second, or handed out a million tokens
-for one name).
+restarts without persistence forgets its counters. The next fencing token
+would be 1, older than the last one the shop stored, and every write would be
+refused as stale forever. So a fencing token is ``epoch * 1,000,000 +
+counter``, where the epoch is the Redis server's clock (in seconds) the first
+time a fencing token was asked for since the server started: a restarted
+server starts a larger epoch (unless the old one lived less than a second, or
+handed out a million fencing tokens for one name).
 """
 
 from __future__ import annotations
@@ -42,9 +42,9 @@ QUEUE_PREFIX = "lockshop:queue:"
 FENCE_PREFIX = "lockshop:fence:"
 FENCE_EPOCH = "lockshop:fence-epoch"
 
-#: A Lua function for scripts that hand out fencing tokens: paste it in front.
-NEXT_TOKEN_FUNCTION = """
-local function next_token(fence, epoch_key)
+#: A Lua function for scripts that hand out fencing tokens: paste it in after their names.
+NEXT_FENCING_TOKEN_FUNCTION = """
+local function next_fencing_token(fence, epoch_key)
     local epoch = redis.call("GET", epoch_key)
     if not epoch then
         redis.call("SET", epoch_key, redis.call("TIME")[1], "NX")
@@ -54,13 +54,16 @@ local function next_token(fence, epoch_key)
 end
 """
 
-#: KEYS[1]: the name's fence counter; KEYS[2]: the epoch key. Returns the token.
-NEXT_FENCING_TOKEN = NEXT_TOKEN_FUNCTION + """
-return next_token(KEYS[1], KEYS[2])
+#: Takes the next fencing token of a name, and returns it.
+NEXT_FENCING_TOKEN = """
+local fence = KEYS[1]     -- the name's fence counter
+local epoch = KEYS[2]     -- the epoch of every fence counter
+""" + NEXT_FENCING_TOKEN_FUNCTION + """
+return next_fencing_token(fence, epoch)
 """
 
 
-# --- tokens -------------------------------------------------------------------------
+# --- owners' tokens ------------------------------------------------------------------
 
 # A random prefix per process and a counter: unique like a uuid4 per lock, at a
 # fraction of its cost (it shows in an uncontended acquire+release).

@@ -27,10 +27,13 @@ from .redis_support import RedisFactory
 
 
 class WatchdogRedisLock(RedisLock):
-    # KEYS[1]: the lock key; ARGV[1]: our token; ARGV[2]: lease in ms.
+    # Extends only our own lock: 1 if it did, 0 if the key is gone or someone else's.
     RENEW_IF_OURS = """
-    if redis.call("GET", KEYS[1]) == ARGV[1] then
-        return redis.call("PEXPIRE", KEYS[1], ARGV[2])
+    local lock = KEYS[1]
+    local token = ARGV[1]
+    local lease_ms = ARGV[2]
+    if redis.call("GET", lock) == token then
+        return redis.call("PEXPIRE", lock, lease_ms)
     end
     return 0
     """

@@ -1,6 +1,6 @@
 """The strategy registry: every lock strategy by its stable name.
 
-A ``Strategy`` describes one strategy (DESIGN.md, "Strategies")
+A ``Strategy`` describes one strategy (the handbook's Strategies page)
 and knows how to open a ``LockFactory`` for it. Factories are opened once per
 process and hand out a fresh lock per critical section, sharing whatever the
 backend needs (a connection pool, a session) between them.
@@ -108,6 +108,8 @@ class Strategy:
     failure_mode: str = ""
     #: Only for locks that exclude within one process and no further (``local``).
     correct_within_one_process: bool | None = None
+    #: The factory class itself, for a lock plugged in from a file (``locks.custom``).
+    factory_class: type[LockFactory] | None = None
 
     def expected_correct(self, instances: int) -> bool:
         """Whether a run with this many instances should pass the audit."""
@@ -116,6 +118,8 @@ class Strategy:
         return self.correct_across_instances
 
     def open(self, backends: Backends) -> LockFactory:
+        if self.factory_class is not None:
+            return self.factory_class(self, backends)
         module_name, _, class_name = self.factory.partition(":")
         factory_class = getattr(importlib.import_module(module_name), class_name)
         return factory_class(self, backends)

@@ -105,6 +105,15 @@ REDIS_REENTRANT_STEPS = register(Strategy(
                  "(fault hook pause_after_exists holds the window open).",
 ))
 
+REDIS_REENTRANT_THREAD_ID = register(Strategy(
+    name="redis_reentrant_thread_id", family="redis-broken",
+    summary="Reentrant (a hash of owner to count, in Lua), the owner named by thread id.",
+    correct_across_instances=False, factory="locks.redis_broken:ThreadIdOwnerFactory",
+    requires=("redis",),
+    failure_mode="A thread that ends holding the lock leaves it to the next thread given "
+                 "its id: Python reuses thread ids, and that thread re-enters as the owner.",
+))
+
 REDIS_RW_READERS_FIRST = register(Strategy(
     name="redis_rw_readers_first", family="redis-broken",
     summary="A read/write lock that lets readers in whenever no writer holds it.",
@@ -140,6 +149,15 @@ REDIS_WATCHDOG = register(Strategy(
     requires=("redis",),
     failure_mode="A failed renewal loses the lock: the holder gets LockLost before it "
                  "commits. A paused process pauses its watchdog too; fencing covers that.",
+))
+
+REDISSON = register(Strategy(
+    name="redisson", family="redis",
+    summary="Redisson's lock: the reentrant hash in Lua, and a watchdog renewing its lease.",
+    correct_across_instances=True, factory="locks.redisson:RedissonFactory",
+    requires=("redis",),
+    failure_mode="A whole process paused past its lease pauses its watchdog too; fencing "
+                 "rejects its write.",
 ))
 
 REDIS_FAIR = register(Strategy(

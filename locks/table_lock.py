@@ -1,6 +1,6 @@
 """A lock table with a unique key: insert a row to lock, delete it to unlock.
 
-The seed's algorithm, one transaction per step:
+Article A1's algorithm (a table with a unique key), one transaction per step:
 
 acquire
     1. ``DELETE FROM lockshop_locks WHERE name = :name AND expires_at_ms < :now``:
@@ -11,7 +11,7 @@ acquire
        else gets a unique-key violation: not acquired, try again later.
     3. Bump this name's counter in ``lockshop_fences`` and keep the new value
        as the **fencing token**: it grows with every acquisition, so a write
-       carrying an older token can be told apart and refused.
+       carrying an older fencing token can be told apart and refused.
 release
     ``DELETE ... WHERE name = :name AND owner = :owner``. Deleting nothing
     means the lease expired and someone else took the lock over: the holder
@@ -20,9 +20,9 @@ release
 How it fails: expiry is judged by the clocks of the machines that acquire,
 so a clock running ahead takes over a live lock early; and a holder paused
 longer than its lease (GC, SIGSTOP, a slow disk) overlaps with the next
-holder. Both are why the token exists: the shop writes stock only with a
-token newer than the last one it stored, so the late holder's write is
-refused (see ``shop.orders.order_path``).
+holder. Both are why the fencing token exists: the shop writes stock only
+with a fencing token newer than the last one it stored, so the late holder's
+write is refused (see ``shop.orders.order_path``).
 """
 
 from __future__ import annotations
@@ -61,7 +61,10 @@ lock_rows = Table(
 fence_counters = Table(
     "lockshop_fences", metadata,
     Column("name", String(200), primary_key=True),
-    Column("last_token", Integer, nullable=False),
+    # Stored as "last_token", its name before the word was settled, so that a
+    # database made then keeps its counters (restarted at 1, every write would
+    # be refused as stale).
+    Column("last_token", Integer, key="last_fencing_token", nullable=False),
 )
 
 
@@ -90,7 +93,7 @@ class TableLock(DistributedLock):
                                                    lock_rows.c.expires_at_ms < now))
                 db.execute(insert(lock_rows).values(name=self.name, owner=self._token_owner,
                                                     expires_at_ms=now + self._lease_ms))
-                self._fencing_token = _next_token(db, self.name)
+                self._fencing_token = _next_fencing_token(db, self.name)
             return True
         except IntegrityError:
             return False  # someone holds it: the unique key said no
@@ -114,14 +117,16 @@ class TableLock(DistributedLock):
         return expires is not None and expires > now_ms()
 
 
-def _next_token(db, name: str) -> int:
+def _next_fencing_token(db, name: str) -> int:
     # Only the lock's holder gets here, so no two transactions bump one
     # name's counter at once; the first acquisition creates the row.
     bumped = db.execute(update(fence_counters).where(fence_counters.c.name == name)
-                        .values(last_token=fence_counters.c.last_token + 1)).rowcount
+                        .values(last_fencing_token=fence_counters.c.last_fencing_token + 1)
+                        ).rowcount
     if bumped == 0:
-        db.execute(insert(fence_counters).values(name=name, last_token=1))
-    return db.scalar(select(fence_counters.c.last_token).where(fence_counters.c.name == name))
+        db.execute(insert(fence_counters).values(name=name, last_fencing_token=1))
+    return db.scalar(select(fence_counters.c.last_fencing_token)
+                     .where(fence_counters.c.name == name))
 
 
 def _create_tables(engine: Engine) -> None:

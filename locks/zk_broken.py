@@ -8,7 +8,7 @@ from __future__ import annotations
 from kazoo.protocol.states import EventType
 
 from .zk_fair import ZkFairLock
-from .zk_support import QueueFactory
+from .zk_queue import QueueFactory
 
 
 class TrustingQueueLock(ZkFairLock):
@@ -20,10 +20,8 @@ class TrustingQueueLock(ZkFairLock):
     (articles A3 and A4: "a woken waiter must check again").
     """
 
-    def _wait_for_release(self, seconds: float) -> None:
-        self._waited = True
-        event = self._watch(f"{self.parent}/{self._predecessor}", seconds)
-        self._ours_now = event in (EventType.CHANGED, EventType.DELETED)
+    def _lock_is_ours_after(self, event: str | None) -> bool:
+        return event in (EventType.CHANGED, EventType.DELETED)  # no second look
 
 
 class TrustingQueueFactory(QueueFactory):

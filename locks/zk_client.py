@@ -1,5 +1,6 @@
 """The kazoo client our ZooKeeper locks share: kazoo's own threading handler,
-with a cheaper way to wait for its sockets.
+with a cheaper way to wait for its sockets; and the errors that mean it
+cannot reach ZooKeeper.
 
 kazoo's connection thread waits with ``handler.select`` two or three times
 per request (for work to send, for the answer's length, for its body). The
@@ -11,9 +12,9 @@ this was written on, one request cost about 290 µs of CPU with kazoo's
 handler and about 150 µs with this one (``lockshop bench zookeeper`` shows
 both handlers under kazoo's own ``Lock`` recipe).
 
-And one addition: a watch callback marked ``run_inline`` (a lock waiter's
-wake-up, which only sets an event) runs on the connection thread instead of
-going through the callback thread's queue.
+And one addition: a watch callback marked ``run_inline`` (``Wakeup``, a
+lock waiter's wake-up, which only sets an event) runs on the connection
+thread instead of going through the callback thread's queue.
 
 Nothing else changes: the same threads, queues, timeouts and reconnection.
 """
@@ -21,14 +22,25 @@ Nothing else changes: the same threads, queues, timeouts and reconnection.
 from __future__ import annotations
 
 import select
+import threading
 
 from kazoo.client import KazooClient
-from kazoo.handlers.threading import SequentialThreadingHandler
+from kazoo.exceptions import (
+    ConnectionClosedError,
+    ConnectionLoss,
+    OperationTimeoutError,
+    SessionExpiredError,
+)
+from kazoo.handlers.threading import KazooTimeoutError, SequentialThreadingHandler
+from kazoo.protocol.states import WatchedEvent
 
 READABLE = select.POLLIN | select.POLLPRI
 #: A closed, reset or invalid descriptor: reported as ready, as ``select`` does,
 #: so that kazoo's next ``recv`` or ``send`` raises the error it already handles.
 BROKEN = select.POLLERR | select.POLLHUP | select.POLLNVAL
+#: The errors that mean "ZooKeeper cannot be reached (now)".
+UNREACHABLE = (ConnectionLoss, SessionExpiredError, ConnectionClosedError,
+               OperationTimeoutError, KazooTimeoutError)
 
 
 class PollingHandler(SequentialThreadingHandler):
@@ -70,3 +82,29 @@ def _fd(obj) -> int:
 def new_client(hosts: str, *, timeout: float, **options) -> KazooClient:
     """A ``KazooClient`` on the polling handler; ``options`` go to kazoo as they are."""
     return KazooClient(hosts=hosts, timeout=timeout, handler=PollingHandler(), **options)
+
+class Wakeup:
+    """A watch that wakes the one thread waiting on it, and says what happened.
+
+    Pass it as a kazoo ``watch``; ``wait(seconds)`` then sleeps until it fires
+    and answers the event's type (``EventType.DELETED``, ``CHANGED``, ...), or
+    None when ``seconds`` passed first. kazoo fires every watch with
+    ``EventType.NONE`` when the session goes.
+    """
+
+    #: Two steps, no I/O: kazoo's connection thread may run it as it reads the
+    #: event, a thread hop sooner than its callback thread would.
+    run_inline = True
+
+    def __init__(self) -> None:
+        self._fired = threading.Event()
+        self._event: WatchedEvent | None = None
+
+    def __call__(self, event: WatchedEvent) -> None:
+        self._event = event
+        self._fired.set()
+
+    def wait(self, seconds: float) -> str | None:
+        if not self._fired.wait(seconds):
+            return None
+        return self._event.type

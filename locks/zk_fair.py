@@ -1,42 +1,56 @@
-"""The fair ZooKeeper lock: a queue of sequential nodes, each waiter watching one.
+"""The fair ZooKeeper lock: ephemeral sequential nodes, each waiter watching the one ahead.
 
-The recipe from the ZooKeeper documentation and Curator's ``InterProcessMutex``
-(articles A0, A3 and A4):
+The recipe of the ZooKeeper documentation, as article A3 writes it down
+(its improvement on the simple lock, "避免羊群效应"); A0 tells the same five
+steps and A4 shows them in Curator's ``InterProcessMutex``:
 
-acquire
-    1. create ``/lockshop/fair/<name>/lock-<guid>-`` as an *ephemeral,
-       sequential* node: ZooKeeper appends a number that grows with every
-       node created under the parent, so the children form a queue;
-    2. list the children: if ours has the lowest number, the lock is ours;
-    3. otherwise watch only the node just before ours (our predecessor) and
-       sleep until it goes, then go back to 2. If the predecessor vanished
-       between 2 and 3 (it gave up, or released), the watch cannot be set:
-       go back to 2 at once.
-release
-    delete our node: that wakes exactly one waiter, the one behind us.
+    Lock
+    1 n = create(l + "/lock-", EPHEMERAL|SEQUENTIAL)
+    2 C = getChildren(l, false)
+    3 if n is lowest znode in C, exit
+    4 p = znode in C ordered just before n
+    5 if exists(p, true) wait for watch event
+    6 goto 2
+    Unlock
+    1 delete(n)
 
-No herd: each release wakes one waiter (the simple lock wakes them all), and
-the queue is first come, first served, so no waiter starves.
+Here ``l`` is ``/lockshop/fair/<name>`` and ``n`` is ``lock-<guid>-0000000007``.
+SEQUENTIAL: ZooKeeper appends a number that grows with every node created
+under ``l``, so the children form a queue. EPHEMERAL: the node goes with the
+session that made it, so a holder that dies lets the next one in.
 
-Two steps are skipped where ZooKeeper's ordering makes them unnecessary:
+In the code below, ``_try_acquire`` is steps 1 to 4, ``_wait_for_release`` is
+step 5, and the loop in ``locks.base`` is step 6: it calls ``_try_acquire``
+again, *the second look*, until the lock is ours or the timeout passes.
+``_release`` is Unlock.
 
-* steps 1 and 2 go out together: ZooKeeper applies one session's requests
-  in order, so the list already holds our node;
+No herd: a release wakes one waiter, the one just behind (``zk_simple`` wakes
+them all). No starvation: the queue is first come, first served. The second
+look matters: the node that went may have been a waiter giving up, with the
+holder still ahead of it (lesson C38; ``zk_broken`` leaves the look out).
+
+Two shortcuts, each where ZooKeeper's guarantees make a step unnecessary:
+
+* steps 1 and 2 go out together, in one round trip: ZooKeeper applies one
+  session's requests in order, so the list already holds our node;
 * step 2 is skipped after a wake-up that can only mean "the lock is yours":
-  our predecessor *handed it over* (a holder marks its node ``released`` as
-  it deletes it, see ``zk_support``), or it was the only node ahead of us.
-  Any other deletion may be a waiter giving up with others still ahead:
-  then we look again.
+  the holder just ahead *handed it over* (an exclusive holder marks its node
+  ``released`` in the transaction that deletes it, which a waiter giving up
+  or a session ending never does), or the node that went was the only one
+  ahead of ours.
+
+Re-entrant (A0): an owner (``locks.owner.current_owner()``, a thread or an
+asyncio task) that holds the lock may acquire it again, with this lock
+object or another one of the same factory, without queueing; its node goes
+at the release that balances its first acquire (``zk_queue``).
 
 How it fails: a holder whose session ends (a crash, a pause or a partition
 longer than the session timeout) loses its node, and the next waiter holds
 the lock. ``ensure_held()`` before the commit catches it (``LockLost``), and
 the node's creation zxid, the fencing token, refuses a write that comes later
-still. A waiter that gives up (timeout, error) deletes its node: left behind,
-it would block everyone queued after it.
-
-Re-entrant: a thread (or asyncio task) that holds the lock may acquire it
-again; the node is deleted when every acquire has been released.
+still. A waiter that gives up (a timeout, an error) deletes its node: left
+behind, it would block everyone queued after it. When ZooKeeper cannot be
+reached, every step raises ``BackendUnavailable`` (``zk_session``).
 """
 
 from __future__ import annotations
@@ -45,76 +59,118 @@ from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import EventType
 
 from .errors import LockLost
-from .zk_support import ROOT, QueueFactory, QueueLockBase, sequence
+from .zk_client import Wakeup
+from .zk_queue import QueueFactory, QueueLockBase, sequence
+from .zk_session import OPERATION_TIMEOUT, ROOT
 
 FAIR_ROOT = f"{ROOT}/fair"
+#: What a holder writes on its node as it deletes it: "I held the lock, and it is yours".
+RELEASED = b"released"
 
 
-class ZkQueueLock(QueueLockBase):
-    """A lock whose waiters queue as sequential nodes under one parent."""
+class ZkFairLock(QueueLockBase):
+    """The exclusive lock. ``zk_rw``'s locks are this recipe with two kinds of node."""
 
     root = FAIR_ROOT
     kind = "lock"
     reentrant = True
-    #: Our hold excludes everyone: the waiter behind us may take the lock from
-    #: our hand-over without looking (a shared read hold must not hand over).
+    #: Our hold excludes everyone: the waiter behind us may take the lock from our
+    #: hand-over without looking (a reader, whose hold is shared, must not hand over).
     hands_over = True
 
     def __init__(self, name: str, **options) -> None:
         super().__init__(name, **options)
-        self._predecessor: str | None = None  # the node we wait for
-        self._only_one_ahead = False          # ... and it is the only one ahead of us
-        self._ours_now = False                # it went in a way that makes the lock ours
-        self._waited = False                  # we had to queue for this hold
+        #: The nodes that must go before the lock is ours, as we last saw them:
+        #: [] nothing (it is ours), None we must look again (step 2).
+        self.ahead: list[str] | None = None
+        self._waited = False  # we had to queue for this hold
 
-    def blockers(self, queue: list[str], mine: str) -> list[str]:
+    def blockers(self, children: list[str], mine: str) -> list[str]:
         """The nodes that must go before we may hold the lock, in queue order.
 
-        ``queue`` is every child, in sequence order. Exclusive: every node
+        ``children`` is every child, in sequence order. Exclusive: every node
         ahead of ours, whatever it is.
         """
-        return queue[:queue.index(mine)]
+        return children[:children.index(mine)]
 
     def _try_acquire(self) -> bool:
         if self._reenter():
-            return True
-        if not self._ours_now:
-            # 1. create our node (and list the queue with it), or 2. list it again
-            queue = self._join_queue() if self.node is None else self._list_queue()
+            return True  # this owner holds the lock already: one more acquire to release
+        if self.node is None:
+            # 1. n = create(l + "/lock-", EPHEMERAL|SEQUENTIAL) and 2. C = getChildren(l),
+            # sent together (see the module's docstring); its czxid is our fencing token.
+            self._waited = False
+            self.factory.ensure_path(self.parent)
+            with self.factory.orphans.delete_if_unanswered(self.parent, self.guid):
+                created = self.factory.send(self.client.create_async,
+                                            f"{self.parent}/{self.kind}-{self.guid}-",
+                                            self.owner.encode(), ephemeral=True,
+                                            sequence=True, include_data=True)
+                listed = self.factory.send(self.client.get_children_async, self.parent)
+                self._created(*created.get(timeout=OPERATION_TIMEOUT))
+                children = listed.get(timeout=OPERATION_TIMEOUT)
+        elif self.ahead is None:
+            # 2. C = getChildren(l) again, the second look: the node we watched went,
+            # but it may have been a waiter giving up, with the holder still ahead.
+            children = self.factory.call(self.client.get_children_async, self.parent)
+        else:
+            children = None  # handed over: nothing is ahead of us now, no need to look
+        if children is not None:
             mine = self.node.rpartition("/")[2]
-            if mine not in queue:  # our session expired while we waited: queue again
-                self.node = None
+            if mine not in children:  # our session expired while we waited: queue again
+                self.node = self.ahead = None
                 return False
-            ahead = self.blockers(sorted(queue, key=sequence), mine)
-            if ahead:  # 3. someone is before us: watch the one just ahead
-                self._predecessor, self._only_one_ahead = ahead[-1], len(ahead) == 1
-                return False
-        self._ours_now = False
+            # 3. is n the lowest? 4. if not, p is the last of the nodes ahead of it
+            self.ahead = self.blockers(sorted(children, key=sequence), mine)
+        if self.ahead:
+            return False
         self._start_hold(contended=self._waited)
         return True
 
     def _wait_for_release(self, seconds: float) -> None:
-        """3. Sleep until our predecessor goes (or ``seconds`` pass)."""
+        if self.ahead is None:
+            return  # our node went with our session: 1. queue again, at once
         self._waited = True
-        event = self._watch(f"{self.parent}/{self._predecessor}", seconds)
-        self._ours_now = (event == EventType.CHANGED  # handed over by its holder
-                          or (event == EventType.DELETED and self._only_one_ahead))
+        # 5. if exists(p, true) wait for watch event
+        woken = Wakeup()
+        predecessor = f"{self.parent}/{self.ahead[-1]}"
+        if self.factory.call(self.client.exists_async, predecessor, watch=woken) is None:
+            event = EventType.DELETED  # it went before we could watch it
+        else:
+            event = woken.wait(min(seconds, self.fallback_poll))
+            if event is not None:
+                self._metrics.record(self.strategy, "wakeup")
+        # 6. goto 2, unless the wake-up can only mean that the lock is ours
+        self.ahead = [] if self._lock_is_ours_after(event) else None
+
+    def _lock_is_ours_after(self, event: str | None) -> bool:
+        """Whether the wake-up ``event`` means "the lock is yours" without a second look:
+        the holder just ahead handed it over, or the only node ahead of ours went."""
+        return (event == EventType.CHANGED
+                or (event == EventType.DELETED and len(self.ahead) == 1))
 
     def _release(self) -> None:
         hold = self._end_hold()
         if hold is None:
-            return  # an inner release of a re-entered lock
+            return  # an inner release of a re-entered lock: we still hold it
+        # Unlock: 1. delete(n), handing the lock over when our hold was exclusive.
         try:
-            self._delete_own_node(hand_over=self.hands_over, wait=hold.contended)
+            self._delete_own_node(self._hand_over if self.hands_over else None,
+                                  wait=hold.contended)
         except NoNodeError:
             raise LockLost(self.name, "our node is gone: the ZooKeeper session ended") from None
 
+    def _hand_over(self, node: str):
+        """Mark our node ``released`` and delete it, in one transaction (still one write,
+        one fsync): the waiter watching it is told ``CHANGED``, which only a holder
+        says, where a deletion alone would say ``DELETED``."""
+        transaction = self.client.transaction()
+        transaction.set_data(node, RELEASED)
+        transaction.delete(node)
+        return transaction.commit_async()
+
     def _gave_up(self) -> None:
-        self._leave_queue()
-
-
-class ZkFairLock(ZkQueueLock):
-    """The exclusive lock: ``ZkQueueLock`` as it is."""
+        self._leave_queue()  # left behind, our node would block everyone queued after it
 
 
 class ZkFairFactory(QueueFactory):

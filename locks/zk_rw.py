@@ -13,6 +13,13 @@ So readers that queue together hold the lock together, a writer waits for
 every reader before it, and readers that arrive after a waiting writer wait
 behind it: a stream of readers cannot starve a writer.
 
+Article A3 gives both: the write lock is ``zk_fair``'s recipe with
+``/write-`` nodes, and the read lock changes only steps 3 and 4 (here
+``ZkReadLock.blockers``)::
+
+    3 if no write znodes lower than n in C, exit
+    4 p = write znode in C ordered just before n
+
 The shop takes the write lock to sell and the read lock for a stocktake
 (``GET /api/products/<id>/stocktake``), which must not see half a sale but
 need not stop other stocktakes.
@@ -20,25 +27,27 @@ need not stop other stocktakes.
 
 from __future__ import annotations
 
-from .zk_fair import ZkQueueLock
-from .zk_support import ROOT, QueueFactory
+from .zk_fair import ZkFairLock
+from .zk_queue import QueueFactory
+from .zk_session import ROOT
 
 RW_ROOT = f"{ROOT}/rw"
 
 
-class ZkWriteLock(ZkQueueLock):
+class ZkWriteLock(ZkFairLock):
     root = RW_ROOT
     kind = "write"
 
 
-class ZkReadLock(ZkQueueLock):
+class ZkReadLock(ZkFairLock):
     root = RW_ROOT
     kind = "read"
     hands_over = False  # other readers may hold the lock with us: just delete
 
-    def blockers(self, queue: list[str], mine: str) -> list[str]:
+    def blockers(self, children: list[str], mine: str) -> list[str]:
         """The writers ahead of us; readers ahead of us do not block us."""
-        return [child for child in queue[:queue.index(mine)] if child.startswith("write-")]
+        return [child for child in children[:children.index(mine)]
+                if child.startswith("write-")]
 
 
 class ZkReadWriteFactory(QueueFactory):

@@ -23,7 +23,8 @@ from kazoo.exceptions import NodeExistsError, NoNodeError
 
 from .errors import LockLost
 from .registry import LockView
-from .zk_support import ROOT, UNREACHABLE, ZooKeeperFactory, ZooKeeperLockBase
+from .zk_client import Wakeup
+from .zk_session import ROOT, ZooKeeperFactory, ZooKeeperLockBase
 
 SIMPLE_ROOT = f"{ROOT}/simple"
 
@@ -39,22 +40,24 @@ class ZkSimpleLock(ZooKeeperLockBase):
 
     def _try_acquire(self) -> bool:
         self.factory.ensure_path(SIMPLE_ROOT)
-        session = self.factory.session_id()
         try:
-            path, stat = self.factory.call(self.client.create_async, self.path,
-                                           self.owner.encode(), ephemeral=True,
-                                           include_data=True)
+            # The create may happen without our hearing of it: then the node is deleted later.
+            with self.factory.orphans.delete_if_unanswered(SIMPLE_ROOT, self.name):
+                path, stat = self.factory.call(self.client.create_async, self.path,
+                                               self.owner.encode(), ephemeral=True,
+                                               include_data=True)
         except NodeExistsError:
             return False  # held by someone else
-        except UNREACHABLE:
-            # The create may have happened without our hearing of it.
-            self.factory.forget_later(SIMPLE_ROOT, self.name, session)
-            raise
         self._created(path, stat)
         return True
 
     def _wait_for_release(self, seconds: float) -> None:
-        self._watch(self.path, seconds)  # every waiter watches this one node
+        # Every waiter watches this one node, so every release wakes them all.
+        woken = Wakeup()
+        if self.factory.call(self.client.exists_async, self.path, watch=woken) is None:
+            return  # it went before we could watch it: race for it now
+        if woken.wait(min(seconds, self.fallback_poll)) is not None:
+            self._metrics.record(self.strategy, "wakeup")
 
     def _release(self) -> None:
         try:

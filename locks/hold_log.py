@@ -111,7 +111,7 @@ class HoldLog:
                 self._remember(record)
         return len(records)
 
-    def holds(self, since: float = 0.0) -> list[HoldRecord]:
+    def since(self, since: float = 0.0) -> list[HoldRecord]:
         """Holds open now, and those that ended at or after ``since`` (time.time())."""
         with self._lock:
             finished = [r for r in self._finished if r.released >= since]
@@ -125,4 +125,4 @@ class HoldLog:
 
 
 # The process-wide log. A lock records into it unless given another.
-holds = HoldLog()
+hold_log = HoldLog()

@@ -1,0 +1,157 @@
+"""A lock class from a file, plugged in as a strategy: a student's, or anyone's.
+
+``load_lock_class("token_lock.py:TokenLock")`` imports the file and hands back
+the class (``package.module:Class`` works too, and the class may be left out
+when the file defines exactly one lock class). ``register_lock("mine", cls)``
+adds it to the strategies, so the shop, the labs and the console can use it
+like any other: the backend it needs is read off the base class it extends.
+
+Every way a file can be wrong (missing, a syntax error, an import that fails,
+no lock class, two of them) is one ``LockClassError`` whose message names the
+file and, where there is one, the line: a student reads one line, not a
+traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import re
+import sys
+import traceback
+from pathlib import Path
+
+from .base import DistributedLock
+from .registry import LockFactory, Strategy, get, names, register
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class LockClassError(ValueError):
+    """The file or module named cannot give a lock class; the message says where."""
+
+
+def split_spec(spec: str) -> tuple[str, str | None]:
+    """``FILE[:Class]`` or ``package.module:Class`` -> (file or module, class or None)."""
+    target, colon, name = spec.rpartition(":")
+    if colon and _IDENTIFIER.match(name) and target:
+        return target, name
+    return spec, None
+
+
+def load_lock_class(spec: str) -> type[DistributedLock]:
+    """The lock class ``spec`` names; ``LockClassError`` saying why when there is none."""
+    target, class_name = split_spec(spec)
+    module = _import(target)
+    where = getattr(module, "__file__", None) or target
+    found = {name: value for name, value in vars(module).items()
+             if inspect.isclass(value) and issubclass(value, DistributedLock)
+             and value.__module__ == module.__name__}
+    if class_name is not None:
+        value = getattr(module, class_name, None)
+        if value is None:
+            raise LockClassError(f"{where}: has no class {class_name}"
+                                 + (f" (its lock classes: {', '.join(found)})" if found else ""))
+        if not (inspect.isclass(value) and issubclass(value, DistributedLock)):
+            raise LockClassError(f"{where}: {class_name} is not a lock class (a subclass of "
+                                 "DistributedLock)")
+        return value
+    if not found:
+        raise LockClassError(f"{where}: holds no lock class (a subclass of DistributedLock)")
+    if len(found) > 1:
+        raise LockClassError(f"{where}: holds {len(found)} lock classes ({', '.join(found)}): "
+                             f"name one, as {target}:{next(iter(found))}")
+    return next(iter(found.values()))
+
+
+def _import(target: str):
+    path = Path(target)
+    if target.endswith(".py") or "/" in target or path.exists():
+        return _import_file(path)
+    try:
+        return importlib.import_module(target)
+    except ModuleNotFoundError as error:
+        if error.name and target.startswith(error.name):
+            raise LockClassError(f"{target}: no such file or module") from None
+        raise LockClassError(_where_it_failed(error, target)) from None
+    except SyntaxError as error:
+        raise LockClassError(_syntax(error)) from None
+    except Exception as error:  # noqa: BLE001 - any failure of the student's import
+        raise LockClassError(_where_it_failed(error, target)) from None
+
+
+def _import_file(path: Path):
+    if not path.is_file():
+        raise LockClassError(f"{path}: no such file")
+    path = path.resolve()
+    name = "lockshop_custom_" + re.sub(r"\W", "_", str(path))
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and pickling look modules up by name
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as error:
+        del sys.modules[name]
+        raise LockClassError(_syntax(error)) from None
+    except Exception as error:  # noqa: BLE001 - any failure of the student's file
+        del sys.modules[name]
+        raise LockClassError(_where_it_failed(error, str(path))) from None
+    return module
+
+
+def _syntax(error: SyntaxError) -> str:
+    return f"{error.filename}:{error.lineno}: syntax error: {error.msg}"
+
+
+def _where_it_failed(error: BaseException, target: str) -> str:
+    """``file:line: Error: message`` at the deepest frame of the student's own file."""
+    frames = traceback.extract_tb(error.__traceback__)
+    mine = [f for f in frames if Path(f.filename).name == Path(target).name] or frames[-1:]
+    place = f"{mine[-1].filename}:{mine[-1].lineno}" if mine else target
+    return f"{place}: {type(error).__name__}: {error}"
+
+
+# --- a lock class as a strategy ---------------------------------------------------------
+
+def factory_for(lock_class: type[DistributedLock]) -> tuple[type[LockFactory], tuple[str, ...]]:
+    """The factory a lock class needs, by the base it extends, and the backends it needs."""
+    from .redis_support import RedisFactory, RedisLockBase
+    if issubclass(lock_class, RedisLockBase):
+        return _factory(lock_class, RedisFactory), ("redis",)
+    from .zk_queue import QueueFactory, QueueLockBase
+    from .zk_session import ZooKeeperFactory, ZooKeeperLockBase
+    if issubclass(lock_class, QueueLockBase):
+        return _factory(lock_class, QueueFactory), ("zookeeper",)
+    if issubclass(lock_class, ZooKeeperLockBase):
+        return _factory(lock_class, ZooKeeperFactory), ("zookeeper",)
+    raise LockClassError(f"{lock_class.__name__} extends neither a Redis nor a ZooKeeper lock "
+                         "base: lockshop cannot tell which server it needs")
+
+
+def _factory(lock_class, base: type[LockFactory]) -> type[LockFactory]:
+    return type(f"{lock_class.__name__}Factory", (base,), {"lock_class": lock_class})
+
+
+def register_lock(name: str, lock_class: type[DistributedLock], *, source: str = "") -> Strategy:
+    """Add ``lock_class`` as the strategy ``name`` (again, if the same source asks twice)."""
+    factory, requires = factory_for(lock_class)
+    summary = f"Your lock: {source or lock_class.__name__}."
+    if name in names():
+        known = get(name)
+        if known.summary == summary:
+            return known
+        raise LockClassError(f"strategy {name!r} is already registered")
+    return register(Strategy(name=name, family="custom", summary=summary,
+                             correct_across_instances=True, factory="", requires=requires,
+                             factory_class=factory))
+
+
+def register_spec(named_spec: str) -> Strategy:
+    """``name=FILE[:Class]`` (as ``LOCKSHOP_EXTRA_LOCKS`` holds it) as a strategy."""
+    name, equals, spec = named_spec.partition("=")
+    if not equals or not _IDENTIFIER.match(name):
+        raise LockClassError(f"{named_spec!r}: expected name=FILE[:Class]")
+    return register_lock(name, load_lock_class(spec), source=spec)
