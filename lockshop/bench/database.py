@@ -16,17 +16,14 @@ asserted in tests (a busy machine would make such a test flake).
 
 from __future__ import annotations
 
-import json
-import os
-import platform
 import shutil
-import sys
 import tempfile
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from loadtest.runner import run_locust
+from lockshop.bench.output import say, write_json
 from lockshop.cluster.client import ShopClient
 from lockshop.cluster.launcher import Cluster
 from lockshop.cluster.scratch import scratch_database, server_error
@@ -71,8 +68,11 @@ def bench_database(config: Config, *, databases: list[str], servers: dict[str, s
                                             business_delay_ms, runtime / database)
     finally:
         shutil.rmtree(runtime, ignore_errors=True)
-    _write(output, rows, instances=instances, users=users, run_time_s=run_time_s,
-           business_delay_ms=business_delay_ms)
+    write_json(output, {
+        "benchmark": "orders per second through the shop",
+        "settings": {"instances": instances, "users": users, "run_time_s": run_time_s,
+                     "business_delay_ms": business_delay_ms},
+        "rows": [asdict(r) for r in rows]})
     print()
     print(format_table(
         ("database", "strategy", "layout", "orders", "orders/s", "p50 ms", "p95 ms",
@@ -92,7 +92,7 @@ def _database_url(database: str, servers: dict[str, str], runtime: Path,
     admin_url = servers[database]
     problem = server_error(admin_url)
     if problem:
-        _say(f"{database}: skipped, the server is not usable ({problem})")
+        say(f"{database}: skipped, the server is not usable ({problem})")
         return None
     return stack.enter_context(scratch_database(admin_url, "lockshop_bench"))
 
@@ -105,14 +105,14 @@ def _bench_one_database(config: Config, database: str, chosen: list[str] | None,
                                   if strategies.get(n).family in DATABASE_FAMILIES]
     skipped = [n for n in names if not usable(strategies, n)]
     for name in skipped:
-        _say(f"{database}: {name} skipped, it needs another database")
+        say(f"{database}: {name} skipped, it needs another database")
     names = [n for n in names if n not in skipped]
     rows = []
     with Cluster(config, instances=instances, runtime_dir=runtime) as cluster:
         admin = ShopClient(cluster.urls[0], config.admin_token)
         for name in names:
             for layout, products in LAYOUTS.items():
-                _say(f"{database}: {name}, {layout}…")
+                say(f"{database}: {name}, {layout}…")
                 admin.reset(products)
                 admin.set_settings(strategy=name, business_delay_ms=business_delay_ms)
                 result = run_locust(cluster.urls, users=users, run_time_s=run_time_s,
@@ -127,17 +127,3 @@ def _bench_one_database(config: Config, database: str, chosen: list[str] | None,
                                      audit["correct"]))
     return rows
 
-
-def _write(output: Path, rows: list[BenchRow], **settings) -> None:
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps({
-        "benchmark": "orders per second through the shop",
-        "settings": settings,
-        "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0],
-                    "platform": platform.platform()},
-        "rows": [asdict(r) for r in rows],
-    }, indent=2) + "\n")
-
-
-def _say(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)

@@ -24,15 +24,13 @@ from __future__ import annotations
 
 import importlib
 import itertools
-import json
 import multiprocessing
-import os
-import platform
 import statistics
-import sys
+import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -40,6 +38,7 @@ import redis
 
 import locks
 from locks import Backends
+from lockshop.bench.output import say, write_json
 from lockshop.table import format_table
 
 LEASE_MS = 10_000
@@ -74,6 +73,16 @@ class Figures:
     max_ms: float | None = None
     handoff_p50_ms: float | None = None
     lost_increments: int | None = None
+
+
+@contextmanager
+def servers_of_its_own(prefix: str) -> Iterator[Callable]:
+    """A temporary folder, and ``start(ServerClass, name)`` that starts a server in it
+    (``RedisServer``, ``ZooKeeperServer``): the servers stop (the stack unwinds)
+    before the folder is removed."""
+    with (tempfile.TemporaryDirectory(prefix=prefix, ignore_cleanup_errors=True) as folder,
+          ExitStack() as stack):
+        yield lambda server_class, name: stack.enter_context(server_class(Path(folder), name))
 
 
 def lock_maker(kind: str, endpoints: Endpoints) -> Maker:
@@ -205,19 +214,12 @@ def report(title: str, figures: list[Figures], output: Path, seconds: float,
     print()
     for line in ratios:
         print(line)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps({
+    write_json(output, {
         "benchmark": title, "seconds_per_measure": seconds,
         "contended_processes": CONTENDED_PROCESSES, "settings": settings or {},
-        "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0],
-                    "platform": platform.platform()},
-        "figures": [asdict(f) for f in figures], "ratios": ratios}, indent=2) + "\n")
+        "figures": [asdict(f) for f in figures], "ratios": ratios})
     print(f"written to {output}")
 
 
 def rate(figures: list[Figures], measure: str, kind: str) -> float:
     return next(f.per_second for f in figures if f.measure.startswith(measure) and f.lock == kind)
-
-
-def say(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)

@@ -11,10 +11,8 @@ of ``lockshop.bench.harness``:
 
 from __future__ import annotations
 
-import tempfile
 import time
 import uuid
-from contextlib import ExitStack
 from pathlib import Path
 
 import redis
@@ -27,6 +25,7 @@ from lockshop.bench.harness import (
     measure,
     rate,
     report,
+    servers_of_its_own,
 )
 from lockshop.cluster.redis_servers import RedisServer
 
@@ -80,14 +79,9 @@ def _spin(attempt) -> bool:
 
 
 def bench_redis(*, seconds: float = 3.0, output: Path) -> list[Figures]:
-    # The servers stop (the stack unwinds) before their folder is removed.
-    with (tempfile.TemporaryDirectory(prefix="lockshop-bench-redis-",
-                                      ignore_cleanup_errors=True) as folder,
-          ExitStack() as stack):
-        runtime = Path(folder)
-        url = stack.enter_context(RedisServer(runtime, "redis")).url
-        urls = tuple(stack.enter_context(RedisServer(runtime, f"redlock-{n}")).url
-                     for n in range(1, 6))
+    with servers_of_its_own("lockshop-bench-redis-") as start:
+        url = start(RedisServer, "redis").url
+        urls = tuple(start(RedisServer, f"redlock-{n}").url for n in range(1, 6))
         figures = measure(
             Endpoints(url, urls), seconds,
             uncontended_kinds=(RAW, *OURS, "redis-py Lock", "python-redis-lock",

@@ -20,16 +20,13 @@ never wall-clock limits; they are printed with each verdict.
 
 from __future__ import annotations
 
-import json
-import os
-import platform
-import sys
 import tempfile
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from lockshop.bench.http_load import Call, Load, one_at_a_time, run_load
+from lockshop.bench.output import say, write_json
 from lockshop.cluster.client import ShopClient
 from lockshop.cluster.launcher import Cluster
 from lockshop.cluster.servers import own_servers
@@ -92,7 +89,7 @@ def _usable(config: Config, names: list[str]) -> list[str]:
     strategies = Strategies(locks_backends(config), "sqlite")
     try:
         for name in [n for n in names if not usable(strategies, n)]:
-            _say(f"{name}: skipped, it needs another database")
+            say(f"{name}: skipped, it needs another database")
         return [n for n in names if usable(strategies, n)]
     finally:
         strategies.close()
@@ -100,7 +97,7 @@ def _usable(config: Config, names: list[str]) -> list[str]:
 
 def _measure(what: str, call: Call, urls: list[str], connections: int,
              seconds: float) -> ShopFigures:
-    _say(f"{what}: one at a time, then {connections} connections on one instance "
+    say(f"{what}: one at a time, then {connections} connections on one instance "
          f"and on {len(urls)}…")
     alone = one_at_a_time(urls[0], call, seconds=seconds)
     on_one = run_load(urls[:1], call, connections=connections, seconds=seconds)
@@ -149,15 +146,8 @@ def _report(figures: list[ShopFigures], verdicts: list[dict], output: Path, **se
     for verdict in verdicts:
         outcome = {True: "met", False: "NOT met", None: "not measured"}[verdict["met"]]
         print(f"{verdict['target']}: {verdict['measured']} ({verdict['limit']}): {outcome}")
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps({
+    write_json(output, {
         "benchmark": "the shop's own cost per order", "settings": settings,
         "load": "lockshop.bench.http_load: asyncio, raw HTTP/1.1, keep-alive, closed loop",
-        "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0],
-                    "platform": platform.platform()},
-        "figures": [asdict(f) for f in figures], "targets": verdicts}, indent=2) + "\n")
+        "figures": [asdict(f) for f in figures], "targets": verdicts})
     print(f"written to {output}")
-
-
-def _say(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)

@@ -20,9 +20,7 @@ second compares the recipes alone, on equal clients.
 
 from __future__ import annotations
 
-import tempfile
 import uuid
-from contextlib import ExitStack
 from pathlib import Path
 
 from kazoo.client import KazooClient
@@ -36,6 +34,7 @@ from lockshop.bench.harness import (
     opened,
     rate,
     report,
+    servers_of_its_own,
 )
 from lockshop.cluster.redis_servers import RedisServer
 from lockshop.cluster.zookeeper_servers import TICK_MS, ZooKeeperServer
@@ -72,13 +71,9 @@ def lock_maker(kind: str, endpoints: Endpoints) -> Maker | None:
 
 
 def bench_zookeeper(*, seconds: float = 3.0, output: Path) -> list[Figures]:
-    # The servers stop (the stack unwinds) before their folder is removed.
-    with (tempfile.TemporaryDirectory(prefix="lockshop-bench-zk-",
-                                      ignore_cleanup_errors=True) as folder,
-          ExitStack() as stack):
-        runtime = Path(folder)
-        counter = stack.enter_context(RedisServer(runtime, "redis")).url
-        zookeeper = stack.enter_context(ZooKeeperServer(runtime, "zookeeper"))
+    with servers_of_its_own("lockshop-bench-zk-") as start:
+        counter = start(RedisServer, "redis").url
+        zookeeper = start(ZooKeeperServer, "zookeeper")
         figures = measure(Endpoints(counter, zk_hosts=zookeeper.address), seconds,
                           uncontended_kinds=(RAW, *OURS, *PEERS),
                           contended_kinds=(*OURS, *PEERS))

@@ -18,8 +18,8 @@ from lockshop.cluster.redis_servers import redis_server_binary
 from lockshop.cluster.zookeeper_servers import zookeeper_installed
 from lockshop.control import Busy
 from lockshop.workshop import labs
-from lockshop.workshop.labs.record import Lab, LabRecord, Step
-from lockshop.workshop.labs.stage import Parts, running
+from lockshop.workshop.staging.record import Lab, LabRecord, Step
+from lockshop.workshop.staging.stage import Parts, running
 
 
 def missing_parts(lab: Lab) -> str | None:
@@ -110,5 +110,5 @@ class LabRunner:
                 staged.skip(problem)
             run.lab.stage(staged)
         # Its locks were dropped with their factories: what it left held ends here.
-        locks.holds.close_open(f"left held when lab {run.lab.id} ended")
+        locks.hold_log.close_open(f"left held when lab {run.lab.id} ended")
         run.finished(staged.record)

@@ -1,6 +1,6 @@
 """The holds of every instance side by side, and where two of them overlapped.
 
-Each instance keeps its own record of its holds (``locks.holds``), on the
+Each instance keeps its own record of its holds (``locks.hold_log``), on the
 machine's real-time clock; the launcher keeps the labs' (they run in its
 process). Two holds of one lock whose times overlap are two holders at once:
 what a lock exists to prevent, drawn in red by the console, and counted by
@@ -36,7 +36,7 @@ def collect_holds(instances: dict[str, str], since: float, *, labs: bool = True,
             sources.append({"name": name, "holds": [], "problem": str(error)})
     if labs:
         sources.append({"name": LABS, "pid": os.getpid(),
-                        "holds": [h.as_dict() for h in locks.holds.holds(since)]})
+                        "holds": [h.as_dict() for h in locks.hold_log.since(since)]})
     now = time.time()
     return {"now": now, "since": since, "sources": sources, "overlaps": overlaps(sources, now)}
 

@@ -208,15 +208,15 @@ def soak_one(strategy: str, hosts: list[str], servers, lan: Network, folder: Pat
         admin.set_settings(strategy=strategy, business_delay_ms=20, job_guard="strategy",
                            job_interval_ms=1000)
         tally, stop = Tally(), threading.Event()
-        holds = HoldsCollector({i.name: i.url for i in cluster.instances}, time.time())
+        hold_collector = HoldsCollector({i.name: i.url for i in cluster.instances}, time.time())
         threads = [threading.Thread(target=buy, args=(urls, list(CHOICES), tally, stop, seed + n),
                                     daemon=True) for n in range(buyers)]
-        threads.append(threading.Thread(target=holds.run, args=(stop,), daemon=True))
+        threads.append(threading.Thread(target=hold_collector.run, args=(stop,), daemon=True))
         started = time.monotonic()
         for thread in threads:
             thread.start()
         injector = Injector(cluster, lan, {n: servers.started[n] for n in hosts}, hosts,
-                            before_kill=holds.collect)
+                            before_kill=hold_collector.collect)
         try:
             injector.run(faults, started, say)
             time.sleep(max(0.0, started + seconds - time.monotonic()))
@@ -227,7 +227,7 @@ def soak_one(strategy: str, hosts: list[str], servers, lan: Network, folder: Pat
         elapsed = time.monotonic() - started
         time.sleep(LEASE_MS / 1000)  # holds still open (a job, a stale holder) end
         audit = admin.audit()
-        overlaps_found = holds.audit(killed=injector.killed)
+        overlaps_found = hold_collector.audit(killed=injector.killed)
     result = SoakResult(strategy, round(elapsed, 1), faults, tally, audit, overlaps_found,
                         unkeyed_orders(database_url))
     say(format_table(HEADERS, [result.row()]) + "\n")

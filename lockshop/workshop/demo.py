@@ -19,7 +19,8 @@ from pathlib import Path
 
 from lockshop.table import format_table
 from lockshop.workshop.jobs_demo import JobsResult, jobs_table, run_jobs_section
-from lockshop.workshop.labs import LABS, run_labs
+from lockshop.workshop.labs import LABS
+from lockshop.workshop.staging.runner import run_labs
 from lockshop.workshop.runs import (
     FLASH_SALE,
     RunResult,
@@ -30,10 +31,12 @@ from lockshop.workshop.runs import (
     staged_only,
 )
 from shop.config import Config
+from shop.i18n import N_, _
 
-HEADERS = ("strategy", "instances", "orders", "sold", "remaining", "oversold", "lost updates",
-           "double-booked", "retries", "stale", "overlaps", "both wrote", "wake-ups", "req/s",
-           "p95 ms", "audit", "expected")
+HEADERS = (N_("strategy"), N_("instances"), N_("orders"), N_("sold"), N_("remaining"),
+           N_("oversold"), N_("lost updates"), N_("double-booked"), N_("retries"), N_("stale"),
+           N_("overlaps"), N_("both wrote"), N_("wake-ups"), N_("req/s"), N_("p95 ms"),
+           N_("audit"), N_("expected"))
 
 
 def run_demo(config: Config, *, instances: int = 3, users: int = 24, run_time_s: int = 8,
@@ -47,11 +50,15 @@ def run_demo(config: Config, *, instances: int = 3, users: int = 24, run_time_s:
         with stage(config, runtime, server_admin_url, instances) as (cluster, shop_strategies, config):
             runs = plan(shop_strategies, instances, strategies)
             skipped = [n for n in shop_strategies.names() if n not in {r.strategy.name for r in runs}]
-            say(f"{instances} instances up on {shop_strategies.database}: {', '.join(cluster.urls)}; "
-                f"{len(runs)} runs of {run_time_s}s with {users} Locust users, "
-                f"business delay {business_delay_ms} ms")
+            say(_("%(instances)s instances up on %(database)s: %(urls)s; %(runs)s runs of "
+                  "%(seconds)ss with %(users)s Locust users, business delay %(delay)s ms",
+                  instances=instances, database=shop_strategies.database,
+                  urls=", ".join(cluster.urls), runs=len(runs), seconds=run_time_s,
+                  users=users, delay=business_delay_ms))
             for number, run in enumerate(runs, start=1):
-                say(f"[{number}/{len(runs)}] {run.strategy.name} on {run.instances} instance(s)…")
+                say(_("[%(number)s/%(total)s] %(strategy)s on %(instances)s instance(s)…",
+                      number=number, total=len(runs), strategy=run.strategy.name,
+                      instances=run.instances))
                 results.append(run_sale(cluster, config, FLASH_SALE, run, users=users,
                                         run_time_s=run_time_s,
                                         business_delay_ms=business_delay_ms,
@@ -60,40 +67,44 @@ def run_demo(config: Config, *, instances: int = 3, users: int = 24, run_time_s:
                 jobs = run_jobs_section(cluster, config, shop_strategies, runtime)
     finally:
         if keep:
-            say(f"kept {runtime} (instance logs, Locust CSV)")
+            say(_("kept %(folder)s (instance logs, Locust CSV)", folder=runtime))
         else:
             shutil.rmtree(runtime, ignore_errors=True)
     print()
-    print(format_table(HEADERS, [_row(r) for r in results]))
+    print(format_table([_(h) for h in HEADERS], [_row(r) for r in results]))
     print()
     surprises = [r for r in results if not r.as_expected]
     for r in surprises:
-        print(f"UNEXPECTED: {r.run.strategy.name} on {r.run.instances} instance(s) was "
-              f"{_verdict(r.correct)}, expected {_verdict(r.run.expected_correct)}")
+        print(_("UNEXPECTED: %(strategy)s on %(instances)s instance(s) was %(verdict)s, "
+                "expected %(expected)s", strategy=r.run.strategy.name,
+                instances=r.run.instances, verdict=_verdict(r.correct),
+                expected=_verdict(r.run.expected_correct)))
     job_surprises: list[JobsResult] = []
     if jobs:
-        print("\nScheduled jobs on every instance (expire unpaid orders, send reminders), "
-              "while buyers pay only some orders:\n")
+        print("\n" + _("Scheduled jobs on every instance (expire unpaid orders, send "
+                       "reminders), while buyers pay only some orders:") + "\n")
         print(jobs_table(jobs))
         print()
         job_surprises = [r for r in jobs if r.correct != r.expected_correct]
         for r in job_surprises:
-            print(f"UNEXPECTED: jobs guarded by {r.guard} were {_verdict(r.correct)}, "
-                  f"expected {_verdict(r.expected_correct)}")
+            print(_("UNEXPECTED: jobs guarded by %(guard)s were %(verdict)s, expected "
+                    "%(expected)s", guard=r.guard, verdict=_verdict(r.correct),
+                    expected=_verdict(r.expected_correct)))
     if not surprises and not job_surprises:
-        print("Every strategy behaved as expected.")
+        print(_("Every strategy behaved as expected."))
     staged = [n for n in skipped if staged_only(shop_strategies.get(n))]
     missing = [n for n in skipped if n not in staged]
     if missing and not strategies:
-        print(f"Not run here: {', '.join(missing)} (a backend it needs is missing; "
-              "see 'lockshop strategies').")
+        print(_("Not run here: %(strategies)s (a backend it needs is missing; see "
+                "'lockshop strategies').", strategies=", ".join(missing)))
     labs_failed = []
     if staged and not strategies:
-        print("\nBroken on purpose: a flash sale would show them correct, so each one's "
-              "failure is staged as a lab, then the fix under the same steps:\n")
+        print("\n" + _("Broken on purpose: a flash sale would show them correct, so each "
+                       "one's failure is staged as a lab, then the fix under the same "
+                       "steps:") + "\n")
         staged_labs = [lab for lab in LABS.values() if lab.name in staged]
         labs_failed = [r for r in run_labs(staged_labs) if not r.holds]
-    print("Every lesson of the workshop's articles that is staged: lockshop lab list")
+    print(_("Every lesson of the workshop's articles that is staged: lockshop lab list"))
     return 1 if surprises or job_surprises or labs_failed else 0
 
 
@@ -114,4 +125,4 @@ def _overlaps(overlaps: dict) -> str:
 
 
 def _verdict(correct: bool) -> str:
-    return "correct" if correct else "WRONG"
+    return _("correct") if correct else _("WRONG")

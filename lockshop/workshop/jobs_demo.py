@@ -20,6 +20,7 @@ from lockshop.cluster.launcher import Cluster
 from lockshop.table import format_table
 from lockshop.workshop.runs import say
 from shop.config import Config
+from shop.i18n import N_, _
 from shop.orders.strategies import Strategies
 
 CATALOGUE = (
@@ -33,9 +34,9 @@ JOB_SETTINGS = {"job_interval_ms": 1000, "unpaid_expiry_ms": 2000, "reminder_aft
 GUARDS = (("none", "strategy"), ("local", "strategy"), ("table", "strategy"),
           ("redis", "strategy"), ("zk_fair", "strategy"), ("atomic", "strategy"),
           ("atomic", "leader"))
-HEADERS = ("jobs guarded by", "instances", "fire times", "runs", "duplicate runs",
-           "expired", "restored twice", "reminders", "duplicate reminders", "lost runs",
-           "audit", "expected")
+HEADERS = (N_("jobs guarded by"), N_("instances"), N_("fire times"), N_("runs"),
+           N_("duplicate runs"), N_("expired"), N_("restored twice"), N_("reminders"),
+           N_("duplicate reminders"), N_("lost runs"), N_("audit"), N_("expected"))
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,8 @@ def run_jobs_section(cluster: Cluster, config: Config, strategies: Strategies, f
     admin = ShopClient(cluster.urls[0], config.admin_token)
     for number, (strategy, guard) in enumerate(guards, start=1):
         label = "leader election" if guard == "leader" else strategy
-        say(f"[jobs {number}/{len(guards)}] jobs guarded by {label}…")
+        say(_("[jobs %(number)s/%(total)s] jobs guarded by %(guard)s…", number=number,
+              total=len(guards), guard=_("leader election") if guard == "leader" else strategy))
         admin.set_settings(job_interval_ms=0)  # no job sees the reset half done
         time.sleep(0.3)
         admin.reset(list(CATALOGUE))
@@ -81,7 +83,8 @@ def run_jobs_section(cluster: Cluster, config: Config, strategies: Strategies, f
         admin.set_settings(job_interval_ms=0)
         time.sleep(0.6)  # the last runs end
         expected = True if guard == "leader" else strategies.get(strategy).correct_across_instances
-        results.append(JobsResult(label, len(cluster.urls), admin.audit(), expected))
+        results.append(JobsResult(_("leader election") if guard == "leader" else strategy,
+                                  len(cluster.urls), admin.audit(), expected))
     admin.set_settings(job_guard="strategy", **{**JOB_SETTINGS, "job_interval_ms": 0})
     return results
 
@@ -93,8 +96,8 @@ def jobs_table(results: list[JobsResult]) -> str:
                 jobs["orders_expired"], jobs["stock_restored_more_than_once"], jobs["reminders"],
                 jobs["duplicate_reminders"], jobs["lost_runs"], _verdict(r.correct),
                 _verdict(r.expected_correct))
-    return format_table(HEADERS, [row(r) for r in results])
+    return format_table([_(h) for h in HEADERS], [row(r) for r in results])
 
 
 def _verdict(correct: bool) -> str:
-    return "correct" if correct else "WRONG"
+    return _("correct") if correct else _("WRONG")

@@ -8,12 +8,15 @@
       runs/<scenario>/<run>/     Locust's own HTML report and CSV files
 
 Written for someone who was not in the room: each row says what the strategy
-is and why it passed or failed.
+is and why it passed or failed. In the language the command speaks (``--lang``,
+LANG): the tables, the verdicts and the charts, which draw Chinese with a CJK
+font (fonts-wqy-zenhei, which ./run installs).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import platform
 import sys
@@ -31,9 +34,17 @@ from lockshop.workshop.runs import (
     say,
     stage,
 )
+from shop import i18n
 from shop.config import Config
+from shop.i18n import _
 
 SCENARIOS = {s.name: s for s in (FLASH_SALE, SEAT_SALE)}
+#: Fonts with Chinese glyphs, tried after matplotlib's own (which has none), and where
+#: Debian puts the first (fonts-wqy-zenhei): matplotlib's font list must name it.
+CJK_FONTS = ("WenQuanYi Zen Hei", "Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC")
+CJK_FONT_FILES = ("/usr/share/fonts/truetype/wqy/wqy-zenhei.ttc",)
+
+log = logging.getLogger(__name__)
 
 
 def run_report(config: Config, *, output: Path, instances: int = 3, users: int = 24,
@@ -51,8 +62,10 @@ def run_report(config: Config, *, output: Path, instances: int = 3, users: int =
         for scenario in chosen:
             for number, run in enumerate(runs, start=1):
                 label = f"{number:02d}-{run.strategy.name}-{run.instances}"
-                say(f"[{len(results) + 1}/{total}] {scenario.title}: {run.strategy.name} on "
-                    f"{run.instances} instance(s)…")
+                say(_("[%(number)s/%(total)s] %(scenario)s: %(strategy)s on %(instances)s "
+                      "instance(s)…", number=len(results) + 1, total=total,
+                      scenario=scenario.title, strategy=run.strategy.name,
+                      instances=run.instances))
                 results.append(run_sale(cluster, config, scenario, run, users=users,
                                         run_time_s=run_time_s,
                                         business_delay_ms=business_delay_ms, html=True,
@@ -74,10 +87,13 @@ def run_report(config: Config, *, output: Path, instances: int = 3, users: int =
                "surprises": [r for r in rows if not r["as_expected"]]}
     templates = Environment(loader=PackageLoader("lockshop.workshop", "templates"),
                             autoescape=select_autoescape(["html"]), trim_blocks=True,
-                            lstrip_blocks=True)
+                            lstrip_blocks=True, extensions=["jinja2.ext.i18n"])
+    templates.install_gettext_callables(i18n.gettext, i18n.ngettext, newstyle=True)
+    context["html_language"] = i18n.current_language().replace("_", "-")
     (output / "report.md").write_text(templates.get_template("report.md").render(context))
     (output / "report.html").write_text(templates.get_template("report.html").render(context))
-    say(f"report written to {output / 'report.html'} and {output / 'report.md'}")
+    say(_("report written to %(html)s and %(markdown)s", html=output / "report.html",
+          markdown=output / "report.md"))
     return 1 if context["surprises"] else 0
 
 
@@ -109,18 +125,24 @@ def _why(result: RunResult) -> str:
     if result.correct:
         costs = []
         if totals["retries"]:
-            costs.append(f"{totals['retries']} retries")
+            costs.append(_("%(count)s retries", count=totals["retries"]))
         if totals["stale_writes_rejected"]:
-            costs.append(f"{totals['stale_writes_rejected']} stale writes rejected by fencing")
-        sold = f"sold {totals['sold']} of {totals['initial']}, nothing oversold or double-booked"
-        return f"Correct: {sold}" + (f"; it cost {', '.join(costs)}." if costs else ".")
-    wrong = [f"{totals[k]} {label}" for k, label in (
-        ("oversold", "oversold"), ("lost_updates", "lost updates"),
-        ("double_booked_seats", "double-booked seats")) if totals[k]]
+            costs.append(_("%(count)s stale writes rejected by fencing",
+                           count=totals["stale_writes_rejected"]))
+        if costs:
+            return _("Correct: sold %(sold)s of %(initial)s, nothing oversold or "
+                     "double-booked; it cost %(costs)s.", sold=totals["sold"],
+                     initial=totals["initial"], costs=i18n.join(costs))
+        return _("Correct: sold %(sold)s of %(initial)s, nothing oversold or double-booked.",
+                 sold=totals["sold"], initial=totals["initial"])
+    wrong = [text % {"count": totals[key]} for key, text in (
+        ("oversold", _("%(count)s oversold")), ("lost_updates", _("%(count)s lost updates")),
+        ("double_booked_seats", _("%(count)s double-booked seats"))) if totals[key]]
     reason = strategy.failure_mode or strategy.summary
     if strategy.correct_within_one_process and result.run.instances > 1:
-        reason = "each instance has its own in-process locks, so instances overlap."
-    return f"Wrong: {', '.join(wrong)}. Why: {reason}"
+        reason = _("each instance has its own in-process locks, so instances overlap.")
+    return _("Wrong: %(what)s. Why: %(reason)s", what=i18n.join(wrong),
+             reason=reason)
 
 
 def _charts(rows: list[dict], folder: Path) -> dict[str, str]:
@@ -129,28 +151,60 @@ def _charts(rows: list[dict], folder: Path) -> dict[str, str]:
     import matplotlib.pyplot as plt
 
     folder.mkdir(parents=True, exist_ok=True)
-    labels = [f"{r['strategy']}×{r['instances']}\n{r['scenario'].replace('_', ' ')}" for r in rows]
+    # WenQuanYi Zen Hei comes in one weight (medium): matplotlib says so at every lookup
+    # of a normal-weight glyph, and uses it, as it should.
+    font_log = logging.getLogger("matplotlib.font_manager")
+    level = font_log.level
+    font_log.setLevel(logging.ERROR)
+    try:
+        with plt.rc_context({"font.family": ["DejaVu Sans", *chinese_fonts()]}):
+            return _draw_charts(plt, rows, folder)
+    finally:
+        font_log.setLevel(level)
+
+
+def chinese_fonts() -> list[str]:
+    """The fonts with Chinese glyphs that matplotlib can use, registering Debian's first:
+    its cache may have been built before the font was installed."""
+    from matplotlib import font_manager
+
+    known = {font.name for font in font_manager.fontManager.ttflist}
+    for path in CJK_FONT_FILES:
+        if not known & set(CJK_FONTS) and Path(path).is_file():
+            font_manager.fontManager.addfont(path)
+            known = {font.name for font in font_manager.fontManager.ttflist}
+    found = [name for name in CJK_FONTS if name in known]
+    if not found and i18n.current_language() != i18n.ENGLISH:
+        log.warning("no font with Chinese glyphs (apt-get install fonts-wqy-zenhei): "
+                    "the charts' Chinese will show as boxes")
+    return found
+
+
+def _draw_charts(plt, rows: list[dict], folder: Path) -> dict[str, str]:
+    labels = [f"{r['strategy']}×{r['instances']}\n{SCENARIOS[r['scenario']].title}"
+              if r["scenario"] in SCENARIOS else f"{r['strategy']}×{r['instances']}"
+              for r in rows]
     colours = ["#2e7d32" if r["correct"] else "#c62828" for r in rows]
     width = max(8, 0.7 * len(rows))
 
     figure, axis = plt.subplots(figsize=(width, 4.5))
     bad = [r["oversold"] + r["double_booked_seats"] for r in rows]
     axis.bar(range(len(rows)), bad, color=colours)
-    axis.set_title("Oversold units + double-booked seats (0 is correct)")
+    axis.set_title(_("Oversold units + double-booked seats (0 is correct)"))
     axis.set_xticks(range(len(rows)), labels, fontsize=8)
-    axis.set_ylabel("from the audit")
+    axis.set_ylabel(_("from the audit"))
     figure.tight_layout()
     figure.savefig(folder / "oversold.png", dpi=110)
     plt.close(figure)
 
     figure, axis = plt.subplots(figsize=(width, 4.5))
     axis.bar(range(len(rows)), [r["orders_per_s"] for r in rows], color=colours)
-    axis.set_ylabel("orders/s (bars)")
+    axis.set_ylabel(_("orders/s (bars)"))
     axis.set_xticks(range(len(rows)), labels, fontsize=8)
     latency = axis.twinx()
     latency.plot(range(len(rows)), [r["p95_ms"] for r in rows], "o-", color="#1d232a")
-    latency.set_ylabel("p95 latency, ms (line)")
-    axis.set_title("Throughput and p95 latency (red: the audit was not correct)")
+    latency.set_ylabel(_("p95 latency, ms (line)"))
+    axis.set_title(_("Throughput and p95 latency (red: the audit was not correct)"))
     figure.tight_layout()
     figure.savefig(folder / "throughput.png", dpi=110)
     plt.close(figure)

@@ -29,6 +29,7 @@ from lockshop.cluster.servers import own_servers
 from lockshop.control.timeline import begun_since, collect_holds, overlap_audit
 from shop.config import DEFAULT_DATABASE_URL, Config, locks_backends
 from shop.errors import Unprocessable
+from shop.i18n import lazy_gettext
 from shop.orders.strategies import ShopStrategy, Strategies
 from shop.store.db import backend_name
 
@@ -36,17 +37,17 @@ from shop.store.db import backend_name
 @dataclass(frozen=True)
 class Scenario:
     name: str
-    title: str
+    title: str  # lazy: said in the language current where it is shown
     locustfile: str
     products: tuple[dict, ...]
 
 
-FLASH_SALE = Scenario("flash_sale", "Flash sale", "flash_sale", (
+FLASH_SALE = Scenario("flash_sale", lazy_gettext("Flash sale"), "flash_sale", (
     {"sku": "keyboard", "name": "Mechanical keyboard", "kind": "item", "stock": 150},
     {"sku": "mug", "name": "Lockshop mug", "kind": "item", "stock": 150},
     {"sku": "concert", "name": "Concert, rows A-F", "kind": "ticket", "seats": 60},
 ))
-SEAT_SALE = Scenario("seat_sale", "Seat sale", "seat_sale", (
+SEAT_SALE = Scenario("seat_sale", lazy_gettext("Seat sale"), "seat_sale", (
     {"sku": "arena", "name": "Arena, rows A-J", "kind": "ticket", "seats": 100},
     {"sku": "club", "name": "Club night", "kind": "ticket", "seats": 30},
 ))

@@ -1,7 +1,7 @@
 """``lockshop lab``: the articles' lessons, staged on demand.
 
-Each lab is one claim of the workshop's articles (ids C01..C43, as in
-CLAIMS.md). It stages the broken version on real parts (Redis and ZooKeeper
+Each lab is one lesson of the workshop's articles (ids C01..C43; the
+handbook's Lessons pages). It stages the broken version on real parts (Redis and ZooKeeper
 servers of its own, shop instances, a database), printing each step with
 what the article expects next to what it observed, then runs the same steps
 on the fix, and ends with one verdict. Races are forced by the business
@@ -10,13 +10,6 @@ holds every time or it is broken.
 """
 
 from __future__ import annotations
-
-import json
-import shutil
-import sys
-import tempfile
-from collections.abc import Iterable
-from pathlib import Path
 
 from lockshop.workshop.labs import (
     failover,
@@ -35,8 +28,7 @@ from lockshop.workshop.labs import (
     zk_queues,
     zookeeper,
 )
-from lockshop.workshop.labs.record import ARTICLES, Lab, LabRecord, Step
-from lockshop.workshop.labs.stage import Parts, running
+from lockshop.workshop.staging.record import ARTICLES, Lab, LabRecord
 
 LABS: dict[str, Lab] = {lab.id: lab for lab in sorted(
     (*sales.LABS, *jobs.LABS, *holds.LABS, *redis_leases.LABS, *reentrancy.LABS,
@@ -44,9 +36,9 @@ LABS: dict[str, Lab] = {lab.id: lab for lab in sorted(
      *measured.LABS, *retries.LABS,
      *partitions.LABS, *latency.LABS, *leader_partition.LABS),
     key=lambda lab: int(lab.id[1:]))}
-#: How many claims the articles make (CLAIMS.md); labs from C44 on stage what the
+#: How many lessons the articles make (A0..A4); labs from C44 on stage what the
 #: articles leave out (faults of the network, clients that retry).
-CLAIMS = 43
+ARTICLES_LESSONS = 43
 
 
 def find(name: str) -> Lab:
@@ -59,57 +51,6 @@ def find(name: str) -> Lab:
 
 def of_article(article: str) -> list[Lab]:
     return [lab for lab in LABS.values() if article.upper() in lab.articles]
-
-
-def run_labs(labs: Iterable[Lab], *, as_json: bool = False, out=None,
-             parts: Parts | None = None) -> list[LabRecord]:
-    """Stage ``labs`` one after the other on shared parts (``parts``, or servers of
-    their own, stopped at the end); print as they go."""
-    out = out or sys.stdout
-    if parts is not None:
-        return [_run_one(lab, parts, as_json, out) for lab in labs]
-    runtime = Path(tempfile.mkdtemp(prefix="lockshop-labs-"))
-    try:
-        with Parts(runtime) as own_parts:
-            return [_run_one(lab, own_parts, as_json, out) for lab in labs]
-    finally:
-        shutil.rmtree(runtime, ignore_errors=True)
-
-
-def run_lab(name: str) -> bool:
-    """Stage one lab, printed as text; whether it held."""
-    return run_labs([find(name)])[0].holds
-
-
-def _run_one(lab: Lab, parts: Parts, as_json: bool, out) -> LabRecord:
-    def say(text: str) -> None:
-        if not as_json:
-            print(text, file=out, flush=True)
-
-    def on_half(half: str, version: str) -> None:
-        say(f"  {half}: {version}")
-
-    def on_step(record: LabRecord, step: Step) -> None:
-        say(f"    {step.number}. {step.action}")
-        say(f"       expected: {step.expected} · observed: {step.observed}  "
-            f"{'✓' if step.agrees else '✗ DIFFERS'}")
-
-    say(f"{lab.id} {lab.name}: {lab.title}  ({', '.join(lab.articles)})")
-    with running(lab, parts, on_step, on_half) as run:
-        lab.stage(run)
-    record = run.record
-    if as_json:
-        print(json.dumps(record.as_dict(), ensure_ascii=False), file=out, flush=True)
-    elif record.holds and lab.measured:
-        say(f"  => holds ({record.seconds:g} s): the figures point the article's way\n")
-    elif record.holds:
-        say(f"  => holds ({record.seconds:g} s): the broken version failed as the article "
-            "says, and the fix held under the same steps\n")
-    elif record.verdict == "skipped":
-        say(f"  => SKIPPED: {record.reason}\n")
-    else:
-        say(f"  => DOES NOT HOLD ({record.seconds:g} s): {record.reason}\n")
-    return record
 
 
 def by_article() -> list[tuple[str, str, list[Lab]]]:
@@ -130,15 +71,15 @@ def listing() -> str:
             needs = f"  [needs {', '.join(lab.needs)}]" if lab.needs else ""
             lines.append(f"  {lab.id:<4} {lab.name:<22} ~{lab.seconds:>2} s  {lab.title}{needs}")
         lines.append("")
-    of_claims = [i for i in LABS if int(i[1:]) <= CLAIMS]
-    beyond = len(LABS) - len(of_claims)
-    missing = [f"C{n:02d}" for n in range(1, CLAIMS + 1) if f"C{n:02d}" not in LABS]
-    lines.append(f"{len(of_claims)} of the articles' {CLAIMS} claims are staged as labs"
+    of_articles = [i for i in LABS if int(i[1:]) <= ARTICLES_LESSONS]
+    beyond = len(LABS) - len(of_articles)
+    missing = [f"C{n:02d}" for n in range(1, ARTICLES_LESSONS + 1) if f"C{n:02d}" not in LABS]
+    lines.append(f"{len(of_articles)} of the articles' {ARTICLES_LESSONS} lessons are staged as labs"
                  + (f", and {beyond} beyond them" if beyond else "")
                  + f" (about {sum(lab.seconds for lab in LABS.values())} s for all)"
                  + (f"; not yet: {', '.join(missing)}" if missing else ""))
     return "\n".join(lines)
 
 
-__all__ = ["ARTICLES", "LABS", "Lab", "LabRecord", "by_article", "find", "listing", "of_article",
-           "run_lab", "run_labs"]
+__all__ = ["ARTICLES", "LABS", "Lab", "LabRecord", "by_article", "find", "listing",
+           "of_article"]

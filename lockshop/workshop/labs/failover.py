@@ -16,8 +16,8 @@ import redis
 
 from locks.redis_support import FENCE_EPOCH, KEY_PREFIX
 from lockshop.cluster.redis_servers import RedisSentinel, RedisServer
-from lockshop.workshop.labs import steps
-from lockshop.workshop.labs.record import Lab
+from lockshop.workshop.staging import steps
+from lockshop.workshop.staging.record import Lab
 from shop.store.models import ProductKind
 from shop.store.products import ProductSpec
 

@@ -12,9 +12,9 @@ import time
 
 from sqlalchemy import create_engine, text
 
-from lockshop.workshop.labs import steps
-from lockshop.workshop.labs.holders import holder_process
-from lockshop.workshop.labs.record import Lab
+from lockshop.workshop.staging import steps
+from lockshop.workshop.staging.holders import holder_process
+from lockshop.workshop.staging.record import Lab
 
 
 def _wait(factory, seconds: float) -> tuple[bool, float]:
@@ -36,7 +36,7 @@ def stage_lock_row(run) -> None:
                              "taken over")):
         getattr(run, half)(strategy, how)
         url = f"sqlite:///{run.parts.folder(run.lab.name) / 'locks.db'}"
-        with holder_process(strategy, database_url=url, lease_ms=500) as said:
+        with holder_process(run.version(strategy), database_url=url, lease_ms=500) as said:
             pass  # leaving the block kills the holder
         run.check("a process inserts the lock row of product:1 and is killed (SIGKILL)",
                   expected="it held the lock and dies before its delete",
@@ -100,7 +100,8 @@ def stage_watchdog(run) -> None:
             run.check("A holds product:1 and works for 1 s; B asks after 0.6 s",
                       expected="B is refused: the watchdog kept A's lease alive",
                       observed=f"B got in: {got_in}", agrees=not got_in)
-        with holder_process(strategy, redis_url=server.url, lease_ms=300) as said:
+        with holder_process(run.version(strategy), redis_url=server.url,
+                            lease_ms=300) as said:
             pass  # killed on leaving the block: its watchdog dies with it
         granted, waited = _wait(factory, 3)
         run.check(f"a process holding the lock is killed ({said}); B asks, waiting up to 3 s",

@@ -17,7 +17,7 @@ from contextlib import nullcontext
 from locks import Backends, LockLost
 from lockshop.cluster.client import ShopClient
 from lockshop.cluster.launcher import Cluster
-from lockshop.workshop.labs.record import Lab
+from lockshop.workshop.staging.record import Lab
 from shop.config import Config
 from shop.errors import SoldOut
 from shop.jobs.tasks import JobContext, expire_unpaid, send_reminders
@@ -80,7 +80,7 @@ def _jobs_on_three_instances(run, halves) -> None:
         admin = ShopClient(cluster.urls[0])
         for half, version, how, strategy, settings, check in halves:
             getattr(run, half)(version, how)
-            place_unpaid_orders(cluster.urls, admin, strategy, **settings)
+            place_unpaid_orders(cluster.urls, admin, run.version(strategy), **settings)
             check(run_jobs(admin))
 
 

@@ -23,7 +23,7 @@ import time
 from lockshop.cluster.network import Link
 from lockshop.cluster.redis_servers import RedisServer
 from lockshop.workshop.labs.partitions import LEASE_MS, check_from_a, stage_late_write
-from lockshop.workshop.labs.record import Lab
+from lockshop.workshop.staging.record import Lab
 
 LATENCY_MS = 900  # over lease - lease/3 = 667 ms: the renewals cannot keep up
 

@@ -30,7 +30,7 @@ from locks.zk_election import LeaderElection
 from lockshop.cluster.client import ShopClient
 from lockshop.cluster.launcher import Cluster
 from lockshop.cluster.zookeeper_servers import ZooKeeperServer
-from lockshop.workshop.labs.record import Lab
+from lockshop.workshop.staging.record import Lab
 from shop.config import Config
 from shop.jobs.tasks import JOBS
 from shop.store.db import make_engine, make_sessions

@@ -19,7 +19,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError
 
 from lockshop.cluster.scratch import DEFAULT_SERVERS, scratch_database, server_error
-from lockshop.workshop.labs.record import Lab
+from lockshop.workshop.staging.record import Lab
 
 
 @contextmanager

@@ -1,4 +1,4 @@
-"""Measured claims (A0, A4): what a lock costs, side by side, in one run.
+"""Measured lessons (A0, A4): what a lock costs, side by side, in one run.
 
 Figures move with the machine; what the lab judges is which way they point,
 never how large they are.
@@ -13,7 +13,7 @@ import time
 import redis
 
 from lockshop.cluster.zookeeper_servers import four_letter_word
-from lockshop.workshop.labs.record import Lab
+from lockshop.workshop.staging.record import Lab
 
 SECONDS = 1.0
 

@@ -24,8 +24,8 @@ from lockshop.cluster.client import ShopClient
 from lockshop.cluster.launcher import Cluster
 from lockshop.cluster.redis_servers import RedisServer
 from lockshop.cluster.zookeeper_servers import ZooKeeperServer
-from lockshop.workshop.labs import steps
-from lockshop.workshop.labs.record import Lab
+from lockshop.workshop.staging import steps
+from lockshop.workshop.staging.record import Lab
 from shop.config import Config
 from shop.store.db import make_engine, make_sessions
 
@@ -79,7 +79,8 @@ def stage_late_write(run, service: str, server, strategy: str, *, fix: str,
                 getattr(run, half)(strategy, how)
                 lan.heal()
                 admin.reset([{"sku": "x", "stock": 5}])
-                admin.set_settings(strategy=strategy, business_delay_ms=0, job_interval_ms=0)
+                admin.set_settings(strategy=run.version(strategy), business_delay_ms=0,
+                                   job_interval_ms=0)
                 factory = run.open_locks(strategy, lease_ms=LEASE_MS, **backends)
                 a = factory.lock("product:1")
                 a.acquire()

@@ -15,8 +15,8 @@ import redis
 from locks import LockLost
 from lockshop.cluster.client import ShopClient
 from lockshop.cluster.launcher import Cluster
-from lockshop.workshop.labs import steps
-from lockshop.workshop.labs.record import Lab
+from lockshop.workshop.staging import steps
+from lockshop.workshop.staging.record import Lab
 from shop.config import Config
 from shop.store.audit import take_audit
 from shop.store.models import ProductKind
@@ -51,7 +51,8 @@ def holder_dies(run, *, broken: str, how: str, faults: tuple[str, ...]) -> None:
             shop2.reset([{"sku": "x", "name": "Lab item", "stock": 5}])
             # Scheduled jobs off: their job lock is this lock too, and with the crash
             # hook a job taking it would kill an instance in the middle of the lab.
-            shop2.set_settings(strategy=strategy, business_delay_ms=5000, job_interval_ms=0)
+            shop2.set_settings(strategy=run.version(strategy), business_delay_ms=5000,
+                               job_interval_ms=0)
             crash_hook = half == "broken" and faults
             if crash_hook:
                 shop2.set_settings(business_delay_ms=0)
@@ -60,7 +61,7 @@ def holder_dies(run, *, broken: str, how: str, faults: tuple[str, ...]) -> None:
             else:
                 holder = threading.Thread(target=shop1.order)
                 holder.start()
-                wait_for(lambda: server_client(server).exists(KEY))
+                wait_for(lambda: server_client(server).exists(KEY), "shop-1 to take the lock")
                 cluster.kill("shop-1")
                 holder.join()
                 shop2.set_settings(business_delay_ms=0)
@@ -115,29 +116,17 @@ def stage_plain_del(run) -> None:
                 ("redis", "a token per holder; released by a Lua compare-and-delete"))
     for half, (strategy, how) in zip(("broken", "fix"), versions, strict=True):
         getattr(run, half)(strategy, how)
-        server, = run.parts.redis()
-        factory = run.open_locks(strategy, redis_url=server.url, lease_ms=LEASE_MS)
-        sessions = run.shop_database()
-        a, b, c = (factory.lock("product:1") for _ in range(3))
-        a.acquire()
-        time.sleep(LEASE_MS * 1.5 / 1000)
-        run.check(f"A takes the lock (lease {LEASE_MS} ms) and works for {LEASE_MS * 1.5:g} ms",
-                  expected="A's key expires while A still works",
-                  observed=f"key exists: {bool(server_client(server).exists(KEY))}",
-                  agrees=not server_client(server).exists(KEY))
-        run.check("B asks for the lock", expected="B gets it",
-                  observed=f"B holds: {b.acquire(blocking=False)}", agrees=b.held)
-        released = release_outcome(a)
-        left = bool(server_client(server).exists(KEY))
-        if half == "broken":
-            run.check("A finishes and releases", expected="its DEL deletes B's lock",
-                      observed=f"A {released}; the key exists: {left}", agrees=not left)
-        else:
-            run.check("A finishes and releases",
-                      expected="refused: the key holds B's token, not A's; B keeps it",
-                      observed=f"A {released}; the key exists: {left}",
-                      agrees=left and released.startswith("was refused"))
-        _judge_holders(run, half, _third_holder_and_sale(run, sessions, b, c))
+        owners = ThreeOwners(run, strategy, lease_ms=LEASE_MS)
+        owners.a.acquire()
+        time.sleep(LEASE_MS * 1.5 / 1000)  # A works on, past its lease
+        owners.check_a_lost_the_key(f"A takes the lock (lease {LEASE_MS} ms) and works for "
+                                    f"{LEASE_MS * 1.5:g} ms",
+                                    expected="A's key expires while A still works")
+        owners.check_b_gets_it()
+        owners.check_a_released(half, release_outcome(owners.a), "A finishes and releases",
+                                deletes="its DEL deletes B's lock",
+                                refuses="refused: the key holds B's token, not A's; B keeps it")
+        owners.check_c_and_the_sale(half)
 
 
 def stage_get_del(run) -> None:
@@ -147,63 +136,83 @@ def stage_get_del(run) -> None:
                 ("redis", "compare and delete in one Lua script: nothing can fall between"))
     for half, (strategy, how) in zip(("broken", "fix"), versions, strict=True):
         getattr(run, half)(strategy, how)
-        server, = run.parts.redis()
         # A longer lease here: the hook's pause (1.5 leases) must end well after B is in.
-        factory = run.open_locks(strategy, redis_url=server.url, lease_ms=SLOW_LEASE_MS,
-                                 faults=("pause_before_del",))
-        sessions = run.shop_database()
-        a, b, c = (factory.lock("product:1") for _ in range(3))
-        a.acquire()
+        owners = ThreeOwners(run, strategy, lease_ms=SLOW_LEASE_MS, faults=("pause_before_del",))
+        owners.a.acquire()
         outcome: list[str] = []
-        releasing = threading.Thread(target=lambda: outcome.append(release_outcome(a)))
+        releasing = threading.Thread(target=lambda: outcome.append(release_outcome(owners.a)))
         if half == "broken":
             releasing.start()  # GET says the lock is A's; then the pause, inside the release
         else:  # one script: the only place a pause can go is before it
             time.sleep(SLOW_LEASE_MS * 1.5 / 1000)
-        wait_for(lambda: not server_client(server).exists(KEY))
-        run.check("A releases, and is paused for longer than the lease on the way",
-                  expected="A's key expires during the pause",
-                  observed=f"key exists: {bool(server_client(server).exists(KEY))}",
-                  agrees=not server_client(server).exists(KEY))
-        run.check("B asks for the lock", expected="B gets it",
-                  observed=f"B holds: {b.acquire(blocking=False)}", agrees=b.held)
+        wait_for(lambda: not owners.key_exists(), "A's key to expire")
+        owners.check_a_lost_the_key("A releases, and is paused for longer than the lease on "
+                                    "the way", expected="A's key expires during the pause")
+        owners.check_b_gets_it()
         if half == "fix":
             releasing.start()
         releasing.join()
-        left = bool(server_client(server).exists(KEY))
+        owners.check_a_released(half, outcome[0], "A's release goes on: "
+                                + ("its DEL" if half == "broken" else "the script"),
+                                deletes="deletes B's lock",
+                                refuses="compares the token and refuses; B keeps the lock")
+        owners.check_c_and_the_sale(half)
+
+
+class ThreeOwners:
+    """A, B and C, three owners of product:1's lock under ``strategy`` on the lab's Redis,
+    and a shop database to sell from: the cast of C11 and C12, and the checks of what
+    the two labs have in common once A's lease has run out."""
+
+    def __init__(self, run, strategy: str, **backends) -> None:
+        self.run = run
+        self.server, = run.parts.redis()
+        factory = run.open_locks(strategy, redis_url=self.server.url, **backends)
+        self.sessions = run.shop_database()
+        self.a, self.b, self.c = (factory.lock("product:1") for _ in range(3))
+
+    def key_exists(self) -> bool:
+        return bool(server_client(self.server).exists(KEY))
+
+    def check_a_lost_the_key(self, action: str, expected: str) -> None:
+        exists = self.key_exists()
+        self.run.check(action, expected=expected, observed=f"key exists: {exists}",
+                       agrees=not exists)
+
+    def check_b_gets_it(self) -> None:
+        self.run.check("B asks for the lock", expected="B gets it",
+                       observed=f"B holds: {self.b.acquire(blocking=False)}", agrees=self.b.held)
+
+    def check_a_released(self, half: str, released: str, action: str, *, deletes: str,
+                         refuses: str) -> None:
+        """What A's late release did: the broken lock ``deletes`` B's key; the fix
+        ``refuses``, and B keeps it."""
+        left = self.key_exists()
+        observed = f"A {released}; the key exists: {left}"
         if half == "broken":
-            run.check("A's release goes on: its DEL", expected="deletes B's lock",
-                      observed=f"A {outcome[0]}; the key exists: {left}", agrees=not left)
+            self.run.check(action, expected=deletes, observed=observed, agrees=not left)
         else:
-            run.check("A's release goes on: the script",
-                      expected="compares the token and refuses; B keeps the lock",
-                      observed=f"A {outcome[0]}; the key exists: {left}",
-                      agrees=left and outcome[0].startswith("was refused"))
-        _judge_holders(run, half, _third_holder_and_sale(run, sessions, b, c))
+            self.run.check(action, expected=refuses, observed=observed,
+                           agrees=left and released.startswith("was refused"))
 
-
-def _third_holder_and_sale(run, sessions, b, c) -> tuple[bool, int]:
-    """C asks for the lock; everyone who holds it sells the last unit. (holders, oversold)"""
-    c.acquire(blocking=False)
-    holders = [lock for lock in (b, c) if lock.held]
-    seen = [steps.read(sessions) for _ in holders]  # every holder reads, then every one writes
-    for stock_read in seen:
-        steps.sell(sessions, stock_read)
-    return len(holders) == 2, take_audit(sessions).products[0].oversold
-
-
-def _judge_holders(run, half: str, outcome: tuple[bool, int]) -> None:
-    both, oversold = outcome
-    if half == "broken":
-        run.check("C asks for the lock; every holder sells the last unit",
-                  expected="C gets it too: B and C hold it at once, and 2 of 1 are sold",
-                  observed=f"two holders: {both}; oversold {oversold}",
-                  agrees=both and oversold == 1)
-    else:
-        run.check("C asks for the lock; every holder sells the last unit",
-                  expected="C is refused: B alone holds it and sells the one unit",
-                  observed=f"two holders: {both}; oversold {oversold}",
-                  agrees=not both and oversold == 0)
+    def check_c_and_the_sale(self, half: str) -> None:
+        """C asks for the lock; everyone who holds it sells the last unit."""
+        self.c.acquire(blocking=False)
+        holders = [lock for lock in (self.b, self.c) if lock.held]
+        # every holder reads, then every one writes
+        seen = [steps.read(self.sessions) for _ in holders]
+        for stock_read in seen:
+            steps.sell(self.sessions, stock_read)
+        both, oversold = len(holders) == 2, take_audit(self.sessions).products[0].oversold
+        observed = f"two holders: {both}; oversold {oversold}"
+        if half == "broken":
+            self.run.check("C asks for the lock; every holder sells the last unit",
+                           expected="C gets it too: B and C hold it at once, and 2 of 1 are "
+                                    "sold", observed=observed, agrees=both and oversold == 1)
+        else:
+            self.run.check("C asks for the lock; every holder sells the last unit",
+                           expected="C is refused: B alone holds it and sells the one unit",
+                           observed=observed, agrees=not both and oversold == 0)
 
 
 # --- C15: a holder paused past its lease, and the fencing token -----------------------------
@@ -260,11 +269,11 @@ def attempt(lock) -> str:
         return f"{type(error).__name__}: {error}"
 
 
-def wait_for(condition, seconds: float = 10.0) -> None:
+def wait_for(condition, what: str, seconds: float = 10.0) -> None:
     deadline = time.monotonic() + seconds
     while not condition():
         if time.monotonic() > deadline:
-            raise TimeoutError("the lab's holder never took the lock")
+            raise TimeoutError(f"the lab waited {seconds:g} s for {what}")
         time.sleep(0.01)
 
 LABS = (

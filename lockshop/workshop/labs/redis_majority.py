@@ -9,7 +9,7 @@ import time
 from locks import LockLost
 from lockshop.cluster.client import ShopClient
 from lockshop.cluster.launcher import Cluster
-from lockshop.workshop.labs.record import Lab
+from lockshop.workshop.staging.record import Lab
 from lockshop.workshop.labs.redis_leases import KEY, attempt, server_client
 from shop.config import Config
 
@@ -104,7 +104,8 @@ def stage_single_point(run) -> None:
                 ("fix", "redlock", "five independent servers: any three make the lock")):
             getattr(run, half)(strategy, how)
             admin.reset([{"sku": "x", "stock": 20}])
-            admin.set_settings(strategy=strategy, business_delay_ms=0, job_interval_ms=0)
+            admin.set_settings(strategy=run.version(strategy), business_delay_ms=0,
+                               job_interval_ms=0)
             servers[0].kill()
             answers = [ShopClient(cluster.urls[n % 2]).order() for n in range(6)]
             product = admin.audit()["products"][0]

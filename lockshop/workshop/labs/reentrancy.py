@@ -1,8 +1,9 @@
 """Labs of re-entry on Redis (A0): a holder that asks again for its own lock.
 
-The articles' reentrant lock, a hash of owner to count, and the two ways
-its first drafts go wrong: an inner release that deletes the whole key, and
-an acquire written as separate commands.
+The articles' reentrant lock, a hash of owner to count, and the three ways
+its drafts go wrong: an inner release that deletes the whole key, an acquire
+written as separate commands, and (beyond the articles) an owner named by
+thread id, which Python gives to the next thread.
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ from __future__ import annotations
 import threading
 import time
 
-from lockshop.workshop.labs import steps
-from lockshop.workshop.labs.record import Lab
+from lockshop.workshop.staging import steps
+from lockshop.workshop.staging.record import Lab
 from lockshop.workshop.labs.redis_leases import KEY, server_client
 
 # --- C13: asking again for a lock you hold ---------------------------------------------
@@ -123,6 +124,67 @@ def stage_acquire_in_steps(run) -> None:
         server_client(server).delete(KEY)
 
 
+# --- C49: an owner named by its thread id ---------------------------------------------------
+
+def _in_a_thread(action, wanted_id: int | None = None) -> tuple[int, object]:
+    """Run ``action`` in a new thread that then ends: (its thread id, what it returned).
+
+    With ``wanted_id``, only in a thread Python gave that id: threads are
+    started (and end at once) until one gets it, so the lab does not hang on
+    the luck of who was started in between.
+    """
+    for _ in range(200):
+        ran: list[tuple[int, object]] = []
+
+        def body() -> None:
+            ident = threading.get_ident()
+            if wanted_id is None or ident == wanted_id:
+                ran.append((ident, action()))
+
+        thread = threading.Thread(target=body)
+        thread.start()
+        thread.join()
+        if ran:
+            return ran[0]
+    raise RuntimeError(f"no new thread was given the id {wanted_id} in 200 tries")
+
+
+def stage_recycled_owner(run) -> None:
+    """A worker thread dies holding product:1; the next thread gets its id and asks."""
+    server, = run.parts.redis()
+    for half, strategy, how in (
+            ("broken", "redis_reentrant_thread_id", "the owner is host:pid:thread id, as "
+                                                    "Redisson's UUID:threadId in Java"),
+            ("fix", "redis_reentrant", "the owner is a name made for each thread when it first "
+                                       "asks, with a random part")):
+        getattr(run, half)(strategy, how)
+        factory = run.open_locks(strategy, redis_url=server.url, lease_ms=5000)
+
+        def ask() -> bool:
+            return factory.lock("product:1").acquire(blocking=False)
+
+        dead_id, a_holds = _in_a_thread(ask)
+        run.check("worker A takes product:1, then ends without releasing (an exception on a "
+                  "path that skips the release)",
+                  expected="A's lock stays until its lease runs out",
+                  observed=f"A acquired: {a_holds}; owners in the hash: "
+                           f"{server_client(server).hlen(KEY)}",
+                  agrees=a_holds and server_client(server).hlen(KEY) == 1)
+        _, b_got_in = _in_a_thread(ask, wanted_id=dead_id)
+        owners = server_client(server).hgetall(KEY)
+        observed = f"B has A's thread id; B got in: {b_got_in}; count in the hash: " \
+                   f"{', '.join(v.decode() for v in owners.values())}"
+        if half == "broken":
+            run.check("worker B, given A's thread id by Python, asks without waiting",
+                      expected="B is taken for A and re-enters: A's section and B's at once",
+                      observed=observed, agrees=b_got_in)
+        else:
+            run.check("worker B, given A's thread id by Python, asks without waiting",
+                      expected="refused: B is another owner, whatever its thread id",
+                      observed=observed, agrees=not b_got_in)
+        server_client(server).delete(KEY)
+
+
 LABS = (
     Lab("C13", "redis_reentrant", "A non-reentrant lock deadlocks on its holder; a hash of "
         "owner to count fixes it", ("A0",), ("redis",), 1, stage_reentrant),
@@ -131,4 +193,7 @@ LABS = (
         stage_inner_release),
     Lab("C28", "redis_reentrant_steps", "A reentrant acquire in separate commands lets two "
         "owners in; one Lua script does not", ("A0",), ("redis",), 2, stage_acquire_in_steps),
+    Lab("C49", "redis_owner_thread_id", "An owner named by thread id lets the next thread "
+        "into a dead thread's lock (Python reuses thread ids); an owner made per thread does "
+        "not", (), ("redis",), 1, stage_recycled_owner),
 )

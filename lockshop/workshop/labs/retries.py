@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from lockshop.cluster.client import ShopClient
 from lockshop.cluster.launcher import Cluster
-from lockshop.workshop.labs.record import Lab
+from lockshop.workshop.staging.record import Lab
 from shop.config import Config
 
 DELAY_MS = 600

@@ -14,7 +14,7 @@ import threading
 from locks import Backends
 from lockshop.cluster.client import ShopClient
 from lockshop.cluster.launcher import Cluster
-from lockshop.workshop.labs.record import Lab
+from lockshop.workshop.staging.record import Lab
 from shop.config import Config
 from shop.errors import SoldOut
 from shop.orders.order_path import OrderContext, OrderRequest
@@ -31,6 +31,7 @@ DELAY_MS = 100
 
 def flash_sale(run, strategy: str, **backends) -> dict:
     """BUYERS buy one unit each of a product with STOCK, all at once, under ``strategy``."""
+    strategy = run.version(strategy)
     sessions = run.shop_database(ProductSpec("x", "Lab item", ProductKind.ITEM, stock=STOCK))
     strategies = Strategies(Backends(**backends), "sqlite")
     place = strategies.runner(strategy)
@@ -137,7 +138,7 @@ def stage_thread_lock(run) -> None:
             for spread, urls in (("one instance", cluster.urls[:1]),
                                  ("two instances (two processes)", cluster.urls)):
                 admin.reset([{"sku": "x", "stock": STOCK}])
-                admin.set_settings(strategy=strategy, business_delay_ms=DELAY_MS,
+                admin.set_settings(strategy=run.version(strategy), business_delay_ms=DELAY_MS,
                                    job_interval_ms=0)
                 _sale_over_http(urls)
                 product = admin.audit()["products"][0]

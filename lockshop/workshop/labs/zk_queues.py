@@ -12,8 +12,9 @@ import threading
 import time
 
 import locks
-from lockshop.workshop.labs import steps
-from lockshop.workshop.labs.record import Lab
+from lockshop.cluster.zookeeper_servers import four_letter_word
+from lockshop.workshop.staging import steps
+from lockshop.workshop.staging.record import Lab
 
 # --- C19: the herd, and the queue that avoids it ------------------------------------------------
 
@@ -29,34 +30,53 @@ def stage_herd(run) -> None:
             ("fix", "zk_fair", "sequential nodes, each waiter watching the one just before it",
              "each release wakes one waiter: 5", lambda wakeups: wakeups == WAITERS)):
         getattr(run, half)(strategy, how)
-        wakeups = _waiters_take_turns(run, strategy, zk.address)
+        wakeups, served = waiters_take_turns(
+            zk, lambda: run.open_locks(strategy, zk_hosts=zk.address))
         run.check(f"a holder and {WAITERS} waiters, each with its own session; they take turns",
-                  expected=expected, observed=f"{wakeups} wake-ups",
-                  agrees=agrees(wakeups))
+                  expected=expected, observed=f"{wakeups} wake-ups ({served} served)",
+                  agrees=agrees(wakeups) and served == WAITERS)
 
 
-def _waiters_take_turns(run, strategy: str, zk_hosts: str) -> int:
-    holder = run.open_locks(strategy, zk_hosts=zk_hosts).lock("herd")
+def waiters_take_turns(zk, open_factory, waiters: int = WAITERS) -> tuple[int, int]:
+    """A holder and ``waiters`` waiters, each on a factory (a session) of its own from
+    ``open_factory()``, take turns at the lock "herd". Returns how many times a
+    waiter was woken by a watch, and how many got the lock.
+
+    Nobody releases until every waiter still waiting watches again, as ZooKeeper
+    itself lists them (``wchp``): so the count is exact, one wake-up per watcher
+    per release, and never short because a waiter was still racing."""
+    holder_factory = open_factory()
+    holder = holder_factory.lock("herd")
     holder.acquire()
-    factories = [run.open_locks(strategy, zk_hosts=zk_hosts) for _ in range(WAITERS)]
-    before = _wakeups(strategy)
-    queued = threading.Barrier(WAITERS + 1)
+    factories = [open_factory() for _ in range(waiters)]
+    waiting = {factory.client.client_id[0] for factory in factories}  # their sessions
+    before = _wakeups(holder_factory.strategy.name)
+    served: list[int] = []
+
+    def all_watch() -> bool:
+        return waiting <= sessions_watching(zk)
 
     def waiter(factory) -> None:
-        lock = factory.lock("herd", timeout=30)
-        queued.wait()
-        with lock:
-            time.sleep(0.05)  # long enough for the others to watch again
+        with factory.lock("herd", timeout=30):
+            waiting.discard(factory.client.client_id[0])
+            served.append(1)
+            _wait_until(all_watch, "the waiters left to watch again")
 
     threads = [threading.Thread(target=waiter, args=(f,)) for f in factories]
     for thread in threads:
         thread.start()
-    queued.wait()
-    time.sleep(0.3)  # every waiter has tried once and is watching
+    _wait_until(all_watch, "every waiter to try once and watch")
     holder.release()
     for thread in threads:
         thread.join(30)
-    return _wakeups(strategy) - before
+    return _wakeups(holder_factory.strategy.name) - before, len(served)
+
+
+def sessions_watching(zk) -> set[int]:
+    """The sessions that watch a node on the server ``zk`` now (``wchp``)."""
+    listing = four_letter_word(zk.port, "wchp", zk.host.address)
+    return {int(line, 16) for line in map(str.strip, listing.splitlines())
+            if line.startswith("0x")}
 
 
 def _wakeups(strategy: str) -> int:
@@ -68,6 +88,10 @@ def _wakeups(strategy: str) -> int:
 FIRST_WAITER = """
 import sys, time, locks
 from locks import Backends
+from locks.custom import register_spec
+from shop.config import Config
+for plugged_in in Config.from_env().extra_locks:  # a student's lock (lab --lock)
+    register_spec(plugged_in)
 factory = locks.open_factory(sys.argv[1], Backends(zk_hosts=sys.argv[2]))
 deadline = time.monotonic() + 10
 while not factory.available() and time.monotonic() < deadline:
@@ -91,7 +115,8 @@ def stage_arrival_order(run) -> None:
         getattr(run, half)(strategy, how)
         holder = run.open_locks(strategy, zk_hosts=zk.address).lock("product:1")
         holder.acquire()
-        with subprocess.Popen([sys.executable, "-c", FIRST_WAITER, strategy, zk.address],
+        with subprocess.Popen([sys.executable, "-c", FIRST_WAITER, run.version(strategy),
+                               zk.address],
                               stdout=subprocess.PIPE, text=True) as first:
             first.stdout.readline()  # "waiting": it is about to ask
             time.sleep(0.5)  # it has asked, and waits (watching)
@@ -165,11 +190,11 @@ def stage_look_again(run) -> None:
             w2.release()
 
 
-def _wait_until(condition, seconds: float = 10.0) -> None:
+def _wait_until(condition, what: str = "the queue to form", seconds: float = 10.0) -> None:
     deadline = time.monotonic() + seconds
     while not condition():
         if time.monotonic() > deadline:
-            raise TimeoutError("the lab's queue never formed")
+            raise TimeoutError(f"the lab waited {seconds:g} s for {what}")
         time.sleep(0.01)
 
 
@@ -283,7 +308,7 @@ def stage_writer_not_starved(run) -> None:
                 first_released = True
         for thread in readers:
             thread.join()
-        _wait_until(lambda: writer_waited, 10)
+        _wait_until(lambda: writer_waited, "the writer")
         observed = (f"readers that went ahead of the waiting writer: {sum(overtook)} of "
                     f"{len(overtook)}; the writer waited {writer_waited[0]:.1f} s")
         if half == "broken":

@@ -13,9 +13,9 @@ import time
 
 from locks import Backends
 from lockshop.cluster.faults import expire_session
-from lockshop.workshop.labs import steps
-from lockshop.workshop.labs.holders import holder_process
-from lockshop.workshop.labs.record import Lab
+from lockshop.workshop.staging import steps
+from lockshop.workshop.staging.holders import holder_process
+from lockshop.workshop.staging.record import Lab
 from shop.orders.order_path import (
     OrderContext,
     OrderRequest,
@@ -41,6 +41,7 @@ def stage_ticket_offices(run) -> None:
         seats = tuple(f"A{n}" for n in range(1, 7))
         sessions = run.shop_database(ProductSpec("show", "Show", ProductKind.TICKET,
                                                  seats=seats))
+        strategy = run.version(strategy)
         strategies = Strategies(Backends(zk_hosts=zk.address), "sqlite")
         place = strategies.runner(strategy)
         context = OrderContext("lab", strategy, business_delay_ms=100, lock_timeout_ms=10_000)
@@ -82,8 +83,8 @@ def stage_ephemeral(run) -> None:
                                       "deletes it"),
             ("fix", "zk_simple", "an ephemeral node: it lives as long as its holder's session")):
         getattr(run, half)(strategy, how)
-        with holder_process(strategy, redis_url=redis_server.url, zk_hosts=zk.address,
-                            lease_ms=SESSION_MS) as said:
+        with holder_process(run.version(strategy), redis_url=redis_server.url,
+                            zk_hosts=zk.address, lease_ms=SESSION_MS) as said:
             pass  # it holds the lock; leaving the block kills it
         run.check("a process takes the lock of product:1 and is killed (SIGKILL)",
                   expected="it held the lock, and dies without releasing it",

@@ -21,10 +21,10 @@ import redis
 
 import locks
 from locks import Backends, LockFactory
-from lockshop.cluster import network as hosts
+from lockshop.cluster.network import Network, unavailable
 from lockshop.cluster.redis_servers import RedisServer
 from lockshop.cluster.zookeeper_servers import ZooKeeperEnsemble, ZooKeeperServer
-from lockshop.workshop.labs.record import BROKEN, FIX, MEASURE, Lab, LabRecord, Step
+from lockshop.workshop.staging.record import BROKEN, FIX, MEASURE, Lab, LabRecord, Step
 from shop.app import create_schema
 from shop.store.db import make_engine, make_sessions
 from shop.store.models import ProductKind
@@ -48,7 +48,7 @@ class Parts:
         self._stack = ExitStack()
         self._redis: list[RedisServer] = []
         self._zookeeper: ZooKeeperServer | None = None
-        self._network: hosts.Network | None = None
+        self._network: Network | None = None
         self._folders = count(1)
 
     def folder(self, label: str) -> Path:
@@ -75,14 +75,14 @@ class Parts:
             self._zookeeper.start()
         return self._zookeeper
 
-    def network(self) -> hosts.Network:
+    def network(self) -> Network:
         """Hosts on this machine (network namespaces), every link working; the lab is
         skipped, saying why, where they cannot be made (not root, no nftables)."""
         if self._network is None:
-            problem = hosts.unavailable()
+            problem = unavailable()
             if problem:
                 raise LabSkipped(f"cannot make hosts on this machine: {problem}")
-            self._network = self._stack.enter_context(hosts.Network())
+            self._network = self._stack.enter_context(Network())
         self._network.heal()
         return self._network
 
@@ -100,6 +100,22 @@ class Parts:
         self.close()
 
 
+#: A lock strategy that stands in for the fix half's own (``lockshop lab ID --lock``): a
+#: student's lock, put through the very steps the project's fix passes.
+_stand_in: str | None = None
+
+
+@contextmanager
+def standing_in(strategy: str) -> Iterator[None]:
+    """Labs run in here use ``strategy`` wherever their fix half uses a lock of its family."""
+    global _stand_in
+    _stand_in = strategy
+    try:
+        yield
+    finally:
+        _stand_in = None
+
+
 class LabRun:
     """One lab being staged: what its steps call."""
 
@@ -112,6 +128,9 @@ class LabRun:
         self._on_step = on_step
         self._on_half = on_half
         self._opened: list[LockFactory] = []
+        #: Whether the stand-in was used: a lab whose fix takes no lock of its family
+        #: cannot show anything about it.
+        self.stood_in = False
 
     # --- the halves and their steps -----------------------------------------------
 
@@ -119,7 +138,18 @@ class LabRun:
         self._start_half(BROKEN, version, how)
 
     def fix(self, version: str, how: str) -> None:
+        if _stand_in is not None:
+            how = f"your lock, {_stand_in}, standing in for {version} ({how})"
         self._start_half(FIX, version, how)
+
+    def version(self, strategy: str) -> str:
+        """The strategy this half runs where the lab asks for ``strategy``: the stand-in
+        (a student's lock of the same family) in the fix half, else ``strategy`` itself."""
+        if (self._half == FIX and _stand_in is not None and strategy in locks.names()
+                and locks.get(strategy).requires == locks.get(_stand_in).requires):
+            self.stood_in = True
+            return _stand_in
+        return strategy
 
     def measure(self, versions: str, how: str) -> None:
         self._start_half(MEASURE, versions, how)
@@ -146,7 +176,7 @@ class LabRun:
 
     def open_locks(self, strategy: str, **backends) -> LockFactory:
         """A lock factory of ``strategy``, closed when the lab ends."""
-        factory = locks.open_factory(strategy, Backends(**backends))
+        factory = locks.open_factory(self.version(strategy), Backends(**backends))
         self._opened.append(factory)
         if "zk_hosts" in backends:
             deadline = time.monotonic() + 10
@@ -185,6 +215,10 @@ class LabRun:
         elif not self.lab.measured and halves != {BROKEN, FIX}:
             record.verdict = "does not hold"
             record.reason = "the lab did not stage both halves"
+        elif _stand_in is not None and not self.stood_in:
+            record.verdict = "skipped"
+            record.reason = (f"its fix half takes no lock of the family of {_stand_in}: "
+                             "your lock had nothing to stand in for")
         else:
             record.verdict = "holds"
 

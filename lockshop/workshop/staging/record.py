@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
-#: The articles, by the short names CLAIMS.md uses.
+#: The articles, by their ids (the handbook's References page names them in full).
 ARTICLES = {
     "A0": "分布式锁 (why locks; Redis from SETNX to Lua; ZooKeeper)",
     "A1": "关于分布式锁 (8 SMS from 8 Tomcats; database, Redis, ZooKeeper locks)",
@@ -19,7 +19,7 @@ ARTICLES = {
 }
 
 BROKEN, FIX = "broken", "fix"
-#: The one half of a measured claim: figures side by side, and which way they point.
+#: The one half of a measured lesson: figures side by side, and which way they point.
 MEASURE = "measure"
 
 
@@ -60,7 +60,7 @@ class LabRecord:
 
 @dataclass(frozen=True)
 class Lab:
-    """One claim of CLAIMS.md, staged: the broken version, then the fix, same steps."""
+    """One lesson of the articles, staged: the broken version, then the fix, same steps."""
 
     id: str  # "C11"
     name: str  # readable, for the command line: "redis_plain_del"
@@ -72,5 +72,5 @@ class Lab:
     seconds: int
     #: Stages both halves; see ``lockshop.workshop.labs.stage.LabRun``.
     stage: Callable
-    #: A measured claim (C23, C34, C43): figures, not a failure and its fix.
+    #: A measured lesson (C23, C34, C43): figures, not a failure and its fix.
     measured: bool = False
