@@ -2,10 +2,12 @@
 
 Errors end with one readable line on stderr and a non-zero exit:
 2 for bad input or a failed start, 1 for an audit that is not correct.
+It speaks the language of ``--lang`` or of the environment (``lockshop.cli.language``).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 
@@ -13,15 +15,20 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from locks import UnknownStrategy
 from lockshop.cli.commands import CliError
+from lockshop.cli.language import choose_language
 from lockshop.cli.parser import build_parser
 from lockshop.cluster.client import ShopClientError
 from lockshop.cluster.processes import StartError
 from shop.config import Config, ConfigError
 from shop.errors import ShopError
+from shop.i18n import _
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv, language_problem = choose_language(sys.argv[1:] if argv is None else argv, os.environ)
     parser = build_parser()
+    if language_problem:
+        parser.error(language_problem)
     args = parser.parse_args(argv)
     try:
         config = Config.from_env(**_overrides(args))
@@ -30,7 +37,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except (CliError, ConfigError, ShopClientError, ShopError, StartError, UnknownStrategy,
             SQLAlchemyError, OSError, ValueError) as error:
-        print(f"lockshop: error: {_one_line(error)}", file=sys.stderr)
+        # argparse's own error line, so that both kinds read alike in every language
+        print(_("%(prog)s: error: %(message)s\n", prog="lockshop", message=_one_line(error)),
+              end="", file=sys.stderr)
         return 2
 
 
@@ -39,5 +48,8 @@ def _overrides(args) -> dict:
 
 
 def _one_line(error: BaseException) -> str:
+    if isinstance(error, UnknownStrategy):  # from locks/, which speaks English only
+        return _("unknown strategy '%(name)s'; known: %(known)s", name=error.name,
+                 known=", ".join(error.known))
     text = str(error).strip().splitlines()
     return text[0] if text else type(error).__name__

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import faulthandler
+import inspect
 import json
 import logging
 import signal
@@ -21,6 +22,7 @@ from lockshop.cluster.scratch import DEFAULT_SERVERS
 from lockshop.table import format_table
 from shop.app import create_schema
 from shop.config import Config, locks_backends
+from shop.i18n import N_, _
 from shop.orders.strategies import Strategies, all_strategies
 from shop.store.audit import take_audit
 from shop.store.db import backend_name, make_engine, make_sessions, normalise_url
@@ -36,7 +38,7 @@ class CliError(Exception):
 # --- commands -------------------------------------------------------------------
 
 def cmd_up(args: argparse.Namespace, config: Config) -> int:
-    from lockshop.cluster import network as hosts
+    from lockshop.cluster.network import Network, unavailable
     from lockshop.cluster.servers import own_servers
 
     _raise_on_sigterm()
@@ -45,10 +47,10 @@ def cmd_up(args: argparse.Namespace, config: Config) -> int:
     with ExitStack() as stack:
         network = None
         if args.hosts:
-            problem = hosts.unavailable()
+            problem = unavailable()
             if problem:
                 raise CliError(f"--hosts: cannot make hosts on this machine: {problem}")
-            network = stack.enter_context(hosts.Network())
+            network = stack.enter_context(Network())
         postgres = None
         if args.database == "postgresql":
             postgres, config = _postgres_of_its_own(config, network, stack)
@@ -93,14 +95,14 @@ def _serve(servers, args: argparse.Namespace, network=None) -> int:
         control = Control(cluster, servers.started, cluster.config, args.runtime_dir / "console")
         control_server.serve(control)
         try:
-            _say_what_runs(cluster, config, control_server.url)
+            _say_what_runs(cluster, config, control_server.url, control.room.code)
             return _watch(cluster)
         finally:
             control_server.close()
             control.close()
 
 
-def _say_what_runs(cluster, config: Config, control_url: str) -> None:
+def _say_what_runs(cluster, config: Config, control_url: str, room_code: str) -> None:
     print(f"lockshop: {len(cluster.instances)} instance(s) on "
           f"{_describe_db(cluster.config.database_url)}")
     if config.redis_url:
@@ -112,6 +114,9 @@ def _say_what_runs(cluster, config: Config, control_url: str) -> None:
     for instance in cluster.instances:
         print(f"  {instance.name}  {instance.url}   (log: {instance.log_path})")
     print(f"  control (labs, faults, sales): {control_url}")
+    print("  " + _("room code %(code)s: students post their exercise checks to the board with "
+                   "lockshop exercise check N FILE --report %(url)s --room %(code)s --name NAME",
+                   code=room_code, url=control_url))
     if cluster.network is not None:
         lan = cluster.network.as_dict()
         print(f"  hosts on bridge {lan['bridge']} (this machine: {lan['machine']}): "
@@ -147,6 +152,7 @@ def _watch(cluster) -> int:
 def cmd_demo(args: argparse.Namespace, config: Config) -> int:
     from lockshop.workshop.demo import run_demo
 
+    _check_names(_names(args.strategies))  # a typo is said now, not after the start
     return run_demo(config, instances=args.instances, users=args.users,
                     run_time_s=args.run_time, business_delay_ms=args.business_delay_ms,
                     strategies=_names(args.strategies), keep=args.keep,
@@ -159,7 +165,8 @@ def cmd_soak(args: argparse.Namespace, config: Config) -> int:
 
     problem = unavailable()
     if problem:
-        raise CliError(f"the soak runs on hosts of this machine, and cannot here: {problem}")
+        raise CliError(_("the soak runs on hosts of this machine, and cannot here: %(problem)s",
+                         problem=problem))
     logging.getLogger("kazoo").setLevel(logging.CRITICAL)
     logging.getLogger("locks").setLevel(logging.ERROR)
     _raise_on_sigterm()  # namespaces, servers and instances go, as on Ctrl-C
@@ -169,19 +176,21 @@ def cmd_soak(args: argparse.Namespace, config: Config) -> int:
     soak.print_table(results)
     if args.json:
         args.json.write_text(json.dumps([r.as_dict() for r in results], indent=2))
-        print(f"figures: {args.json}")
+        print(_("figures: %(file)s", file=args.json))
     return 0 if all(r.correct for r in results) else 1
 
 
 def cmd_lab(args: argparse.Namespace, config: Config) -> int:
     from lockshop.workshop import labs
+    from lockshop.workshop.staging.runner import run_labs
 
     # A lab drops connections and kills servers on purpose: kazoo's warnings about it
     # would drown the steps that explain it.
     logging.getLogger("kazoo").setLevel(logging.CRITICAL)
     logging.getLogger("locks").setLevel(logging.ERROR)
     if args.article and args.article.upper() not in labs.ARTICLES:
-        raise CliError(f"no article {args.article!r}; choose from {', '.join(labs.ARTICLES)}")
+        raise CliError(_("no article %(article)r; choose from %(articles)s",
+                         article=args.article, articles=", ".join(labs.ARTICLES)))
     if args.name == "list":
         if args.json:
             print(json.dumps([{"id": lab.id, "name": lab.name, "title": lab.title,
@@ -199,16 +208,33 @@ def cmd_lab(args: argparse.Namespace, config: Config) -> int:
         try:
             chosen = [labs.find(args.name)]
         except KeyError:
-            raise CliError(f"no lab named {args.name!r}; 'lockshop lab list' lists them") from None
+            raise CliError(_("no lab named %(name)r; 'lockshop lab list' lists them",
+                             name=args.name)) from None
+    if args.source:
+        for lab in chosen:
+            print(lab_source(lab))
+        return 0
     _check_lab_needs(chosen)
     rounds = []
     for number in range(1, args.repeat + 1):
         if args.repeat > 1 and not args.json:
-            print(f"--- round {number} of {args.repeat}", flush=True)
-        rounds.append(labs.run_labs(chosen, as_json=args.json))
+            print(_("--- round %(number)s of %(rounds)s", number=number, rounds=args.repeat),
+                  flush=True)
+        rounds.append(run_labs(chosen, as_json=args.json))
     if not args.json:
         _summarise_labs(rounds)
     return 0 if all(r.verdict in ("holds", "skipped") for records in rounds for r in records) else 1
+
+
+def lab_source(lab) -> str:
+    """Where a lab is staged, ``path:line``, and the code that stages it."""
+    lines, first = inspect.getsourcelines(lab.stage)
+    path = Path(inspect.getsourcefile(lab.stage)).resolve()
+    try:
+        path = path.relative_to(Path.cwd())
+    except ValueError:
+        pass
+    return f"# {lab.id} {lab.name}: {path}:{first}\n" + "".join(lines)
 
 
 def _summarise_labs(rounds: list) -> None:
@@ -219,15 +245,17 @@ def _summarise_labs(rounds: list) -> None:
     skipped = sorted({r.id for r in records if r.verdict == "skipped"})
     failed = [r for r in records if r.verdict not in ("holds", "skipped")]
     if len(rounds) > 1:
-        print(f"\n{'lab':<5} {'held':>5}  seconds (min-max)")
+        print("\n" + _("lab    held  seconds (min-max)"))
         for lab_records in zip(*rounds, strict=True):
             held = sum(r.holds for r in lab_records)
             times = [r.seconds for r in lab_records]
             print(f"{lab_records[0].id:<5} {held:>2}/{len(lab_records):<2}  "
                   f"{min(times):g}-{max(times):g}")
-    print(f"{sum(r.holds for r in records)} of {len(records)} lab runs held"
-          + (f"; skipped: {', '.join(skipped)}" if skipped else "")
-          + (f"; did not hold: {', '.join(sorted({r.id for r in failed}))}" if failed else ""))
+    print(_("%(held)s of %(runs)s lab runs held", held=sum(r.holds for r in records),
+            runs=len(records))
+          + (_("; skipped: %(labs)s", labs=", ".join(skipped)) if skipped else "")
+          + (_("; did not hold: %(labs)s", labs=", ".join(sorted({r.id for r in failed})))
+             if failed else ""))
 
 
 def _chosen_labs(labs, article: str | None) -> list:
@@ -240,9 +268,11 @@ def _check_lab_needs(chosen) -> None:
 
     needs = {need for lab in chosen for need in lab.needs}
     if "redis" in needs and redis_server_binary() is None:
-        raise CliError("these labs need redis-server, which is not installed (./run installs it)")
+        raise CliError(_("these labs need redis-server, which is not installed (./run "
+                         "installs it)"))
     if "zookeeper" in needs and not zookeeper_installed():
-        raise CliError("these labs need ZooKeeper, which is not installed (./run installs it)")
+        raise CliError(_("these labs need ZooKeeper, which is not installed (./run "
+                         "installs it)"))
 
 
 def cmd_report(args: argparse.Namespace, config: Config) -> int:
@@ -251,8 +281,9 @@ def cmd_report(args: argparse.Namespace, config: Config) -> int:
     scenarios = _names(args.scenarios)
     unknown = sorted(set(scenarios or []) - set(SCENARIOS))
     if unknown:
-        raise CliError(f"unknown scenario(s) {', '.join(unknown)}; "
-                       f"choose from {', '.join(SCENARIOS)}")
+        raise CliError(_("unknown scenario(s) %(unknown)s; choose from %(known)s",
+                         unknown=", ".join(unknown), known=", ".join(SCENARIOS)))
+    _check_names(_names(args.strategies))
     return run_report(config, output=args.output, instances=args.instances, users=args.users,
                       run_time_s=args.run_time, business_delay_ms=args.business_delay_ms,
                       strategies=_names(args.strategies), scenarios=scenarios,
@@ -275,7 +306,7 @@ def cmd_bench(args: argparse.Namespace, config: Config) -> int:
         from lockshop.bench.redis_locks import bench_redis
         from lockshop.cluster.redis_servers import redis_server_binary
         if redis_server_binary() is None:
-            raise CliError("redis-server is not installed (./run installs it)")
+            raise CliError(_("redis-server is not installed (./run installs it)"))
         bench_redis(seconds=args.run_time or 3, output=output)
         return 0
     if args.family == "zookeeper":
@@ -283,8 +314,8 @@ def cmd_bench(args: argparse.Namespace, config: Config) -> int:
         from lockshop.cluster.redis_servers import redis_server_binary
         from lockshop.cluster.zookeeper_servers import zookeeper_installed
         if not zookeeper_installed() or redis_server_binary() is None:
-            raise CliError("the ZooKeeper benchmark needs ZooKeeper and redis-server "
-                           "(./run installs both)")
+            raise CliError(_("the ZooKeeper benchmark needs ZooKeeper and redis-server "
+                             "(./run installs both)"))
         bench_zookeeper(seconds=args.run_time or 3, output=output)
         return 0
     from lockshop.bench.database import bench_database
@@ -292,8 +323,8 @@ def cmd_bench(args: argparse.Namespace, config: Config) -> int:
     databases = _names(args.databases) or []
     unknown = sorted(set(databases) - {"sqlite", "postgresql", "mysql"})
     if unknown:
-        raise CliError(f"unknown database(s) {', '.join(unknown)}; "
-                       "choose from sqlite, postgresql, mysql")
+        raise CliError(_("unknown database(s) %(unknown)s; choose from sqlite, postgresql, "
+                         "mysql", unknown=", ".join(unknown)))
     names = _names(args.strategies)
     for name in names or []:
         known = [s.name for s in all_strategies()]
@@ -321,7 +352,7 @@ def cmd_audit(args: argparse.Namespace, config: Config) -> int:
 
 def cmd_reset(args: argparse.Namespace, config: Config) -> int:
     reset_products(_sessions(config, create=True))
-    print("products restored, orders deleted")
+    print(_("products restored, orders deleted"))
     return 0
 
 
@@ -336,37 +367,47 @@ def cmd_settings(args: argparse.Namespace, config: Config) -> int:
                        reminder_after_ms=args.reminder_after_ms)
     with sessions.begin() as session:
         current = read_settings(session, ClusterSettings.from_config(config))
-    print(f"strategy {current.strategy}, business delay {current.business_delay_ms} ms")
-    guard = "leader election" if current.job_guard == "leader" else "the strategy"
-    print(f"jobs every {current.job_interval_ms} ms (0: off), guarded by {guard}; unpaid orders "
-          f"expire after {current.unpaid_expiry_ms} ms, reminded after "
-          f"{current.reminder_after_ms} ms")
+    print(_("strategy %(strategy)s, business delay %(delay)s ms", strategy=current.strategy,
+            delay=current.business_delay_ms))
+    guard = _("leader election") if current.job_guard == "leader" else _("the strategy")
+    print(_("jobs every %(interval)s ms (0: off), guarded by %(guard)s; unpaid orders expire "
+            "after %(expiry)s ms, reminded after %(reminder)s ms",
+            interval=current.job_interval_ms, guard=guard, expiry=current.unpaid_expiry_ms,
+            reminder=current.reminder_after_ms))
     return 0
 
 
 def cmd_strategies(args: argparse.Namespace, config: Config) -> int:
-    rows = [(s.name, s.family, "yes" if s.correct_across_instances else "no",
+    rows = [(s.name, s.family, _("yes") if s.correct_across_instances else _("no"),
              ", ".join(s.requires) or "-", s.summary) for s in all_strategies()]
-    print(format_table(("name", "family", "correct across instances", "needs", "what it is"),
-                       rows))
+    print(format_table([_(h) for h in STRATEGY_HEADERS], rows))
     return 0
 
 
 # --- helpers --------------------------------------------------------------------
 
+STRATEGY_HEADERS = (N_("name"), N_("family"), N_("correct across instances"), N_("needs"),
+                    N_("what it is"))
+AUDIT_HEADERS = (N_("id"), N_("sku"), N_("kind"), N_("initial"), N_("remaining"), N_("sold"),
+                 N_("oversold"), N_("lost updates"), N_("double-booked"), N_("retries"),
+                 N_("stale writes"), N_("correct"))
+
+
 def format_audit(audit: dict) -> str:
     rows = [(p["product_id"], p["sku"], p["kind"], p["initial"], p["remaining"], p["sold"],
              p["oversold"], p["lost_updates"], p["double_booked_seats"], p["retries"],
-             p["stale_writes_rejected"], "yes" if p["correct"] else "NO") for p in audit["products"]]
-    table = format_table(("id", "sku", "kind", "initial", "remaining", "sold", "oversold",
-                          "lost updates", "double-booked", "retries", "stale writes", "correct"),
-                         rows)
+             p["stale_writes_rejected"], _("yes") if p["correct"] else _("NO"))
+            for p in audit["products"]]
+    table = format_table([_(h) for h in AUDIT_HEADERS], rows)
     jobs = audit["jobs"]
-    return (f"{table}\n\njobs: {jobs['runs']} runs for {jobs['fire_times']} fire times "
-            f"({jobs['duplicate_runs']} duplicate), {jobs['orders_expired']} orders expired "
-            f"({jobs['stock_restored_more_than_once']} restorations too many), "
-            f"{jobs['reminders']} reminders ({jobs['duplicate_reminders']} duplicate)\n"
-            f"audit: {'correct' if audit['correct'] else 'NOT correct'}")
+    return (table + "\n\n" + _(
+        "jobs: %(runs)s runs for %(fire_times)s fire times (%(duplicate_runs)s duplicate), "
+        "%(expired)s orders expired (%(restored)s restorations too many), %(reminders)s "
+        "reminders (%(duplicate_reminders)s duplicate)", runs=jobs["runs"],
+        fire_times=jobs["fire_times"], duplicate_runs=jobs["duplicate_runs"],
+        expired=jobs["orders_expired"], restored=jobs["stock_restored_more_than_once"],
+        reminders=jobs["reminders"], duplicate_reminders=jobs["duplicate_reminders"])
+        + "\n" + (_("audit: correct") if audit["correct"] else _("audit: NOT correct")))
 
 
 def _sessions(config: Config, create: bool = False):
@@ -374,12 +415,20 @@ def _sessions(config: Config, create: bool = False):
     if backend_name(url) == "sqlite" and not create:
         path = make_url(url).database
         if not path or not Path(path).is_file():
-            raise CliError(f"no database at {path}: start the shop with 'lockshop up' "
-                           "or set LOCKSHOP_DATABASE_URL / --database-url")
+            raise CliError(_("no database at %(path)s: start the shop with 'lockshop up' "
+                             "or set LOCKSHOP_DATABASE_URL / --database-url", path=path))
     from lockshop.cluster.launcher import absolute_sqlite_url
     engine = make_engine(absolute_sqlite_url(url))
     create_schema(engine)
     return make_sessions(engine)
+
+
+def _check_names(names: list[str] | None) -> None:
+    """``UnknownStrategy`` for a name no strategy has (whether it runs here is checked later)."""
+    known = [s.name for s in all_strategies()]
+    for name in names or []:
+        if name not in known:
+            raise UnknownStrategy(name, known)
 
 
 def _server_admin_url(args: argparse.Namespace) -> str | None:

@@ -18,6 +18,10 @@ CORS headers: the console's page comes from a shop instance, on another port.
                                                "loss_percent": 0, "to": [hosts] or absent}
     POST /control/network/heal                every link works again, at full speed
                                               (all three only with ``lockshop up --hosts``)
+    GET  /control/exercises                   every exercise and what it asks
+    POST /control/room/results                a student's result (X-Room-Code, not the token)
+    GET  /control/room                        the room board: each student's latest results
+    GET  /handbook/...                        the handbook (built on first use if need be)
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import hmac
 import threading
 from pathlib import Path
 
-from flask import Flask, Response, jsonify, request
+from flask import Flask, Response, jsonify, request, send_from_directory
 from werkzeug.exceptions import HTTPException
 from werkzeug.serving import make_server
 
@@ -36,11 +40,15 @@ from lockshop.cluster.launcher import Cluster
 from lockshop.cluster.network import Link, NetworkError
 from lockshop.cluster.processes import ServerProcess, process_state
 from lockshop.control import Busy
+from lockshop.control.handbook import Handbook
 from lockshop.control.labs import LabRunner, catalogue
+from lockshop.control.room import MAX_BYTES, Room, RoomRefused
+from lockshop.exercises import catalogue as catalogue_of_exercises
 from lockshop.control.sales import BadSale, SaleRequest, SaleRunner
 from lockshop.control.timeline import collect_holds
 from shop.config import Config
 
+ROOM_RESULTS = "/control/room/results"
 INSTANCE_ACTIONS = ("pause", "resume", "kill", "restart", "expire-session")
 SERVER_ACTIONS = ("stop", "start")
 
@@ -68,6 +76,8 @@ class Control:
         self.network = cluster.network
         self.labs = LabRunner(runtime / "labs")
         self.sales = SaleRunner(cluster, config.admin_token, runtime / "sales")
+        self.handbook = Handbook(runtime)
+        self.room = Room([exercise["id"] for exercise in catalogue_of_exercises()])
         #: One fault at a time: a restart takes seconds, and a second click must wait.
         self._acting = threading.Lock()
 
@@ -83,6 +93,9 @@ class Control:
             "lab": lab.as_dict() if lab else None,
             "sale": sales[-1].number if sales else None,
             "network": self.network.as_dict() if self.network else None,
+            # The instructor's page shows it to the room; anyone who can read the
+            # console is in the room.
+            "room_code": self.room.code,
         }
 
     def partition(self, side_a: object, side_b: object, one_way: object = False) -> None:
@@ -222,8 +235,8 @@ def control_app(control: Control) -> Flask:
     def require_token_to_act():
         if request.method == "OPTIONS":
             return Response(status=204)  # a CORS preflight: the headers below say it all
-        if request.method == "GET" or not token:
-            return None
+        if request.method == "GET" or not token or request.path == ROOM_RESULTS:
+            return None  # a student's result needs the room code, not the admin token
         scheme, _, given = request.headers.get("Authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(),
                                                                  token.encode()):
@@ -233,7 +246,8 @@ def control_app(control: Control) -> Flask:
     @app.after_request
     def allow_the_console(response: Response) -> Response:
         response.headers["Access-Control-Allow-Origin"] = "*"
-        response.headers["Access-Control-Allow-Headers"] = "Authorization, Content-Type"
+        response.headers["Access-Control-Allow-Headers"] = ("Authorization, Content-Type, "
+                                                            "X-Room-Code")
         response.headers["Access-Control-Allow-Methods"] = "GET, POST"
         return response
 
@@ -316,6 +330,35 @@ def control_app(control: Control) -> Flask:
     def heal():
         control.heal()
         return jsonify(control.state())
+
+    @app.get("/handbook/")
+    @app.get("/handbook/<path:page>")
+    def handbook(page: str = "index.html"):
+        folder = control.handbook.folder()
+        if folder is None:
+            raise ControlError(404, "the handbook is not built here: ./run docs build")
+        if page.endswith("/"):
+            page += "index.html"
+        return send_from_directory(folder, page)
+
+    @app.get("/control/exercises")
+    def exercises():
+        return jsonify({"exercises": catalogue_of_exercises()})
+
+    @app.post(ROOM_RESULTS)
+    def room_result():
+        if (request.content_length or 0) > MAX_BYTES:
+            raise ControlError(400, f"a result is at most {MAX_BYTES} bytes")
+        try:
+            kept = control.room.post(request.headers.get("X-Room-Code"),
+                                     request.get_data(cache=False))
+        except RoomRefused as refused:
+            raise ControlError(refused.status, refused.message) from None
+        return jsonify(kept), 201
+
+    @app.get("/control/room")
+    def room():
+        return jsonify(control.room.board())
 
     @app.get("/control/holds")
     def holds():

@@ -1,0 +1,105 @@
+"""The business rule as the judge: a flash sale across three shop instances.
+
+Three instances (separate processes, as three servers would be) sell with
+the student's lock, plugged in as a strategy; buyers arrive together at all
+three, for five units of an item and for the seats of a ticket. The shop's
+audit, read from the database, is the verdict: nothing oversold, no seat
+sold twice, and no two holds of one lock that overlapped and both wrote.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import replace
+
+from lockshop.cluster.client import ShopClient
+from lockshop.cluster.launcher import Cluster
+from lockshop.exercises.grading import Check, Grading
+from shop.config import Config
+from shop.i18n import _, lazy_gettext
+
+INSTANCES = 3
+STOCK = 5
+SEATS = 3
+BUYERS = 12
+DELAY_MS = 60
+TOKEN = "exercise"
+
+
+def flash_sale(grading: Grading) -> tuple[str, bool]:
+    folder = grading.runtime / "sale"
+    backends = grading.backends(lease_ms=5000)
+    config = Config(database_url=f"sqlite:///{folder / 'shop.db'}",
+                    redis_url=backends.redis_url, zk_hosts=backends.zk_hosts,
+                    lock_lease_ms=5000, lock_timeout_ms=30_000, admin_token=TOKEN,
+                    extra_locks=(f"exercise={grading.spec}",), strategy="exercise",
+                    job_interval_ms=0)
+    folder.mkdir(parents=True, exist_ok=True)
+    with Cluster(config, instances=INSTANCES, runtime_dir=folder) as cluster:
+        shops = [ShopClient(url, TOKEN, timeout=60) for url in cluster.urls]
+        shops[0].reset([{"sku": "item", "stock": STOCK},
+                        {"sku": "ticket", "kind": "ticket", "seats": SEATS}])
+        shops[0].set_settings(strategy="exercise", business_delay_ms=DELAY_MS,
+                              job_interval_ms=0)
+        since = time.time()
+        answers = _buyers_at_once(shops)
+        audit = shops[0].audit()
+        holds = _overlaps(cluster, since)
+    item, ticket = audit["products"]
+    observed = _("item: sold %(sold)s of %(stock)s, oversold %(oversold)s; ticket: %(seats_sold)s "
+                 "seats of %(seats)s, double-booked %(double)s; overlapping holds that both "
+                 "wrote: %(both)s; answers %(answers)s",
+                 sold=item["sold"], stock=STOCK, oversold=item["oversold"],
+                 seats_sold=ticket["sold"], seats=SEATS, double=ticket["double_booked_seats"],
+                 both=holds["both_wrote"], answers=", ".join(sorted(set(map(str, answers)))))
+    passed = (item["oversold"] == 0 and ticket["double_booked_seats"] == 0
+              and ticket["oversold"] == 0 and holds["both_wrote"] == 0
+              and item["sold"] == STOCK and ticket["sold"] == SEATS)
+    return observed, passed
+
+
+def _buyers_at_once(shops: list[ShopClient]) -> list:
+    """BUYERS buyers of the item and as many of the ticket, spread over the instances."""
+    start = threading.Barrier(2 * BUYERS)
+    answers: list = []
+
+    def buyer(n: int, product: int) -> None:
+        start.wait()
+        answers.append(shops[n % len(shops)].order(product))
+
+    threads = [threading.Thread(target=buyer, args=(n, product), daemon=True)
+               for product in (1, 2) for n in range(BUYERS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    return answers
+
+
+def _overlaps(cluster: Cluster, since: float) -> dict:
+    from lockshop.control.timeline import collect_holds, overlap_audit
+    instances = {instance.name: instance.url for instance in cluster.instances}
+    return overlap_audit(collect_holds(instances, since, labs=False, timeout=5))
+
+
+def checks(family: str) -> tuple[Check, ...]:
+    """The sale, named for the family's lesson: across processes (C03), or the article's
+    two ticket offices selling one seat (C02)."""
+    lesson = "C02" if family == "zookeeper" else "C03"
+    return (replace(SALE, lesson=lesson),)
+
+
+SALE = Check(
+    "C03",
+    lazy_gettext("%(buyers)s buyers at once on %(instances)s shop instances for %(stock)s units, "
+                 "and %(buyers)s for %(seats)s seats, each order inside your lock",
+                 buyers=BUYERS, instances=INSTANCES, stock=STOCK, seats=SEATS),
+    lazy_gettext("%(stock)s units and %(seats)s seats sold, none oversold or double-booked, no "
+                 "two holds that both wrote", stock=STOCK, seats=SEATS),
+    lazy_gettext("Three processes must exclude each other: the lock must live in the server (a "
+                 "key or a node), never in the process's memory, and every instance must see "
+                 "the same lock for the same product (use self.key, or the lock's path, as "
+                 "given). If every order answered 503, the shop's ensure_held() found your "
+                 "_still_held() saying no."),
+    flash_sale, sale=True)

@@ -1,0 +1,236 @@
+"""Grading a student's lock: run an exercise's checks, say each, keep the results.
+
+Every check says what the grader does, what a right lock shows and what this
+one showed, then ✓ or ✗; a ✗ names the lesson it breaks, its articles, and a
+hint the student can act on. A check that raises, or hangs past
+``grading.CHECK_SECONDS``, fails with what happened; the grader's servers are stopped
+whatever happens. A skeleton's TODO still in place fails with its own words.
+"""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import tempfile
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from locks.custom import LockClassError, factory_for, load_lock_class, split_spec
+from lockshop.exercises import Exercise
+from lockshop.exercises import grading as limits
+from lockshop.exercises.grading import Check, Grading
+from shop.i18n import _
+
+
+@dataclass
+class CheckResult:
+    lesson: str
+    action: str
+    expected: str
+    observed: str
+    passed: bool
+    hint: str
+    articles: tuple[str, ...] = ()
+    lesson_title: str = ""
+    seconds: float = 0.0
+    #: The skeleton's TODO that is still there, in its own words.
+    todo: str | None = None
+
+
+@dataclass
+class Grade:
+    exercise: str
+    lock: str  # FILE:Class
+    results: list[CheckResult] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.results) and all(r.passed for r in self.results)
+
+    @property
+    def first_failed(self) -> CheckResult | None:
+        return next((r for r in self.results if not r.passed), None)
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "passed": self.passed,
+                "lesson": self.first_failed.lesson if self.first_failed else None}
+
+
+def resolve(spec: str, exercise: Exercise) -> tuple[type, str]:
+    """The student's class and a spec other processes can load (an absolute path);
+    ``LockClassError`` when it cannot be had or is of the wrong family."""
+    lock_class = load_lock_class(spec)
+    target, class_name = split_spec(spec)
+    if target.endswith(".py") or "/" in target or Path(target).exists():
+        target = str(Path(target).resolve())
+    requires = factory_for(lock_class)[1]
+    if requires != (exercise.family,):
+        raise LockClassError(_(
+            "%(target)s: %(name)s is a %(family)s lock; exercise %(id)s is a %(wanted)s "
+            "exercise (start from its skeleton: lockshop exercise start %(id)s)",
+            target=target, name=lock_class.__name__, family=requires[0], id=exercise.id,
+            wanted=exercise.family))
+    return lock_class, f"{target}:{class_name or lock_class.__name__}"
+
+
+def grade(exercise: Exercise, spec: str, *, say: Callable[[str], None] = lambda _: None,
+          sale: bool = True) -> Grade:
+    """Run ``exercise``'s checks on the lock ``spec`` names, on servers of the grader's own
+    (without the sale across shop instances, the slow one, when ``sale`` is false)."""
+    lock_class, spec = resolve(spec, exercise)
+    result = Grade(exercise.id, spec)
+    started = time.monotonic()
+    runtime = Path(tempfile.mkdtemp(prefix=f"lockshop-exercise-{exercise.id}-"))
+    try:
+        with Grading(lock_class, spec, exercise.family, runtime) as grading:
+            say(_("exercise %(id)s: %(title)s", id=exercise.id, title=exercise.title))
+            say("  " + _("your lock: %(spec)s, on a %(family)s server of the grader's own",
+                         spec=spec, family=exercise.family))
+            for line, todo in todos_left(Path(spec.rpartition(":")[0])):
+                say("  " + _("TODO left (line %(line)s): %(todo)s", line=line, todo=todo))
+            todos = todos_left(Path(spec.rpartition(":")[0]))
+            for check in exercise.checks():
+                if check.sale and not sale:
+                    continue
+                if check.sale and todos:
+                    # Three shop instances cannot sell with a lock whose TODOs are left:
+                    # say so at once rather than after the slowest check of all.
+                    outcome = skipped_for_todos(check, len(todos))
+                    result.results.append(outcome)
+                    for line in describe(outcome):
+                        say(line)
+                    continue
+                outcome = run_check(check, grading, source=Path(spec.rpartition(':')[0]))
+                result.results.append(outcome)
+                for line in describe(outcome):
+                    say(line)
+    finally:
+        shutil.rmtree(runtime, ignore_errors=True)
+        result.seconds = round(time.monotonic() - started, 1)
+    return result
+
+
+def skipped_for_todos(check: Check, count: int) -> CheckResult:
+    """The sale, not run: the lock still has ``count`` TODOs."""
+    from lockshop.workshop.labs import LABS
+    lab = LABS.get(check.lesson)
+    return CheckResult(check.lesson, str(check.action), str(check.expected),
+                       _("not run: %(count)s TODOs are left in your file", count=count), False,
+                       str(check.hint), lab.articles if lab else (),
+                       str(lab.title) if lab else "")
+
+
+def todos_left(source: Path) -> list[tuple[int, str]]:
+    """The skeleton's TODOs still in the student's file: each ``raise
+    NotImplementedError("TODO ...")``, with its line."""
+    try:
+        tree = ast.parse(source.read_text(), str(source))
+    except (OSError, SyntaxError, ValueError):
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) \
+                and getattr(node.exc.func, "id", "") == "NotImplementedError" and node.exc.args \
+                and isinstance(node.exc.args[0], ast.Constant):
+            found.append((node.lineno, str(node.exc.args[0].value)))
+    return sorted(found)
+
+
+def run_check(check: Check, grading: Grading, *, source: Path) -> CheckResult:
+    """One check, bounded in time; what it showed, or what went wrong running it."""
+    from lockshop.workshop.labs import LABS
+    lab = LABS.get(check.lesson)
+    result = CheckResult(check.lesson, str(check.action), str(check.expected), "", False,
+                         str(check.hint), lab.articles if lab else (),
+                         str(lab.title) if lab else "")
+    answer: list = []
+
+    def body() -> None:
+        try:
+            answer.append(("ok", check.run(grading)))
+        except BaseException as error:  # noqa: BLE001 - the student's code may raise anything
+            answer.append(("error", error))
+
+    started = time.monotonic()
+    worker = threading.Thread(target=body, daemon=True, name=f"check {check.lesson}")
+    worker.start()
+    worker.join(limits.CHECK_SECONDS)
+    result.seconds = round(time.monotonic() - started, 2)
+    if not answer:
+        result.observed = _("did not finish in %(seconds)s s: an acquire or a release that "
+                            "never returns?", seconds=f"{limits.CHECK_SECONDS:g}")
+        return result
+    kind, value = answer[0]
+    if kind == "ok":
+        result.observed, result.passed = value[0], bool(value[1])
+    elif isinstance(value, NotImplementedError):
+        result.todo = str(value) or _("a method is not written yet")
+        result.observed = _("not written yet: %(todo)s", todo=result.todo)
+    else:
+        result.observed = _("your lock raised %(error)s: %(message)s%(where)s",
+                            error=type(value).__name__, message=value,
+                            where=_where(value, source))
+    return result
+
+
+def _where(error: BaseException, source: Path) -> str:
+    frames = [f for f in traceback.extract_tb(error.__traceback__)
+              if Path(f.filename).name == source.name]
+    return _(" (%(file)s, line %(line)s)", file=frames[-1].filename, line=frames[-1].lineno) \
+        if frames else ""
+
+
+def describe(result: CheckResult) -> list[str]:
+    mark = "✓" if result.passed else "✗"
+    indent = " " * 9
+    lines = [f"  {mark} {result.lesson}  {result.action}",
+             indent + _("expected: %(expected)s", expected=result.expected),
+             indent + _("observed: %(observed)s  (%(seconds)s s)", observed=result.observed,
+                        seconds=f"{result.seconds:g}")]
+    if not result.passed:
+        articles = f" ({', '.join(result.articles)})" if result.articles else ""
+        lines.append(indent + _("lesson %(lesson)s%(articles)s: %(title)s", lesson=result.lesson,
+                                articles=articles, title=result.lesson_title))
+        lines.append(indent + _("hint: %(hint)s", hint=result.hint))
+    return lines
+
+
+def summary(grade_: Grade) -> str:
+    passed = sum(r.passed for r in grade_.results)
+    if grade_.passed:
+        return "  => " + _("exercise %(id)s passed: %(passed)s of %(checks)s checks "
+                           "(%(seconds)s s)", id=grade_.exercise, passed=passed,
+                           checks=len(grade_.results), seconds=f"{grade_.seconds:g}")
+    failed = grade_.first_failed
+    todos = todos_left(Path(grade_.lock.rpartition(":")[0]))
+    left = _("; TODOs left: %(count)s", count=len(todos)) if todos else ""
+    return "  => " + _("exercise %(id)s not passed: %(passed)s of %(checks)s checks; first "
+                       "broken lesson %(lesson)s%(left)s (%(seconds)s s)", id=grade_.exercise,
+                       passed=passed, checks=len(grade_.results), lesson=failed.lesson,
+                       left=left, seconds=f"{grade_.seconds:g}")
+
+
+def gradescope(grades: list[Grade]) -> dict:
+    """Gradescope's results.json: one test per check, a point each when it passed every
+    round."""
+    names = [(r.lesson, r.action) for r in grades[0].results]
+    tests = []
+    for index, (lesson, action) in enumerate(names):
+        rounds = [g.results[index] for g in grades if index < len(g.results)]
+        passed = all(r.passed for r in rounds)
+        last = rounds[-1]
+        output = (f"expected: {last.expected}\nobserved: {last.observed}\n"
+                  f"passed {sum(r.passed for r in rounds)} of {len(rounds)} rounds")
+        if not passed:
+            output += f"\nlesson {lesson}: {last.lesson_title}\nhint: {last.hint}"
+        tests.append({"name": f"{lesson} {action}", "score": 1 if passed else 0,
+                      "max_score": 1, "status": "passed" if passed else "failed",
+                      "output": output})
+    return {"score": sum(t["score"] for t in tests), "max_score": len(tests),
+            "tests": tests, "visibility": "visible",
+            "output": f"exercise {grades[0].exercise}, {grades[0].lock}"}

@@ -1,0 +1,276 @@
+"""What a check is, and the servers a student's lock is graded on.
+
+A ``Check`` is one lesson's step, turned on the student's lock: what the
+grader does, what the article expects, a function that does it and says
+what it saw, and a hint for when they differ. ``Grading`` holds the student's
+lock class and the grader's own servers (a Redis or a ZooKeeper of its own,
+on a free port, in a folder of its own), and makes the student's locks
+on them: plain, or on a client the grader can step into (``wire``).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+
+import redis
+
+from locks import Backends, DistributedLock, LockFactory, Strategy
+from locks.custom import factory_for
+from locks.redis_support import Scripts
+from lockshop.cluster.redis_servers import RedisServer
+from lockshop.cluster.zookeeper_servers import ZooKeeperServer
+from lockshop.exercises.wire import WatchedRedis
+from shop.i18n import _
+
+#: The lease the grader gives a student's lock: short, so that waiting for one to run
+#: out costs little, and long next to a command on this machine's loopback.
+LEASE_MS = 600
+#: A ZooKeeper session's timeout: the least the grader's server grants is one second.
+SESSION_MS = 1500
+#: How long one check may take before the grader calls the student's lock hung.
+CHECK_SECONDS = 40.0
+
+
+class NotDone(Exception):
+    """A skeleton's TODO that is still there (its ``NotImplementedError``)."""
+
+
+@dataclass(frozen=True)
+class Check:
+    """One lesson's step, run on the student's lock."""
+
+    lesson: str  # "C11"
+    action: str  # what the grader does, in one line
+    expected: str  # what a right lock shows
+    hint: str  # what to change when it does not, without reading the grader
+    run: Callable[[Grading], tuple[str, bool]]  # -> (what was observed, passed)
+    #: Shop instances and a sale: the slow one, run once per grading.
+    sale: bool = False
+
+
+class Grading:
+    """The student's lock on the grader's servers: makes its locks, runs its helpers."""
+
+    def __init__(self, lock_class: type[DistributedLock], spec: str, family: str,
+                 runtime: Path) -> None:
+        self.lock_class = lock_class
+        self.spec = spec  # FILE:Class, as the shop instances and holders load it
+        self.family = family
+        self.runtime = runtime
+        #: A Redis lock's lease; a ZooKeeper lock's session timeout (the server's least).
+        self.lease_ms = LEASE_MS if family == "redis" else SESSION_MS
+        self._stack = ExitStack()
+        self._factories: list[LockFactory] = []
+        self.redis_server: RedisServer | None = None
+        self.zookeeper: ZooKeeperServer | None = None
+        self._names = iter(range(1, 1_000_000))
+        self._inspector: redis.Redis | None = None
+
+    def __enter__(self) -> Grading:
+        if self.family == "redis":
+            self.redis_server = self._stack.enter_context(RedisServer(self.runtime, "redis"))
+        else:
+            self.zookeeper = self._stack.enter_context(ZooKeeperServer(self.runtime, "zookeeper"))
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        for factory in self._factories:
+            try:
+                factory.close()
+            except Exception:  # noqa: BLE001 - a student's factory that cannot close
+                pass
+        if self._inspector is not None:
+            self._inspector.close()
+        self._stack.close()
+
+    # --- where things live ---------------------------------------------------------------
+
+    def backends(self, lease_ms: int | None = None) -> Backends:
+        return Backends(redis_url=self.redis_server.url if self.redis_server else None,
+                        zk_hosts=self.zookeeper.address if self.zookeeper else None,
+                        lease_ms=lease_ms or self.lease_ms)
+
+    def fresh_name(self, label: str) -> str:
+        """A lock name no earlier check used: checks never see each other's keys."""
+        return f"{label}-{next(self._names)}"
+
+    def redis(self) -> redis.Redis:
+        """A plain client of the grader's Redis, for looking at keys (one, kept)."""
+        if self._inspector is None:
+            self._inspector = redis.Redis.from_url(self.redis_server.url)
+        return self._inspector
+
+    # --- the student's locks ---------------------------------------------------------------
+
+    def factory(self, lease_ms: int | None = None, *, watched_key: str | None = None
+                ) -> LockFactory:
+        """A factory of the student's locks; with ``watched_key``, on a ``WatchedRedis``."""
+        factory_class, _ = factory_for(self.lock_class)
+        strategy = Strategy(name="exercise", family="custom", summary=self.spec,
+                            correct_across_instances=True, factory="")
+        factory = factory_class(strategy, self.backends(lease_ms))
+        if watched_key is not None:
+            factory.client.close()
+            factory.client = WatchedRedis.watching(self.redis_server.url, watched_key,
+                                                   socket_timeout=5)
+            factory.scripts = Scripts(factory.client)
+        self._factories.append(factory)
+        wait_until_available(factory)
+        return factory
+
+    def lock(self, name: str, *, timeout: float = 5.0, lease_ms: int | None = None,
+             factory: LockFactory | None = None) -> DistributedLock:
+        return (factory or self.factory(lease_ms)).lock(name, timeout=timeout)
+
+    def key_of(self, name: str) -> str:
+        return f"lockshop:lock:{name}"
+
+    def holder_command(self, *args: str) -> list[str]:
+        """``python -m lockshop.exercises.holder``: the student's lock in a process of its
+        own, which the grader can kill or pause."""
+        where = ["--redis", self.redis_server.url] if self.redis_server else \
+            ["--zookeeper", self.zookeeper.address]
+        return [sys.executable, "-m", "lockshop.exercises.holder", self.spec, *where, *args]
+
+    def holder_env(self) -> dict[str, str]:
+        return {**os.environ, "PYTHONUNBUFFERED": "1"}
+
+
+def start_holder(grading: Grading, name: str, *flags: str) -> subprocess.Popen:
+    """The student's lock held by a process of its own (``lockshop.exercises.holder``)."""
+    return subprocess.Popen(
+        grading.holder_command("--name", name, "--lease-ms", str(grading.lease_ms), *flags),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=grading.holder_env())
+
+
+def first_line(holder: subprocess.Popen, seconds: float = 15.0) -> str:
+    """The holder's next line ("acquired <fencing token>"), or what it said on dying."""
+    line: list[str] = []
+    reader = threading.Thread(target=lambda: line.append(holder.stdout.readline()),
+                              daemon=True)
+    reader.start()
+    reader.join(seconds)
+    if line and line[0]:
+        return line[0].strip()
+    if holder.poll() is not None:
+        problem = holder.stderr.read().strip().splitlines()
+        return f"exited ({holder.returncode}): {problem[-1] if problem else 'nothing said'}"
+    return "no answer"
+
+
+def stop_holder(holder: subprocess.Popen) -> None:
+    """SIGKILL: a crash, with no chance to clean up (and close our ends of its pipes)."""
+    holder.kill()
+    holder.wait()
+    for stream in (holder.stdin, holder.stdout, holder.stderr):
+        stream.close()
+
+
+def holder_killed(grading: Grading, name: str, *, after_seconds: float = 0.0) -> str | None:
+    """A holder process takes ``name``, holds it ``after_seconds``, and is killed (SIGKILL):
+    None when that went as planned, else what went wrong, to be shown."""
+    holder = start_holder(grading, name)
+    said = first_line(holder)
+    if said.startswith("acquired") and after_seconds:
+        time.sleep(after_seconds)  # a live holder's time: its watchdog renews meanwhile
+    stop_holder(holder)
+    if not said.startswith("acquired"):
+        return _("the holder did not get the lock: %(said)s", said=said)
+    return None
+
+
+def patience(grading: Grading) -> float:
+    """How long another owner waits for a dead holder's lock: three leases and a second."""
+    return 3 * grading.lease_ms / 1000 + 1
+
+
+def next_owner_waits(grading: Grading, name: str) -> float | None:
+    """How long another owner waited for the lock (at most ``patience``), or None if it
+    never got it."""
+    def wait() -> float | None:
+        lock = grading.lock(name, timeout=patience(grading))
+        started = time.monotonic()
+        taken = lock.acquire()
+        waited = time.monotonic() - started
+        if taken:
+            try:
+                lock.release()
+            except Exception:  # noqa: BLE001 - the grader's own clean-up
+                pass
+        return waited if taken else None
+    return in_thread(wait, timeout=patience(grading) + 10)
+
+
+def wait_until_available(factory: LockFactory, seconds: float = 10.0) -> None:
+    done = threading.Event()
+    for _attempt in range(int(seconds / 0.02)):
+        if factory.available():
+            return
+        done.wait(0.02)
+    raise RuntimeError("the grader's server did not answer in time")
+
+
+class Background:
+    """``function(*args)`` in a daemon thread of its own: a student's lock may raise or
+    hang there, and neither escapes; ``result()`` hands back its value or its error."""
+
+    def __init__(self, function: Callable, *args) -> None:
+        self._outcome: list = []
+        self.thread = threading.Thread(target=self._run, args=(function, args), daemon=True)
+        self.thread.start()
+
+    def _run(self, function: Callable, args: tuple) -> None:
+        try:
+            self._outcome.append(("ok", function(*args)))
+        except BaseException as error:  # noqa: BLE001 - handed back by result()
+            self._outcome.append(("error", error))
+
+    def done(self) -> bool:
+        return not self.thread.is_alive()
+
+    def join(self, timeout: float = CHECK_SECONDS) -> None:
+        self.thread.join(timeout)
+
+    def result(self, timeout: float = CHECK_SECONDS):
+        self.thread.join(timeout)
+        if not self._outcome:
+            raise TimeoutError(f"did not return within {timeout:g} s")
+        kind, value = self._outcome[0]
+        if kind == "error":
+            raise value
+        return value
+
+
+def in_thread(function: Callable, *args, timeout: float = CHECK_SECONDS):
+    """``function(*args)`` in a thread of its own (another owner): its result or error."""
+    return Background(function, *args).result(timeout)
+
+
+def take(factory: LockFactory, name: str, *, timeout: float = 5.0, blocking: bool = True
+         ) -> DistributedLock | None:
+    """A lock on ``name`` made and acquired in a thread of its own, so by an owner of its
+    own (a lock's owner is the thread that made it): the lock, or None if refused."""
+    def attempt() -> DistributedLock | None:
+        lock = factory.lock(name, timeout=timeout)
+        return lock if lock.acquire(blocking=blocking) else None
+    return in_thread(attempt, timeout=timeout + CHECK_SECONDS)
+
+
+def until(condition: Callable[[], object], seconds: float, step: float = 0.01) -> object:
+    """Poll ``condition`` until it is true or ``seconds`` pass; its last value."""
+    pause = threading.Event()
+    for _attempt in range(max(1, int(seconds / step))):
+        value = condition()
+        if value:
+            return value
+        pause.wait(step)
+    return condition()

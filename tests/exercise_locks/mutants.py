@@ -1,0 +1,53 @@
+"""Locks the exercises must catch that the project does not ship as strategies: each is
+right but for one thing, and the grader must name that thing's lesson."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from locks.redis_support import RedisLockBase
+from locks.redisson import RedissonLock
+from locks.zk_fair import ZkFairLock
+
+
+class InProcessLock(RedisLockBase):
+    """A threading.Lock per name, in this process only (Java's synchronized): right
+    among threads, useless across the shop's processes (C03)."""
+
+    _locks: dict[str, threading.Lock] = {}
+    _guard = threading.Lock()
+
+    def _mine(self) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(self.name, threading.Lock())
+
+    def _try_acquire(self) -> bool:
+        return self._mine().acquire(blocking=False)
+
+    def _release(self) -> None:
+        self._mine().release()
+
+
+class UnfencedRedisson(RedissonLock):
+    """Redisson's lock without its fencing token: a paused holder's late write lands (C15)."""
+
+    fenced = False
+
+
+class HangingLock(RedisLockBase):
+    """An acquire that never returns."""
+
+    def _try_acquire(self) -> bool:
+        time.sleep(3600)  # never returns, as far as a grader can wait: time is the point
+        return True
+
+    def _release(self) -> None:
+        pass
+
+
+class LeavesItsNode(ZkFairLock):
+    """The fair lock, but a waiter that times out keeps its node (C38)."""
+
+    def _gave_up(self) -> None:
+        pass
