@@ -8,7 +8,9 @@ from flask import Flask, Response
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 
+from locks.custom import register_spec
 from shop.config import Config, locks_backends
+from shop.i18n.web import init_app as init_languages
 from shop.orders.strategies import Strategies
 from shop.state import ShopState
 from shop.store.db import backend_name, make_engine, make_sessions
@@ -27,6 +29,8 @@ def create_app(config: Config | None = None) -> Flask:
     app.json.sort_keys = False
     app.config["MAX_CONTENT_LENGTH"] = 1024 * 1024
 
+    for named_spec in config.extra_locks:  # before the strategies are listed
+        register_spec(named_spec)
     engine = make_engine(config.database_url)
     create_schema(engine)
     sessions = make_sessions(engine)
@@ -34,6 +38,7 @@ def create_app(config: Config | None = None) -> Flask:
                       Strategies(locks_backends(config), backend_name(config.database_url)))
     seed_settings(sessions, state.default_settings)
     app.extensions["lockshop"] = state
+    init_languages(app)  # before the views: their errors and pages are translated
 
     from shop.api import register_api
     from shop.web.views import web

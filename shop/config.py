@@ -48,6 +48,9 @@ class Config:
     reminder_after_ms: int = 20_000
     #: Added to this instance's clock by its job scheduler: a late clock, for labs and tests.
     clock_skew_ms: int = 0
+    #: Lock classes plugged in from files as strategies, ``name=FILE[:Class]`` each:
+    #: a student's lock (``lockshop up --lock``), sold with like any other strategy.
+    extra_locks: tuple[str, ...] = ()
     #: Where the launcher's control answers (``lockshop up`` sets it): the console's
     #: labs, faults and sales. Without it the console only reads and buys.
     control_url: str | None = None

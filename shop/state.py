@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from locks import LockError
 from shop.config import Config
 from shop.errors import ShopError, Unprocessable
+from shop.i18n import lazy_gettext
 from shop.metrics import counters
 from shop.orders.idempotency import KeySweeper, Placed, place_once
 from shop.orders.order_path import OrderContext, OrderRequest, check_request
@@ -63,15 +64,18 @@ class ShopState:
         strategy or job guard that does not exist or cannot run here."""
         if strategy is not None:
             if strategy not in self.strategies.names():
-                raise Unprocessable(f"unknown strategy {strategy!r}", known=self.strategies.names())
+                raise Unprocessable(lazy_gettext("unknown strategy %(name)r", name=strategy),
+                                    known=self.strategies.names())
             self.strategies.refuse_unusable(strategy)
         if job_guard is not None:
             if job_guard not in JOB_GUARDS:
-                raise Unprocessable(f"'job_guard' must be one of {', '.join(JOB_GUARDS)}",
+                raise Unprocessable(lazy_gettext("'job_guard' must be one of %(known)s",
+                                                 known=", ".join(JOB_GUARDS)),
                                     known=list(JOB_GUARDS))
             if job_guard == "leader" and not self.strategies.available("zk_fair"):
-                raise Unprocessable("leader election needs ZooKeeper (LOCKSHOP_ZK_HOSTS), "
-                                    "and it cannot be reached", requires=["zookeeper"])
+                raise Unprocessable(lazy_gettext(
+                    "leader election needs ZooKeeper (LOCKSHOP_ZK_HOSTS), and it cannot be "
+                    "reached"), requires=["zookeeper"])
         with self.sessions.begin() as session:
             write_settings(session, strategy=strategy, job_guard=job_guard, **values)
         return self.settings()

@@ -14,6 +14,7 @@ from sqlalchemy import select
 from shop.api import schemas
 from shop.api.spec import ADMIN, answers, spec
 from shop.errors import Unauthorized
+from shop.i18n import lazy_gettext
 from shop.state import shop
 from shop.store.audit import take_audit
 from shop.store.models import JobRun, ProductKind
@@ -41,8 +42,8 @@ def require_token():
         given = bearer.strip()
     # compare_digest: the time taken must not tell how much of a guess was right.
     if not hmac.compare_digest(given.encode(), expected.encode()):
-        raise Unauthorized("this endpoint needs the admin token "
-                           "(Authorization: Bearer <token>)")
+        raise Unauthorized(lazy_gettext(
+            "this endpoint needs the admin token (Authorization: Bearer <token>)"))
     return None
 
 

@@ -1,6 +1,6 @@
 """The locks, as the console's lock view reads them: what each product's lock looks
 like in its backend now (keys, znodes, rows), and what this instance itself
-remembers holding (``locks.holds``).
+remembers holding (``locks.hold_log``).
 
 Both are read, not guessed: the backend says who holds and who waits; each
 instance says when it believed it held. Put side by side, the holds of all
@@ -35,7 +35,7 @@ def product_locks():
     factory = state.strategies.lock_factory(strategy)
     with state.sessions.begin() as session:
         product_ids = session.execute(select(Product.id).order_by(Product.id)).scalars().all()
-    open_holds = [h for h in locks.holds.holds(since=time.time()) if h.released is None]
+    open_holds = [h for h in locks.hold_log.since(time.time()) if h.released is None]
     answer = []
     for product_id in product_ids:
         name = lock_name(product_id)
@@ -54,8 +54,8 @@ def holds():
     """This instance's holds: those open now and those that ended since ``since``."""
     since = request.context.query.since
     return jsonify({"instance": shop().config.instance, "pid": os.getpid(), "now": time.time(),
-                    "forgotten": locks.holds.forgotten,
-                    "holds": [h.as_dict() for h in locks.holds.holds(since=since)]})
+                    "forgotten": locks.hold_log.forgotten,
+                    "holds": [h.as_dict() for h in locks.hold_log.since(since)]})
 
 
 def _look(factory, name: str) -> dict:

@@ -9,6 +9,7 @@ from shop.api import schemas
 from shop.api.spec import answers, spec
 from shop.api.validation import path_id
 from shop.errors import NotFound
+from shop.i18n import lazy_gettext
 from shop.state import shop
 from shop.store.models import LIVE_STATUSES, Order, Product, ProductKind, Seat
 
@@ -32,7 +33,7 @@ def show_product(product_id: int):
     with shop().sessions.begin() as session:
         product = session.get(Product, product_id)
         if product is None:
-            raise NotFound(f"product {product_id} not found")
+            raise NotFound(lazy_gettext("product %(product)s not found", product=product_id))
         body = product.as_dict()
         if product.kind == ProductKind.TICKET.value:
             body["seats"] = seat_map(session, product_id)

@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
+from shop.i18n import _
 from shop.orders.order_path import MAX_QUANTITY
 from shop.store.products import MAX_PRODUCTS, MAX_SEATS, MAX_STOCK, SKU_PATTERN
 from shop.store.settings import MAX_BUSINESS_DELAY_MS, MAX_JOB_MS
@@ -67,20 +68,21 @@ class NewProduct(Request):
     @model_validator(mode="after")
     def stock_for_items_seats_for_tickets(self) -> NewProduct:
         if self.kind == "item" and self.seats is not None:
-            raise ValueError(f"{self.sku} is an item: give 'stock', not 'seats'")
+            raise ValueError(_("%(sku)s is an item: give 'stock', not 'seats'", sku=self.sku))
         if self.kind == "ticket" and self.stock is not None:
-            raise ValueError(f"{self.sku} is a ticket: give 'seats' (a count or labels), "
-                             "not 'stock'")
+            raise ValueError(_("%(sku)s is a ticket: give 'seats' (a count or labels), "
+                               "not 'stock'", sku=self.sku))
         if isinstance(self.seats, int) and not 1 <= self.seats <= MAX_SEATS:
-            raise ValueError(f"'seats' must be 1 to {MAX_SEATS}, got {self.seats}")
+            raise ValueError(_("'seats' must be 1 to %(max)s, got %(got)s", max=MAX_SEATS,
+                               got=self.seats))
         if isinstance(self.seats, list):
             labels = self.seats
             if not 1 <= len(labels) <= MAX_SEATS or not all(
                     len(label) <= 16 and SKU_PATTERN.match(label) for label in labels):
-                raise ValueError(f"'seats' must list 1-{MAX_SEATS} labels of up to 16 "
-                                 "letters and digits")
+                raise ValueError(_("'seats' must list 1-%(max)s labels of up to 16 "
+                                   "letters and digits", max=MAX_SEATS))
             if len(set(labels)) != len(labels):
-                raise ValueError("'seats' has the same label twice")
+                raise ValueError(_("'seats' has the same label twice"))
         return self
 
 
@@ -93,7 +95,7 @@ class Reset(Request):
     def one_sku_each(self) -> Reset:
         skus = [p.sku for p in self.products or ()]
         if len(set(skus)) != len(skus):
-            raise ValueError("every product needs its own 'sku'")
+            raise ValueError(_("every product needs its own 'sku'"))
         return self
 
 
@@ -116,8 +118,8 @@ class SettingsChange(Request):
     @model_validator(mode="after")
     def something_to_change(self) -> SettingsChange:
         if not self.model_fields_set:  # malformed, not impossible: a 400
-            raise PydanticCustomError("nothing_to_change",
-                                      "give 'strategy', 'business_delay_ms' or a job setting")
+            raise PydanticCustomError("nothing_to_change", _(
+                "give 'strategy', 'business_delay_ms' or a job setting"))
         return self
 
 

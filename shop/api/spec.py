@@ -24,12 +24,42 @@ from spectree.page import PAGE_TEMPLATES
 
 from shop.api.schemas import Error
 from shop.errors import BadRequest, Unprocessable
+from shop.i18n import N_, _, lazy_gettext
 
 #: Error types of pydantic that mean "well-formed, but impossible": 422.
 IMPOSSIBLE = {"greater_than", "greater_than_equal", "less_than", "less_than_equal",
               "too_short", "too_long", "literal_error", "value_error"}
 
 ADMIN = {"adminToken": []}
+
+#: pydantic's refusals, by error type, for the languages the catalog has: the
+#: placeholders are the error's context. In English, and for a type not listed,
+#: pydantic's own words.
+PYDANTIC_MESSAGES = {
+    "missing": N_("field required"),
+    "extra_forbidden": N_("extra inputs are not permitted"),
+    "greater_than_equal": N_("input should be greater than or equal to %(ge)s"),
+    "greater_than": N_("input should be greater than %(gt)s"),
+    "less_than_equal": N_("input should be less than or equal to %(le)s"),
+    "less_than": N_("input should be less than %(lt)s"),
+    "literal_error": N_("input should be %(expected)s"),
+    "string_pattern_mismatch": N_("string should match pattern '%(pattern)s'"),
+    "string_too_short": N_("string should have at least %(min_length)s characters"),
+    "string_too_long": N_("string should have at most %(max_length)s characters"),
+    "too_short": N_("list should have at least %(min_length)s item(s), not %(actual_length)s"),
+    "too_long": N_("list should have at most %(max_length)s item(s), not %(actual_length)s"),
+    "int_type": N_("input should be a valid integer"),
+    "int_parsing": N_("input should be a valid integer, unable to parse string as an integer"),
+    "int_from_float": N_("input should be a valid integer, got a number with a fractional part"),
+    "float_type": N_("input should be a valid number"),
+    "float_parsing": N_("input should be a valid number, unable to parse string as a number"),
+    "bool_type": N_("input should be a valid boolean"),
+    "bool_parsing": N_("input should be a valid boolean, unable to interpret input"),
+    "string_type": N_("input should be a valid string"),
+    "list_type": N_("input should be a valid list"),
+    "model_type": N_("input should be an object"),
+    "dict_type": N_("input should be an object"),
+}
 
 
 def refuse_in_our_words(request: Request, response, error: ValidationError | None,
@@ -45,7 +75,8 @@ def json_object(request: Request) -> dict:
     """The request's body, which must be a JSON object."""
     body = request.get_json(silent=True) if request.mimetype == "application/json" else None
     if not isinstance(body, dict):
-        raise BadRequest("the body must be a JSON object (Content-Type: application/json)")
+        raise BadRequest(lazy_gettext(
+            "the body must be a JSON object (Content-Type: application/json)"))
     return body
 
 
@@ -62,8 +93,18 @@ def _describe(problem: dict) -> str:
     where = ".".join(str(part) for part in problem["loc"] if part not in ("int", "list[str]"))
     if problem["type"] == "value_error":  # our own checks say it in full
         return problem["msg"].removeprefix("Value error, ")
-    got = "" if problem["type"] in ("missing", "extra_forbidden") else f", got {problem['input']!r}"
-    return f"'{where}': {problem['msg'].lower()}{got}" if where else problem["msg"]
+    got = ("" if problem["type"] in ("missing", "extra_forbidden")
+           else _(", got %(input)r", input=problem["input"]))
+    return _("'%(field)s': %(problem)s%(got)s", field=where, problem=_in_our_words(problem),
+             got=got) if where else problem["msg"]
+
+
+def _in_our_words(problem: dict) -> str:
+    """pydantic's message in the request's language, where the catalog has it."""
+    template = PYDANTIC_MESSAGES.get(problem["type"])
+    if template is None or _(template) == template:  # English, or not translated
+        return problem["msg"].lower()
+    return _(template, **{k: v for k, v in (problem.get("ctx") or {}).items()})
 
 
 spec = SpecTree(

@@ -35,6 +35,7 @@ from sqlalchemy import Engine, bindparam, delete, select
 from sqlalchemy.orm import Session
 
 from shop.errors import BadRequest, Unprocessable
+from shop.i18n import lazy_gettext
 from shop.orders.order_path import OrderRequest
 from shop.store.models import Order, OrderKey, PlacedOrder, utcnow
 
@@ -60,8 +61,8 @@ def checked_key(value: str | None) -> str | None:
     if value is None:
         return None
     if not 1 <= len(value) <= MAX_KEY_LENGTH or not all("!" <= c <= "~" for c in value):
-        raise BadRequest(f"Idempotency-Key must be 1 to {MAX_KEY_LENGTH} printable ASCII "
-                         "characters without spaces")
+        raise BadRequest(lazy_gettext("Idempotency-Key must be 1 to %(max)s printable ASCII "
+                                      "characters without spaces", max=MAX_KEY_LENGTH))
     return value
 
 
@@ -104,9 +105,10 @@ def keyed_order(database: Engine, request: OrderRequest) -> Order | None:
             db.execute(FORGET_KEY, {"key": request.key, "since": since})
         return None
     if asked != request.asked:
-        raise KeyReused(f"Idempotency-Key {request.key!r} was sent with another order "
-                        f"({asked}, as product/quantity/seat); this one asks {request.asked}",
-                        order_id=order.id)
+        raise KeyReused(lazy_gettext(
+            "Idempotency-Key %(key)r was sent with another order (%(asked)s, as "
+            "product/quantity/seat); this one asks %(now)s",
+            key=request.key, asked=asked, now=request.asked), order_id=order.id)
     return order
 
 

@@ -46,6 +46,7 @@ from shop.errors import (
     StaleWriteRejected,
     Unprocessable,
 )
+from shop.i18n import lazy_gettext
 from shop.metrics import counters
 from shop.store.models import (
     LIVE_STATUSES,
@@ -160,9 +161,10 @@ def fence_product(db: Connection, product_id: int, fencing_token: int | None) ->
     if fencing_token is None:
         return
     if db.execute(FENCE, {"product": product_id, "token": fencing_token}).rowcount != 1:
-        raise StaleWriteRejected(f"product {product_id}: fencing token {fencing_token} is older "
-                                 "than one the product has seen; the lock had moved on",
-                                 token=fencing_token)
+        raise StaleWriteRejected(lazy_gettext(
+            "product %(product)s: fencing token %(token)s is older than one the product "
+            "has seen; the lock had moved on", product=product_id, token=fencing_token),
+            token=fencing_token)
 
 
 def read_stock(db: Connection, product_id: int, kind: ProductKind, *,
@@ -176,10 +178,12 @@ def check_fits(request: OrderRequest, kind: ProductKind, stock: int | None,
                free: list[str]) -> str | None:
     """Step 2: refuse what does not fit; for a ticket, return the seat to take."""
     if stock is None:
-        raise NotFound(f"product {request.product_id} was removed")
+        raise NotFound(lazy_gettext("product %(product)s was removed",
+                                    product=request.product_id))
     if stock < request.quantity:
-        raise SoldOut(f"product {request.product_id} is sold out "
-                      f"({stock} left, {request.quantity} asked)", remaining=stock)
+        raise SoldOut(lazy_gettext(
+            "product %(product)s is sold out (%(left)s left, %(asked)s asked)",
+            product=request.product_id, left=stock, asked=request.quantity), remaining=stock)
     return _choose_seat(request, free) if kind is ProductKind.TICKET else None
 
 
@@ -217,9 +221,10 @@ def write_stock(db: Connection, product_id: int, new_stock: int,
                          {"product": product_id, "new_stock": new_stock,
                           "token": fencing_token})
     if written.rowcount != 1:
-        raise StaleWriteRejected(f"product {product_id}: fencing token {fencing_token} is older "
-                                 "than one the product has seen; the lock had moved on, "
-                                 "nothing was written", token=fencing_token)
+        raise StaleWriteRejected(lazy_gettext(
+            "product %(product)s: fencing token %(token)s is older than one the product "
+            "has seen; the lock had moved on, nothing was written",
+            product=product_id, token=fencing_token), token=fencing_token)
 
 
 def add_stock(db: Connection, product_id: int, quantity: int,
@@ -238,8 +243,9 @@ def add_stock(db: Connection, product_id: int, quantity: int,
         query = query.where(Product.fence < fencing_token)
         values["fence"] = fencing_token
     if db.execute(query.values(**values)).rowcount != 1:
-        raise StaleWriteRejected(f"product {product_id}: fencing token {fencing_token} is "
-                                 "older than one the product has seen", token=fencing_token)
+        raise StaleWriteRejected(lazy_gettext(
+            "product %(product)s: fencing token %(token)s is older than one the product "
+            "has seen", product=product_id, token=fencing_token), token=fencing_token)
 
 
 def record_stale_write(database: Engine, product_id: int, token: int | None,
@@ -286,9 +292,10 @@ def pay_order(sessions: sessionmaker[Session], order_id: int) -> Order:
             .values(status=OrderStatus.PAID.value, paid_at=utcnow()))
         order = session.get(Order, order_id)
         if order is None:
-            raise NotFound(f"order {order_id} not found")
+            raise NotFound(lazy_gettext("order %(order)s not found", order=order_id))
         if paid.rowcount == 0:
-            raise OrderNotPending(f"order {order_id} is {order.status}, not pending",
+            raise OrderNotPending(lazy_gettext("order %(order)s is %(status)s, not pending",
+                                               order=order_id, status=order.status),
                                   status=order.status)
         return order
 
@@ -297,7 +304,7 @@ def get_order(sessions: sessionmaker[Session], order_id: int) -> Order:
     with sessions.begin() as session:
         order = session.get(Order, order_id)
         if order is None:
-            raise NotFound(f"order {order_id} not found")
+            raise NotFound(lazy_gettext("order %(order)s not found", order=order_id))
         return order
 
 
@@ -314,24 +321,27 @@ def check_request(database: Engine | Connection, request: OrderRequest) -> Produ
     On an engine, in a transaction of its own; on a connection, in its transaction.
     """
     if not 1 <= request.quantity <= MAX_QUANTITY:
-        raise Unprocessable(f"'quantity' must be between 1 and {MAX_QUANTITY}, "
-                            f"got {request.quantity}")
+        raise Unprocessable(lazy_gettext("'quantity' must be between 1 and %(max)s, got %(got)s",
+                                         max=MAX_QUANTITY, got=request.quantity))
     if isinstance(database, Engine):
         with database.begin() as db:
             return check_request(db, request)
     db = database
     kind = db.scalar(KIND, {"product": request.product_id})
     if kind is None:
-        raise NotFound(f"product {request.product_id} not found")
+        raise NotFound(lazy_gettext("product %(product)s not found",
+                                    product=request.product_id))
     if kind == ProductKind.ITEM.value:
         if request.seat is not None:
-            raise Unprocessable(f"product {request.product_id} is an item: it has no seats")
+            raise Unprocessable(lazy_gettext("product %(product)s is an item: it has no seats",
+                                             product=request.product_id))
         return ProductKind.ITEM
     if request.quantity != 1:
-        raise Unprocessable("a ticket order is for exactly one seat (quantity 1)")
+        raise Unprocessable(lazy_gettext("a ticket order is for exactly one seat (quantity 1)"))
     if request.seat is not None and db.scalar(
             SEAT_ID, {"product": request.product_id, "seat": request.seat}) is None:
-        raise Unprocessable(f"product {request.product_id} has no seat {request.seat!r}")
+        raise Unprocessable(lazy_gettext("product %(product)s has no seat %(seat)r",
+                                         product=request.product_id, seat=request.seat))
     return ProductKind.TICKET
 
 
@@ -353,10 +363,12 @@ def _choose_seat(request: OrderRequest, free: list[str]) -> str:
     """The named seat if it is free; otherwise the first free one."""
     if request.seat is None:
         if not free:
-            raise SoldOut(f"product {request.product_id} has no free seat", remaining=0)
+            raise SoldOut(lazy_gettext("product %(product)s has no free seat",
+                                       product=request.product_id), remaining=0)
         return free[0]
     if request.seat not in free:
-        raise SeatTaken(f"seat {request.seat} is taken", seat=request.seat)
+        raise SeatTaken(lazy_gettext("seat %(seat)s is taken", seat=request.seat),
+                        seat=request.seat)
     return request.seat
 
 

@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from locks import LockFactory, LockNotAcquired
 from shop.errors import NotFound
+from shop.i18n import lazy_gettext
 from shop.orders.order_path import OrderContext, business_delay, lock_name
 from shop.store.models import LIVE_STATUSES, Order, Product
 
@@ -79,7 +80,7 @@ def _shelf(session: Session, product_id: int) -> tuple[int, int]:
     row = session.execute(select(Product.initial_stock, Product.stock)
                           .where(Product.id == product_id)).one_or_none()
     if row is None:
-        raise NotFound(f"product {product_id} not found")
+        raise NotFound(lazy_gettext("product %(product)s not found", product=product_id))
     return row.initial_stock, row.stock
 
 

@@ -31,6 +31,7 @@ from locks import (
     UnknownStrategy,
 )
 from shop.errors import Unprocessable
+from shop.i18n import lazy_gettext
 from shop.orders.order_path import OrderContext, OrderRequest, lock_name, place_order
 from shop.orders.transactions import (
     advisory_locked,
@@ -146,8 +147,10 @@ class Strategies:
         """``Unprocessable`` when the strategy needs a database other than ours."""
         needed = [r for r in self.get(name).requires if r in DATABASES]
         if needed and self.database not in needed:
-            raise Unprocessable(f"strategy {name!r} needs {' or '.join(needed)}; "
-                                f"this shop runs on {self.database}", requires=needed)
+            raise Unprocessable(lazy_gettext(
+                "strategy %(name)r needs %(needed)s; this shop runs on %(database)s",
+                name=name, needed=" or ".join(needed), database=self.database),
+                requires=needed)
 
     def runner(self, name: str) -> OrderRunner:
         """How to place an order under ``name``."""

@@ -41,6 +41,7 @@ from sqlalchemy.exc import OperationalError
 from locks import LockNotAcquired
 from locks import metrics as lock_metrics
 from shop.errors import SeatTaken, ServiceUnavailable, SoldOut
+from shop.i18n import lazy_gettext
 from shop.metrics import counters
 from shop.orders.order_path import (
     STOCK_FOR_UPDATE,
@@ -137,8 +138,10 @@ def place_optimistic(database: Engine, request: OrderRequest, context: OrderCont
         # Lost the race: back off a little (jittered, growing) and read again.
         counters.add("retries", strategy=context.strategy)
         sleep(random.uniform(0, 0.002 * 2 ** min(attempt, 6)))
-    raise TooMuchContention(f"product {request.product_id}: {OPTIMISTIC_MAX_ATTEMPTS} "
-                            "attempts all conflicted; try again", attempts=OPTIMISTIC_MAX_ATTEMPTS)
+    raise TooMuchContention(lazy_gettext(
+        "product %(product)s: %(attempts)s attempts all conflicted; try again",
+        product=request.product_id, attempts=OPTIMISTIC_MAX_ATTEMPTS),
+        attempts=OPTIMISTIC_MAX_ATTEMPTS)
 
 
 TAKE_STOCK = (update(Product)
@@ -154,7 +157,8 @@ def place_atomic(database: Engine, request: OrderRequest, context: OrderContext,
         taken = db.execute(TAKE_STOCK, {"product": request.product_id,
                                         "quantity": request.quantity})
         if taken.rowcount != 1:
-            raise SoldOut(f"product {request.product_id} is sold out")
+            raise SoldOut(lazy_gettext("product %(product)s is sold out",
+                                       product=request.product_id))
         if kind is ProductKind.ITEM:
             return insert_order(db, request, None, context)
         return _claim_a_seat(db, request, context)
@@ -184,8 +188,10 @@ def _claim_a_seat(db: Connection, request: OrderRequest,
             return order
     # Raising rolls back the stock decrement and the order with it.
     if request.seat:
-        raise SeatTaken(f"seat {request.seat} is taken", seat=request.seat)
-    raise SoldOut(f"product {request.product_id} has no free seat", remaining=0)
+        raise SeatTaken(lazy_gettext("seat %(seat)s is taken", seat=request.seat),
+                        seat=request.seat)
+    raise SoldOut(lazy_gettext("product %(product)s has no free seat",
+                               product=request.product_id), remaining=0)
 
 
 # --- bounded lock waits ---------------------------------------------------------------

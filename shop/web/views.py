@@ -13,8 +13,10 @@ from sqlalchemy import select
 
 import locks
 from locks import LockError
+from shop.api.errors import lock_error_answer
 from shop.api.products import seat_map
 from shop.errors import NotFound, ShopError, Unauthorized
+from shop.i18n import _, lazy_gettext
 from shop.orders.order_path import OrderRequest
 from shop.state import shop
 from shop.store.audit import take_audit
@@ -59,7 +61,7 @@ def change_strategy():
     state = shop()
     token = state.config.admin_token
     if token and not hmac.compare_digest(request.form.get("token", "").encode(), token.encode()):
-        raise Unauthorized("the admin token is wrong")
+        raise Unauthorized(lazy_gettext("the admin token is wrong"))
     state.change_settings(strategy=request.form.get("strategy", ""),
                           job_guard=request.form.get("job_guard") or None)
     return redirect(url_for(".dashboard"), code=303)
@@ -74,7 +76,7 @@ def buy(product_id: int):
     with shop().sessions.begin() as session:
         product = session.get(Product, product_id)
         if product is None:
-            raise NotFound(f"product {product_id} not found")
+            raise NotFound(lazy_gettext("product %(product)s not found", product=product_id))
         seats = seat_map(session, product_id) if product.kind == ProductKind.TICKET.value else []
     return render_template("buy.html", product=product, seats=seats, message=message,
                            instance=shop().config.instance), status
@@ -84,16 +86,20 @@ def _buy_from_form(product_id: int) -> tuple[dict, int]:
     try:
         quantity = int(request.form.get("quantity", "1"))
     except ValueError:
-        return {"ok": False, "text": "quantity must be a whole number"}, 400
+        return {"ok": False, "text": _("quantity must be a whole number")}, 400
     seat = request.form.get("seat") or None
     try:
         order = shop().place_order(OrderRequest(product_id, quantity, seat))
     except ShopError as error:
         return {"ok": False, "text": error.message}, error.status
     except LockError as error:
-        return {"ok": False, "text": f"try again: {error}"}, 503
-    where = f" (seat {order.seat})" if order.seat else ""
-    return {"ok": True, "text": f"order {order.id} placed{where} by {order.instance}"}, 201
+        return {"ok": False, "text": lock_error_answer(error)[1]}, 503
+    if order.seat:
+        return {"ok": True, "text": _("order %(order)s placed (seat %(seat)s) by %(instance)s",
+                                      order=order.id, seat=order.seat,
+                                      instance=order.instance)}, 201
+    return {"ok": True, "text": _("order %(order)s placed by %(instance)s", order=order.id,
+                                  instance=order.instance)}, 201
 
 
 def _panel_data() -> dict:

@@ -302,6 +302,43 @@ async function refreshLabRun() {
         : `${record.verdict}${record.reason ? ": " + record.reason : ""} (${record.seconds} s)`));
 }
 
+// --- exercises and the room board ---------------------------------------------------------
+// Names and messages come from students: every cell is text (element() appends strings
+// as text nodes), never HTML.
+
+async function loadExercises() {
+  const {exercises} = await control("/control/exercises");
+  view.exercises = exercises;
+  document.getElementById("exercise-list").replaceChildren(...exercises.map(exercise =>
+    element("li", {"data-exercise": exercise.id},
+      element("strong", {}, exercise.title),
+      element("span", {class: "muted"}, ` (${exercise.family}; ${exercise.lessons.join(" ")}; ` +
+                                         `${exercise.articles.join(", ")})`),
+      element("div", {}, exercise.asks),
+      element("code", {}, `lockshop exercise start ${exercise.id}`))));
+}
+
+async function refreshRoom() {
+  if (!view.exercises) return;
+  const board = await control("/control/room");
+  const code = view.state && view.state.room_code;
+  document.getElementById("room-code").textContent = code ? `Room code: ${code}` : "";
+  const latest = new Map(board.results.map(r => [`${r.name}\u0000${r.exercise}`, r]));
+  const cell = (name, exercise) => {
+    const result = latest.get(`${name}\u0000${exercise.id}`);
+    if (!result) return element("td", {class: "muted"}, "–");
+    const when = new Date(result.at * 1000).toLocaleTimeString();
+    return element("td", {class: result.passed ? "ok" : "bad", title: when},
+                   result.passed ? `passed ${when}` : `${result.lesson || "failed"} ${when}`);
+  };
+  document.getElementById("room-board").replaceChildren(
+    element("tr", {}, element("th", {}, "student"),
+            ...view.exercises.map(e => element("th", {}, e.id))),
+    ...board.students.map(name => element("tr", {"data-student": name},
+      element("td", {}, name), ...view.exercises.map(e => cell(name, e)))));
+  document.getElementById("room-empty").hidden = board.students.length > 0;
+}
+
 // --- the refresh loop -------------------------------------------------------------------
 
 async function refreshState() {
@@ -312,7 +349,7 @@ async function refreshState() {
 
 async function tick() {
   const steps = [refreshLocks];
-  if (CONTROL) steps.push(refreshState, refreshSales, refreshLabRun);
+  if (CONTROL) steps.push(refreshState, refreshSales, refreshLabRun, refreshRoom);
   const problems = [];
   for (const step of steps) {
     try {
@@ -331,8 +368,11 @@ async function tick() {
 showRole();
 if (CONTROL) {
   loadLabs().catch(error => say(`could not list the labs: ${error.message}`, true));
+  loadExercises().catch(error => say(`could not list the exercises: ${error.message}`, true));
 } else {
   document.getElementById("no-control").hidden = false;
-  for (const id of ["cluster", "sale", "labs"]) document.getElementById(id).classList.add("unavailable");
+  for (const id of ["cluster", "sale", "labs", "exercises"]) {
+    document.getElementById(id).classList.add("unavailable");
+  }
 }
 tick();
