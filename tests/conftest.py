@@ -14,15 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from lockshop.cluster import network as hosts
+import locks
+from locks import Backends
+from lockshop.cluster.network import Network, unavailable
 from lockshop.cluster.launcher import Cluster
 from lockshop.cluster.redis_servers import RedisServer, redis_server_binary
 from lockshop.cluster.scratch import scratch_database, server_error
-from lockshop.cluster.zookeeper_servers import (
-    ZooKeeperEnsemble,
-    ZooKeeperServer,
-    zookeeper_installed,
-)
+from lockshop.cluster.zookeeper_servers import ZooKeeperEnsemble, ZooKeeperServer
+from helpers import require, require_zookeeper, wait_until_available
 from shop.app import create_app, create_schema
 from shop.config import Config
 from shop.store.db import make_engine, make_sessions
@@ -32,18 +31,6 @@ POSTGRES_ADMIN_URL = os.environ.get("LOCKSHOP_TEST_POSTGRES_ADMIN_URL",
                                     "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 MYSQL_ADMIN_URL = os.environ.get("LOCKSHOP_TEST_MYSQL_ADMIN_URL",
                                  "mysql+pymysql://root@127.0.0.1:3306/")
-REQUIRE_SERVERS = os.environ.get("LOCKSHOP_REQUIRE_SERVERS") == "1"
-
-
-def require(condition: bool, reason: str) -> None:
-    """Skip loudly when ``condition`` is false; fail instead when CI requires servers."""
-    if condition:
-        return
-    if REQUIRE_SERVERS:
-        pytest.fail(f"LOCKSHOP_REQUIRE_SERVERS=1 but {reason}")
-    pytest.skip(f"SKIPPED FOR A MISSING SERVER: {reason}")
-
-
 @pytest.fixture(scope="session")
 def postgres_admin_url() -> str:
     error = server_error(POSTGRES_ADMIN_URL)
@@ -84,15 +71,10 @@ def redis_server(start_redis) -> RedisServer:
 def network():
     """Hosts on this machine: network namespaces on a bridge, removed after the test
     (whatever runs on them must be stopped first: fixtures that use this one are)."""
-    problem = hosts.unavailable()
+    problem = unavailable()
     require(problem is None, f"cannot make hosts on this machine: {problem}")
-    with hosts.Network() as lan:
+    with Network() as lan:
         yield lan
-
-
-def require_zookeeper() -> None:
-    require(zookeeper_installed(),
-            "ZooKeeper is not installed (./run installs it: apt-get install zookeeper)")
 
 
 @pytest.fixture
@@ -197,3 +179,31 @@ def start_cluster(tmp_path: Path):
     yield start
     for cluster in clusters:
         cluster.stop()
+
+
+@pytest.fixture
+def open_lock_factory(request, tmp_path):
+    """Open a strategy's lock factory on the backends it needs, started for the test: a
+    SQLite file, the test's Redis server (and five more for Redlock), its ZooKeeper.
+    Keyword arguments are given to ``Backends`` over those (``lease_ms``, ``faults``, a
+    server of the test's own). Every factory is closed after the test."""
+    opened = []
+
+    def open_(name: str, **backends):
+        needs = locks.get(name).requires
+        if "zookeeper" in needs and "zk_hosts" not in backends:
+            backends["zk_hosts"] = request.getfixturevalue("zookeeper").address
+        if "redis" in needs and "redis_url" not in backends:
+            backends["redis_url"] = request.getfixturevalue("redis_server").url
+        if name == "redlock" and "redis_urls" not in backends:
+            start = request.getfixturevalue("start_redis")
+            backends["redis_urls"] = tuple(start().url for _ in range(5))
+        backends.setdefault("database_url", f"sqlite:///{tmp_path / 'l.db'}")
+        factory = locks.open_factory(name, Backends(**backends))
+        wait_until_available(factory)
+        opened.append(factory)
+        return factory
+
+    yield open_
+    for factory in opened:
+        factory.close()

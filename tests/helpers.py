@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 import signal
 import subprocess
@@ -9,21 +10,55 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
+import pytest
 import requests
 from sqlalchemy import select
 
 from locks import Backends
 from lockshop.cluster.client import ShopClient
 from lockshop.cluster.launcher import Cluster
+from lockshop.cluster.zookeeper_servers import zookeeper_installed
 from shop.errors import SeatTaken, SoldOut
 from shop.orders.order_path import OrderContext, OrderRequest
 from shop.orders.strategies import Strategies
 from shop.store.db import engine_of
 from shop.store.models import Order, Product, Setting
+
+T = TypeVar("T")
+
+
+# --- waiting on state ------------------------------------------------------------------
+
+def wait_for(condition: Callable[[], T], *, timeout: float = 10.0, interval: float = 0.01,
+             message: str | None = None) -> T:
+    """Wait until ``condition()`` is true, and return what it returned.
+
+    How a test orders its threads and processes: by state it can see (a lock's
+    waiters in ``factory.look(name)``, the hold log, rows, metrics, what a thread
+    recorded), never by a sleep long enough on a quiet machine, as kazoo's lock
+    tests ``wait(lambda: len(lock.contenders()) == 6)``. After ``timeout``
+    seconds the test fails, saying what it waited for (``message``, else the
+    condition's source) and what the condition last returned.
+    """
+    deadline = time.monotonic() + timeout
+    while not (seen := condition()):
+        if time.monotonic() > deadline:
+            pytest.fail(f"waited {timeout:g} s for {message or _source(condition)}; "
+                        f"last seen: {seen!r}")
+        time.sleep(interval)  # the poll itself: it orders nothing
+    return seen
+
+
+def _source(condition: Callable) -> str:
+    try:
+        return inspect.getsource(condition).strip()
+    except (OSError, TypeError):
+        return repr(condition)
 
 
 def snapshot(app) -> dict:
@@ -115,10 +150,10 @@ def pause_the_holder(cluster, admin, strategy: str, paused_for: float):
 
     thread = threading.Thread(target=first_order)
     thread.start()
-    time.sleep(0.3)  # instance 0 holds the lock, in its business delay
+    in_its_business_delay(cluster, 0)
     os.killpg(cluster.instances[0].process.pid, signal.SIGSTOP)
     try:
-        time.sleep(paused_for)
+        time.sleep(paused_for)  # a pause past the lease (or session): time is the point
         # The paused order read its delay already; the second buyer's work must
         # fit in its own lease, or it would lose its lock too.
         admin.set_settings(business_delay_ms=0)
@@ -130,7 +165,8 @@ def pause_the_holder(cluster, admin, strategy: str, paused_for: float):
 
 
 def hold_and_stop(cluster, instance: int, product: int = 1) -> threading.Thread:
-    """Send an order to ``instance`` that will sit in its critical section (business delay)."""
+    """Send an order to ``instance``; return once it sits in its critical section (it holds
+    the lock, has read the stock, and is in its business delay)."""
     def order():
         try:
             requests.post(f"{cluster.urls[instance]}/api/orders",
@@ -139,8 +175,68 @@ def hold_and_stop(cluster, instance: int, product: int = 1) -> threading.Thread:
             pass  # its instance may be killed meanwhile
     thread = threading.Thread(target=order)
     thread.start()
-    time.sleep(0.5)  # inside the critical section now, holding the lock
+    in_its_business_delay(cluster, instance, product)
     return thread
+
+
+def in_its_business_delay(cluster, instance: int, product: int = 1) -> dict:
+    """Wait until an order on ``instance`` holds the lock of ``product`` and has read the
+    stock, as the instance's own hold log says: it is in its business delay. The hold."""
+    url, lock = cluster.urls[instance], f"product:{product}"
+
+    def read_under_the_lock() -> list[dict]:
+        log = requests.get(f"{url}/api/locks/holds", params={"since": time.time()}, timeout=10)
+        return [h for h in log.json()["holds"]
+                if h["lock"] == lock and h["released"] is None and h["read_at"] is not None]
+
+    return wait_for(read_under_the_lock, message=f"an order on {url} to hold {lock} and read")[0]
+
+
+class Steady:
+    """Clients that send one request after another until the block ends (client n to the
+    n-th instance, round the cluster), by default an order for product 1: a sale going on
+    while a test kills, pauses or cuts something. Every answer is kept, in order, with
+    the instance it came from."""
+
+    def __init__(self, urls: list[str], clients: int = 6,
+                 send: Callable[[requests.Session, str], requests.Response] | None = None):
+        self.urls, self.clients = urls, clients
+        self.send = send or (lambda http, url: http.post(f"{url}/api/orders",
+                                                         json={"product_id": 1}, timeout=30))
+        self.answers: list[tuple[int, requests.Response]] = []
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._client, args=(n,))
+                         for n in range(clients)]
+
+    def _client(self, n: int) -> None:
+        instance = n % len(self.urls)
+        with requests.Session() as http:
+            while not self._stop.is_set():
+                self.answers.append((instance, self.send(http, self.urls[instance])))
+
+    def __enter__(self) -> Steady:
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join()
+
+    def statuses(self, since: int = 0) -> Counter:
+        """Answers by status code, from the ``since``-th answer on."""
+        return Counter(answer.status_code for _, answer in self.answers[since:])
+
+    def errors(self) -> list[str]:
+        """The error codes of the 503s (``backend_unavailable``, ``lock_timeout``...)."""
+        return [answer.json()["error"] for _, answer in self.answers
+                if answer.status_code == 503]
+
+    def selling(self, since: int = 0) -> set[int]:
+        """The instances that sold (answered 201) from the ``since``-th answer on."""
+        return {instance for instance, answer in self.answers[since:]
+                if answer.status_code == 201}
 
 
 # --- a flash sale on real instances ---------------------------------------------------
@@ -184,6 +280,24 @@ def flash_sale(cluster: Cluster, strategy: str, instances: int) -> tuple[dict, C
 
 def wait_until_available(factory, seconds: float = 10.0) -> None:
     """A ZooKeeper factory connects in the background: give it its moment."""
-    deadline = time.monotonic() + seconds
-    while not factory.available() and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_for(factory.available, timeout=seconds,
+             message=f"the {factory.strategy.name} factory's backend to answer")
+
+
+# --- skipping loudly where a server is missing (failing instead in CI) -----------------
+
+REQUIRE_SERVERS = os.environ.get("LOCKSHOP_REQUIRE_SERVERS") == "1"
+
+
+def require(condition: bool, reason: str) -> None:
+    """Skip loudly when ``condition`` is false; fail instead when CI requires servers."""
+    if condition:
+        return
+    if REQUIRE_SERVERS:
+        pytest.fail(f"LOCKSHOP_REQUIRE_SERVERS=1 but {reason}")
+    pytest.skip(f"SKIPPED FOR A MISSING SERVER: {reason}")
+
+
+def require_zookeeper() -> None:
+    require(zookeeper_installed(),
+            "ZooKeeper is not installed (./run installs it: apt-get install zookeeper)")

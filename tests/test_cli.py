@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import requests
 
+from helpers import wait_for
 from lockshop.cli import main
 from lockshop.cluster.processes import port_is_free
 from shop.orders.strategies import all_strategies
@@ -128,10 +129,8 @@ def test_up_starts_instances_and_stops_them_all_on_sigterm(tmp_path):
             process.kill()
             process.wait()
         process.stdout.close()
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and not (port_is_free(port) and port_is_free(port + 1)):
-        time.sleep(0.1)
-    assert port_is_free(port) and port_is_free(port + 1), "an instance outlived the launcher"
+    wait_for(lambda: port_is_free(port) and port_is_free(port + 1), interval=0.1,
+             message="both ports to be free (an instance outlived the launcher?)")
 
 
 def test_up_is_set_up_before_its_instances_answer(tmp_path):
@@ -147,15 +146,17 @@ def test_up_is_set_up_before_its_instances_answer(tmp_path):
             [sys.executable, "-m", "lockshop.cli", "up", "--instances", "1", "--port",
              str(port), "--strategy", "local", "--business-delay-ms", "7", "--reset"],
             cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=error_log)
+    def first_answer() -> tuple[requests.Response] | None:
+        try:
+            return (requests.get(f"http://127.0.0.1:{port}/api/admin/settings", timeout=5),)
+        except requests.ConnectionError:
+            return None
+
     try:
-        first = None
-        deadline = time.monotonic() + 60
-        while first is None and time.monotonic() < deadline:
-            try:  # as early as the instance answers at all
-                first = requests.get(f"http://127.0.0.1:{port}/api/admin/settings", timeout=5)
-            except requests.ConnectionError:
-                time.sleep(0.002)
-        assert first is not None and first.status_code == 200
+        # as early as the instance answers at all
+        first, = wait_for(first_answer, timeout=60, interval=0.002,
+                          message="the instance's first answer")
+        assert first.status_code == 200
         assert (first.json()["strategy"], first.json()["business_delay_ms"]) == ("local", 7)
     finally:
         process.send_signal(signal.SIGTERM)
@@ -169,7 +170,8 @@ def stop_or_say_where_it_hangs(process: subprocess.Popen, errors: Path) -> None:
         process.wait(30)
     except subprocess.TimeoutExpired:
         process.send_signal(signal.SIGUSR1)  # faulthandler: every thread's stack
-        time.sleep(1)
+        with contextlib.suppress(pytest.fail.Exception):
+            wait_for(lambda: "most recent call first" in errors.read_text(), timeout=5)
         process.kill()
         process.wait()
         pytest.fail(f"up did not stop within 30 s of SIGTERM:\n{errors.read_text()[-6000:]}")

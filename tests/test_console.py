@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from conftest import require
+from helpers import require
 from helpers import lockshop_up
 from lockshop.cluster.processes import free_port
 from lockshop.cluster.redis_servers import redis_server_binary

@@ -9,7 +9,8 @@ import time
 import pytest
 
 import locks
-from locks import Backends, HoldLog, LockLost
+from helpers import wait_for
+from locks import HoldLog, LockLost
 from lockshop.control.timeline import overlaps
 
 
@@ -19,10 +20,10 @@ def test_a_hold_is_recorded_from_acquire_to_the_start_of_its_release():
     lock._hold_log = log  # a log of its own, not the process-wide one
     before = time.time()
     lock.acquire()
-    (held,) = log.holds()
+    (held,) = log.since()
     assert held.released is None and held.lock == "product:1" and held.acquired >= before
     lock.release()
-    (done,) = log.holds()
+    (done,) = log.since()
     assert done.ended == "released" and held.acquired <= done.released <= time.time()
 
 
@@ -31,9 +32,9 @@ def test_the_log_keeps_the_last_finished_holds_and_every_open_one():
     open_one = log.opened("a", "s", "o", None)
     for _ in range(5):
         log.closed(log.opened("b", "s", "o", None))
-    holds = log.holds()
+    holds = log.since()
     assert len(holds) == 4 and [h.id for h in holds if h.released is None] == [open_one]
-    assert log.close_open("gone") == 1 and all(h.ended for h in log.holds())
+    assert log.close_open("gone") == 1 and all(h.ended for h in log.since())
 
 
 def test_overlaps_are_two_holds_of_one_lock_at_once():
@@ -47,21 +48,18 @@ def test_overlaps_are_two_holds_of_one_lock_at_once():
         ("p:1", 1.5, 2.0, [1, 2])]
 
 
-def test_a_lock_lost_to_its_lease_is_recorded_as_lost(redis_server):
-    factory = locks.open_factory("redis", Backends(redis_url=redis_server.url, lease_ms=100))
+def test_a_lock_lost_to_its_lease_is_recorded_as_lost(open_lock_factory):
+    factory = open_lock_factory("redis", lease_ms=100)
     log = HoldLog()
     a, b = factory.lock("product:1"), factory.lock("product:1")
     a._hold_log = b._hold_log = log
-    try:
-        a.acquire()
-        time.sleep(0.2)
-        assert b.acquire(blocking=False)
-        with pytest.raises(LockLost):
-            a.release()
-        b.release()
-    finally:
-        factory.close()
-    first, second = log.holds()
+    a.acquire()
+    wait_for(lambda: not factory.look("product:1").holders, message="A's lease to run out")
+    assert b.acquire(blocking=False)
+    with pytest.raises(LockLost):
+        a.release()
+    b.release()
+    first, second = log.since()
     assert first.ended == "lost" and second.ended == "released"
     # By their own records, A and B held the lock at once: the overlap the console draws.
     assert second.acquired < first.released
@@ -74,45 +72,31 @@ def one_holder_one_waiter(factory):
     holder.acquire()
     waiter = threading.Thread(target=lambda: factory.lock("product:1", timeout=3).acquire())
     waiter.start()
-    deadline = time.monotonic() + 5
-    while not factory.look("product:1").waiting and time.monotonic() < deadline:
-        time.sleep(0.01)
-    view = factory.look("product:1")
+    view = wait_for(lambda: (seen := factory.look("product:1")).waiting and seen,
+                    message="the waiter to queue")
     holder.release()
     waiter.join()
     return holder, view
 
 
-def test_a_redis_lock_shows_its_holder_and_its_queue(redis_server):
-    factory = locks.open_factory("redis_fair", Backends(redis_url=redis_server.url,
-                                                        lease_ms=5000))
-    try:
-        holder, view = one_holder_one_waiter(factory)
-        assert [h["owner"] for h in view.holders] == [holder.owner]
-        assert 0 < view.holders[0]["expires_in_ms"] <= 5000
-        assert len(view.waiting) == 1
-    finally:
-        factory.close()
+def test_a_redis_lock_shows_its_holder_and_its_queue(open_lock_factory):
+    holder, view = one_holder_one_waiter(open_lock_factory("redis_fair", lease_ms=5000))
+    assert [h["owner"] for h in view.holders] == [holder.owner]
+    assert 0 < view.holders[0]["expires_in_ms"] <= 5000
+    assert len(view.waiting) == 1
 
 
-def test_a_zookeeper_queue_shows_its_head_as_holder_and_the_rest_waiting(zookeeper):
-    factory = locks.open_factory("zk_fair", Backends(zk_hosts=zookeeper.address))
-    try:
-        holder, view = one_holder_one_waiter(factory)
-        assert [h["owner"] for h in view.holders] == [holder.owner]
-        assert len(view.waiting) == 1 and view.waiting[0]["since"] >= view.holders[0]["since"]
-    finally:
-        factory.close()
+def test_a_zookeeper_queue_shows_its_head_as_holder_and_the_rest_waiting(open_lock_factory):
+    holder, view = one_holder_one_waiter(open_lock_factory("zk_fair"))
+    assert [h["owner"] for h in view.holders] == [holder.owner]
+    assert len(view.waiting) == 1 and view.waiting[0]["since"] >= view.holders[0]["since"]
 
 
-def test_the_lock_table_shows_its_row(sqlite_url):
-    factory = locks.open_factory("table", Backends(database_url=sqlite_url, lease_ms=3000))
-    try:
-        lock = factory.lock("product:1")
-        assert factory.look("product:1").holders == []
-        lock.acquire()
-        (holder,) = factory.look("product:1").holders
-        assert holder["owner"] == lock.owner and 0 < holder["expires_in_ms"] <= 3000
-        lock.release()
-    finally:
-        factory.close()
+def test_the_lock_table_shows_its_row(open_lock_factory):
+    factory = open_lock_factory("table", lease_ms=3000)
+    lock = factory.lock("product:1")
+    assert factory.look("product:1").holders == []
+    lock.acquire()
+    (holder,) = factory.look("product:1").holders
+    assert holder["owner"] == lock.owner and 0 < holder["expires_in_ms"] <= 3000
+    lock.release()

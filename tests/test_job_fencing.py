@@ -21,7 +21,7 @@ import time
 import pytest
 from sqlalchemy import event
 
-from conftest import require
+from helpers import require
 from lockshop.cluster.postgres_servers import PostgresServer, postgres_unavailable
 from shop.jobs.guards import JobGuard
 from shop.jobs.scheduler import JobScheduler
@@ -76,7 +76,7 @@ def test_a_reminder_whose_commit_is_late_is_not_sent_again(request, make_app,
     run_a = threading.Thread(target=fire, args=("a", state_a))
     run_a.start()
     assert held.wait(10), "A's run never reached its commit"
-    time.sleep(0.5)  # A's 300 ms lease runs out while its commit is held up
+    time.sleep(0.5)  # A's 300 ms lease must run out while its commit is held up: time
     run_b = threading.Thread(target=fire, args=("b", state_b))  # the next fire time
     run_b.start()
     run_b.join(2)

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
-import time
 
 import pytest
 import requests
 
+from helpers import Steady, wait_for
 from lockshop.cluster.client import ShopClient
 from lockshop.workshop.labs.jobs import ORDERS, place_unpaid_orders, run_jobs
 
@@ -146,21 +145,13 @@ def test_stock_given_back_during_a_sale_is_not_overwritten_by_an_order(start_clu
     admin.reset([{"sku": "x", "stock": 500}])
     admin.set_settings(strategy=strategy, business_delay_ms=20, unpaid_expiry_ms=200,
                        reminder_after_ms=100_000, job_interval_ms=300)
-    stop = time.monotonic() + 4
-
-    def buyer(n: int) -> None:
-        with requests.Session() as http:
-            while time.monotonic() < stop:
-                http.post(f"{cluster.urls[n % 2]}/api/orders", json={"product_id": 1},
-                          timeout=30)
-
-    threads = [threading.Thread(target=buyer, args=(n,)) for n in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    with Steady(cluster.urls, 6):
+        # The job gives stock back during the sale.
+        wait_for(lambda: admin.audit()["jobs"]["orders_expired"] > 20, timeout=30,
+                 interval=0.2, message="the job to expire 20 orders during the sale")
     admin.set_settings(job_interval_ms=0)
-    time.sleep(0.6)
+    wait_for(lambda: all(run["outcome"] != "running"
+                         for run in admin.get("/api/admin/jobs")["runs"]),
+             message="the last job runs to end")
     audit = admin.audit()
-    assert audit["jobs"]["orders_expired"] > 20  # the job gave stock back during the sale
     assert audit["correct"], audit["totals"]

@@ -10,14 +10,15 @@ import sys
 
 import pytest
 
-from conftest import require
+from helpers import require
 from lockshop.cluster.network import unavailable as network_unavailable
 from lockshop.cluster.redis_servers import redis_server_binary
 from lockshop.cluster.scratch import DEFAULT_SERVERS, server_error
 from lockshop.cluster.zookeeper_servers import zookeeper_installed
 from lockshop.workshop import labs
-from lockshop.workshop.labs.record import BROKEN, FIX, MEASURE, Lab
-from lockshop.workshop.labs.stage import Parts
+from lockshop.workshop.staging.record import BROKEN, FIX, MEASURE, Lab
+from lockshop.workshop.staging.runner import run_labs
+from lockshop.workshop.staging.stage import Parts
 
 pytestmark = pytest.mark.cluster
 
@@ -38,7 +39,7 @@ def test_the_lab_holds_with_both_halves(parts, lab_id, capsys):
             f"cannot make hosts on this machine: {network_unavailable()}")
     require("mariadb" not in lab.needs or server_error(DEFAULT_SERVERS["mysql"]) is None,
             f"no MariaDB server at {DEFAULT_SERVERS['mysql']}")
-    record, = labs.run_labs([lab], parts=parts)
+    record, = run_labs([lab], parts=parts)
     assert record.holds, record.reason
     halves = [step.half for step in record.steps]
     if lab.measured:
@@ -57,7 +58,7 @@ def test_a_broken_half_that_does_not_break_is_a_lab_that_does_not_hold(parts, ca
         run.fix("atomic", "one statement")
         run.check("buyers buy", expected="correct", observed="correct", agrees=True)
 
-    record, = labs.run_labs([Lab("C99", "fake", "a fake lab", (), (), 1, stage)], parts=parts)
+    record, = run_labs([Lab("C99", "fake", "a fake lab", (), (), 1, stage)], parts=parts)
     assert record.verdict == "does not hold"
     assert record.reason.startswith("step 1 (broken): expected oversold")
     assert "DOES NOT HOLD" in capsys.readouterr().out
@@ -68,7 +69,7 @@ def test_a_lab_with_one_half_only_does_not_hold(parts):
         run.fix("atomic", "one statement")
         run.check("buyers buy", expected="correct", observed="correct", agrees=True)
 
-    record, = labs.run_labs([Lab("C98", "half", "half a lab", (), (), 1, stage)], parts=parts)
+    record, = run_labs([Lab("C98", "half", "half a lab", (), (), 1, stage)], parts=parts)
     assert record.verdict == "does not hold" and "both halves" in record.reason
 
 
@@ -76,7 +77,7 @@ def test_a_lab_that_cannot_stage_says_why(parts):
     def stage(run):
         raise RuntimeError("no such server")
 
-    record, = labs.run_labs([Lab("C97", "boom", "a lab that fails", (), (), 1, stage)],
+    record, = run_labs([Lab("C97", "boom", "a lab that fails", (), (), 1, stage)],
                             parts=parts)
     assert record.verdict == "does not hold" and "no such server" in record.reason
 
@@ -92,9 +93,9 @@ def test_lab_list_groups_the_labs_by_article():
     assert done.stdout.startswith("A0  ")
     for lab in labs.LABS.values():
         assert f"{lab.id:<4} {lab.name}" in done.stdout
-    of_claims = [i for i in labs.LABS if int(i[1:]) <= 43]
-    assert f"{len(of_claims)} of the articles' 43 claims are staged" in done.stdout
-    assert f"and {len(labs.LABS) - len(of_claims)} beyond them" in done.stdout
+    of_articles = [i for i in labs.LABS if int(i[1:]) <= 43]
+    assert f"{len(of_articles)} of the articles' 43 lessons are staged" in done.stdout
+    assert f"and {len(labs.LABS) - len(of_articles)} beyond them" in done.stdout
 
 
 def test_a_lab_by_id_or_name_as_json():

@@ -17,9 +17,7 @@ import time
 import pytest
 
 import locks
-from helpers import wait_until_available
 from locks import (
-    Backends,
     DistributedLock,
     LockLost,
     LockNotAcquired,
@@ -33,32 +31,6 @@ from locks import (
 CONTRACT_STRATEGIES = [s.name for s in locks.all_strategies() if not s.family.endswith("-broken")]
 #: Those that exclude other threads of the same process (all but ``none``).
 EXCLUSIVE_IN_PROCESS = [name for name in CONTRACT_STRATEGIES if locks.get(name).expected_correct(1)]
-
-
-@pytest.fixture
-def open_lock_factory(request, tmp_path):
-    """Open a strategy's factory with the backends it needs (a SQLite file, a Redis server)."""
-    opened = []
-
-    def open_(name: str):
-        redis_url, redis_urls, zk_hosts = None, (), None
-        if locks.get(name).requires == ("zookeeper",):
-            zk_hosts = request.getfixturevalue("zookeeper").address
-        if locks.get(name).requires == ("redis",):
-            start = request.getfixturevalue("start_redis")
-            redis_url = start().url
-            if name == "redlock":
-                redis_urls = tuple(start().url for _ in range(5))
-        factory = locks.open_factory(name, Backends(
-            database_url=f"sqlite:///{tmp_path / 'l.db'}", redis_url=redis_url,
-            redis_urls=redis_urls, zk_hosts=zk_hosts))
-        wait_until_available(factory)
-        opened.append(factory)
-        return factory
-
-    yield open_
-    for factory in opened:
-        factory.close()
 
 
 @pytest.fixture(params=CONTRACT_STRATEGIES)
@@ -151,7 +123,7 @@ def racy_increments(factory, threads: int = 8, rounds: int = 5) -> int:
         for _ in range(rounds):
             with factory.lock(name, timeout=30):
                 seen = counter["value"]
-                time.sleep(0.001)  # widen the window, as the business delay does
+                time.sleep(0.001)  # a window in time, as the business delay widens it
                 counter["value"] = seen + 1
 
     pool = [threading.Thread(target=worker) for _ in range(threads)]
@@ -240,7 +212,8 @@ class FakeClock:
     def __call__(self) -> float:
         return self.now
 
-    def sleep(self, seconds: float) -> None:
+    def advance(self, seconds: float) -> None:
+        """The lock's ``sleep``: no time passes but the clock's."""
         self.sleeps.append(seconds)
         self.now += seconds
 
@@ -264,7 +237,7 @@ class ScriptedLock(DistributedLock):
 
 def test_base_waits_with_growing_pauses_until_it_gets_the_lock():
     clock = FakeClock()
-    lock = ScriptedLock("x", refusals=5, clock=clock, sleep=clock.sleep, timeout=10)
+    lock = ScriptedLock("x", refusals=5, clock=clock, sleep=clock.advance, timeout=10)
     assert lock.acquire()
     assert lock.attempts == 6
     assert len(clock.sleeps) == 5
@@ -276,7 +249,7 @@ def test_base_waits_with_growing_pauses_until_it_gets_the_lock():
 def test_base_gives_up_at_the_timeout_and_counts_it():
     clock = FakeClock()
     registry = MetricsRegistry()
-    lock = ScriptedLock("x", refusals=10**9, clock=clock, sleep=clock.sleep, timeout=0.5,
+    lock = ScriptedLock("x", refusals=10**9, clock=clock, sleep=clock.advance, timeout=0.5,
                         strategy="scripted", metrics=registry)
     assert lock.acquire() is False
     assert clock.now == pytest.approx(0.5)
@@ -286,7 +259,7 @@ def test_base_gives_up_at_the_timeout_and_counts_it():
 
 def test_non_blocking_acquire_makes_exactly_one_attempt():
     clock = FakeClock()
-    lock = ScriptedLock("x", refusals=1, clock=clock, sleep=clock.sleep)
+    lock = ScriptedLock("x", refusals=1, clock=clock, sleep=clock.advance)
     assert lock.acquire(blocking=False) is False
     assert lock.attempts == 1
     assert clock.sleeps == []
@@ -295,7 +268,7 @@ def test_non_blocking_acquire_makes_exactly_one_attempt():
 def test_wait_and_hold_times_come_from_the_clock():
     clock = FakeClock()
     registry = MetricsRegistry()
-    lock = ScriptedLock("x", refusals=0, clock=clock, sleep=clock.sleep, strategy="s",
+    lock = ScriptedLock("x", refusals=0, clock=clock, sleep=clock.advance, strategy="s",
                         metrics=registry)
     lock.acquire()
     clock.now += 2.0

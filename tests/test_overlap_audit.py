@@ -16,7 +16,7 @@ import pytest
 from helpers import flash_sale, pause_the_holder
 from lockshop.cluster.client import ShopClient
 from lockshop.control.timeline import begun_since, collect_holds, overlap_audit, overlaps
-from locks.holds import HoldLog
+from locks.hold_log import HoldLog
 
 pytestmark = pytest.mark.cluster
 
@@ -34,12 +34,12 @@ def test_the_log_marks_writes_and_counts_what_it_forgot():
     for _ in range(3):
         log.closed(log.opened("p:1", "s", "o", None))
     assert log.forgotten == 2
-    assert [h.wrote for h in log.holds()] == [False, False]
+    assert [h.wrote for h in log.since()] == [False, False]
     third = log.opened("p:1", "s", "o", None)
     log.read(third)
     log.wrote(third)
     assert [(h.read_at is not None, h.wrote_at is not None)
-            for h in log.holds()] == [(False, False), (False, False), (True, True)]
+            for h in log.since()] == [(False, False), (False, False), (True, True)]
 
 
 def test_the_audit_counts_overlaps_per_lock_and_those_in_which_both_wrote():

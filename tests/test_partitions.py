@@ -20,9 +20,9 @@ from contextlib import ExitStack
 import pytest
 import redis
 import requests
+from sqlalchemy import text
 
-from conftest import require, require_zookeeper
-from helpers import lockshop_up
+from helpers import in_its_business_delay, lockshop_up, require, require_zookeeper, wait_for
 from lockshop.cluster.client import ShopClient
 from lockshop.cluster.network import Link, NetworkError
 from lockshop.cluster.network import unavailable as network_unavailable
@@ -31,6 +31,7 @@ from lockshop.cluster.redis_servers import RedisServer, redis_server_binary
 from lockshop.cluster.scratch import scratch_database
 from lockshop.cluster.zookeeper_servers import ZooKeeperServer
 from lockshop.control.timeline import collect_holds, overlap_audit
+from shop.store.db import make_engine
 
 pytestmark = pytest.mark.cluster
 
@@ -67,6 +68,21 @@ def order_in_background(url: str, answers: dict, key: str = "first") -> threadin
     thread = threading.Thread(target=order)
     thread.start()
     return thread
+
+
+def advisory_lock_taken(database_url: str):
+    """A condition to wait for: an order holds its ``pg_advisory_xact_lock``, as
+    PostgreSQL's own ``pg_locks`` says (that strategy keeps no hold log)."""
+    engine = make_engine(database_url)
+
+    def taken() -> bool:
+        try:
+            with engine.connect() as db:
+                return bool(db.scalar(text("SELECT count(*) FROM pg_locks "
+                                           "WHERE locktype = 'advisory' AND granted")))
+        finally:
+            engine.dispose()
+    return taken
 
 
 def overlaps_of(cluster, since: float) -> dict:
@@ -166,13 +182,12 @@ def test_latency_on_the_holders_link_makes_a_watchdog_renewal_miss(network, serv
     watcher = redis.Redis.from_url(redis_server.url, socket_timeout=5)
     since, answers = time.time(), {}
     first = order_in_background(cluster.urls[0], answers)
-    time.sleep(1.6)  # past the first lease: held only because the watchdog renews it
+    in_its_business_delay(cluster, 0)
+    time.sleep(1.2)  # a hold past its first 1 s lease (time is the point): the watchdog renews
     assert watcher.exists("lockshop:lock:product:1")
     network.slow("shop-1", Link(delay_ms=900))
-    deadline = time.monotonic() + 5
-    while watcher.exists("lockshop:lock:product:1") and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not watcher.exists("lockshop:lock:product:1"), "the renewals kept up"
+    wait_for(lambda: not watcher.exists("lockshop:lock:product:1"), timeout=5,
+             message="the lease to end between two slowed renewals")
     shop_1_s_answer_is_refused(cluster, network, admin, first, answers, someone_else_buys)
     product = overlaps_of(cluster, since)
     assert product["overlaps"] == (1 if someone_else_buys else 0), product
@@ -180,16 +195,18 @@ def test_latency_on_the_holders_link_makes_a_watchdog_renewal_miss(network, serv
 
 
 def test_a_holder_cut_off_from_redis_past_its_lease_is_fenced(network, servers, start_cluster):
-    redis = servers("redis", "redis")
-    cluster = start_cluster(2, network=network, redis_url=redis.url, lock_lease_ms=1000)
+    redis_server = servers("redis", "redis")
+    cluster = start_cluster(2, network=network, redis_url=redis_server.url, lock_lease_ms=1000)
     admin = ShopClient(cluster.urls[1])
     admin.reset([{"sku": "x", "stock": 5}])
     admin.set_settings(strategy="redis", business_delay_ms=2500)
     since, answers = time.time(), {}
     first = order_in_background(cluster.urls[0], answers)
-    time.sleep(0.5)  # shop-1 holds the lock, in its business delay
+    in_its_business_delay(cluster, 0)
     network.partition(["shop-1"], ["redis"])
-    time.sleep(1.0)  # its 1 s lease runs out on the server; shop-1 cannot know
+    watcher = redis.Redis.from_url(redis_server.url, socket_timeout=5)  # not cut off
+    wait_for(lambda: not watcher.exists("lockshop:lock:product:1"), timeout=5,
+             message="shop-1's 1 s lease to run out on the server (shop-1 cannot know)")
     admin.set_settings(business_delay_ms=0)
     second = requests.post(f"{cluster.urls[1]}/api/orders", json={"product_id": 1}, timeout=30)
     first.join()
@@ -206,7 +223,7 @@ def test_a_holder_cut_off_from_redis_past_its_lease_is_fenced(network, servers, 
 
 @pytest.mark.parametrize("someone_else_buys", [False, True])
 def test_a_holder_cut_off_from_zookeeper_past_its_session(network, servers, start_cluster,
-                                                          someone_else_buys):
+                                                          open_lock_factory, someone_else_buys):
     """Cut off past its session, the holder loses its lock: its connection is SUSPENDED,
     so the check before the commit says LockLost and nothing is written. And had its
     write gone out anyway, the zxid of the newer holder's node fences it."""
@@ -218,9 +235,11 @@ def test_a_holder_cut_off_from_zookeeper_past_its_session(network, servers, star
     admin.set_settings(strategy="zk_fair", business_delay_ms=4000)
     since, answers = time.time(), {}
     first = order_in_background(cluster.urls[0], answers)
-    time.sleep(0.7)
+    in_its_business_delay(cluster, 0)
     network.partition(["shop-1"], ["zookeeper"])
-    time.sleep(3.0)  # past the 2 s session: the server deletes shop-1's node
+    watcher = open_lock_factory("zk_fair", zk_hosts=zookeeper.address)  # not cut off
+    wait_for(lambda: not watcher.look("product:1").holders, timeout=10,
+             message="the server to end shop-1's 2 s session, and delete its node")
     shop_1_s_answer_is_refused(cluster, network, admin, first, answers, someone_else_buys)
     assert overlaps_of(cluster, since)["both_wrote"] == 0
 
@@ -260,9 +279,10 @@ def test_a_holder_cut_off_from_postgresql_keeps_its_advisory_lock(network, postg
     admin.set_settings(strategy="pg_advisory", business_delay_ms=1500)
     answers = {}
     first = order_in_background(cluster.urls[0], answers)
-    time.sleep(0.7)  # shop-1 holds the advisory lock, in its business delay
+    wait_for(advisory_lock_taken(database_url), message="shop-1 to take the advisory lock")
     network.partition(["shop-1"], ["postgres"])
-    time.sleep(1.5)  # its delay is over: its write waits on the cut link, uncommitted
+    # Then its write waits on the cut link, uncommitted.
+    time.sleep(1.6)  # its 1.5 s business delay must run out: time is the point
     admin.set_settings(business_delay_ms=0)
     second = requests.post(f"{cluster.urls[1]}/api/orders", json={"product_id": 1}, timeout=30)
     network.heal()
@@ -284,7 +304,7 @@ def test_postgresql_restarted_mid_order_is_a_503_then_the_shop_recovers(network,
     admin.set_settings(strategy="pg_advisory", business_delay_ms=2000)
     answers = {}
     first = order_in_background(cluster.urls[0], answers)
-    time.sleep(0.7)
+    wait_for(advisory_lock_taken(database_url), message="the order to take the advisory lock")
     server.restart()
     first.join()
     admin.set_settings(business_delay_ms=0)
@@ -335,19 +355,24 @@ def test_a_leader_cut_off_from_zookeeper_stops_leading_before_another_is_elected
     admin = ShopClient(cluster.urls[0])
     admin.reset([{"sku": "x", "stock": 5}])
     admin.set_settings(strategy="zk_fair", job_guard="leader", job_interval_ms=300)
-    deadline = time.monotonic() + 20
-    while admin.audit()["jobs"]["runs"] < 4 and time.monotonic() < deadline:
-        time.sleep(0.2)
-    leader = admin.get("/api/admin/jobs")["runs"][-1]["instance"]
+
+    def runs(after: int = 0) -> list[dict]:
+        return [r for r in admin.get("/api/admin/jobs")["runs"] if r["id"] > after]
+
+    wait_for(lambda: len(runs()) >= 4, timeout=20, interval=0.2, message="4 job runs")
+    leader = runs()[-1]["instance"]
     other = "shop-2" if leader == "shop-1" else "shop-1"
+    cut = runs()[-1]["id"]
     network.partition([leader], ["zookeeper"])
-    time.sleep(5.0)  # past the session: the other is elected and runs the jobs
+    # Past the session, the other is elected and runs the jobs.
+    wait_for(lambda: [r for r in runs(after=cut) if r["instance"] == other], timeout=20,
+             interval=0.2, message=f"{other} to be elected and run a job")
+    healed = runs()[-1]["id"]
     network.heal()
-    time.sleep(1.0)
+    wait_for(lambda: len(runs(after=healed)) >= 3, timeout=10, interval=0.2,
+             message="three more runs, the old leader back in touch")
     audit = ShopClient(cluster.urls[0 if other == "shop-1" else 1]).audit()["jobs"]
-    runs = admin.get("/api/admin/jobs")["runs"]
     assert audit["duplicate_runs"] == 0, audit
-    assert any(r["instance"] == other for r in runs), runs
 
 
 # --- the launcher's hosts mode, and the control's network faults ---------------------

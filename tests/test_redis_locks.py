@@ -11,10 +11,11 @@ import time
 import pytest
 import redis
 import requests
+from sqlalchemy import event
 
 import locks
-from helpers import flash_sale, hold_and_stop, order, pause_the_holder
-from locks import Backends, LockLost
+from helpers import Steady, flash_sale, hold_and_stop, order, pause_the_holder, wait_for
+from locks import LockLost
 from locks.redlock import Redlock
 from lockshop.cluster.client import ShopClient
 from shop.orders.order_path import (
@@ -33,13 +34,21 @@ from shop.store.products import ProductSpec, reset_products
 LEASE_MS = 200
 
 
-def factory(server, name: str, lease_ms: int = LEASE_MS, **backends):
-    return locks.open_factory(name, Backends(redis_url=server.url, lease_ms=lease_ms, **backends))
+@pytest.fixture
+def factory(open_lock_factory):
+    """A strategy's factory on the test's Redis server, with short leases."""
+    return lambda name, lease_ms=LEASE_MS, **backends: open_lock_factory(
+        name, lease_ms=lease_ms, **backends)
 
 
-def test_keys_are_readable_in_redis_cli(redis_server):
+def gone(client: redis.Redis, key: str):
+    """A condition to wait for: ``key`` has expired (or was deleted)."""
+    return lambda: not client.exists(key)
+
+
+def test_keys_are_readable_in_redis_cli(redis_server, factory):
     client = redis.Redis.from_url(redis_server.url)
-    with factory(redis_server, "redis").lock("product:7") as lock:
+    with factory("redis").lock("product:7") as lock:
         assert client.get("lockshop:lock:product:7").decode() == lock.token
         assert 0 < client.pttl("lockshop:lock:product:7") <= LEASE_MS
         epoch = int(client.get("lockshop:fence-epoch"))
@@ -48,56 +57,58 @@ def test_keys_are_readable_in_redis_cli(redis_server):
     assert client.get("lockshop:lock:product:7") is None
 
 
-def test_fencing_tokens_grow(redis_server):
+def test_fencing_tokens_grow(factory):
     tokens = []
     for _ in range(3):
-        with factory(redis_server, "redis").lock("t") as lock:
+        with factory("redis").lock("t") as lock:
             tokens.append(lock.fencing_token)
     assert tokens == sorted(set(tokens))
 
 
-def two_holders_after_a_slow_release(redis_server, name: str, **backends):
+def two_holders_after_a_slow_release(redis_server, factory, name: str):
     """A's lease expires; B takes the lock; A releases; can C get in while B holds?"""
-    made = factory(redis_server, name, **backends)
+    made = factory(name)
     a, b, c = (made.lock("slow") for _ in range(3))
     assert a.acquire(blocking=False)
-    time.sleep(LEASE_MS * 1.5 / 1000)  # A is slow: its lease runs out
+    wait_for(gone(redis.Redis.from_url(redis_server.url), "lockshop:lock:slow"),
+             message="A's lease to run out")  # A is slow
     assert b.acquire(blocking=False)
     return a, b, c
 
 
-def test_plain_del_lets_a_slow_holder_delete_the_next_holders_lock(redis_server):
-    a, b, c = two_holders_after_a_slow_release(redis_server, "redis_plain_del")
+def test_plain_del_lets_a_slow_holder_delete_the_next_holders_lock(redis_server, factory):
+    a, b, c = two_holders_after_a_slow_release(redis_server, factory, "redis_plain_del")
     a.release()  # DEL without looking: it deletes B's key
     assert c.acquire(blocking=False)
     assert b.held and c.held  # two holders at once
 
 
-def test_the_correct_lock_refuses_the_slow_holders_release(redis_server):
-    a, b, c = two_holders_after_a_slow_release(redis_server, "redis")
+def test_the_correct_lock_refuses_the_slow_holders_release(redis_server, factory):
+    a, b, c = two_holders_after_a_slow_release(redis_server, factory, "redis")
     with pytest.raises(LockLost):
         a.release()  # compare-and-delete: not ours any more
     assert not c.acquire(blocking=False)
     b.ensure_held()
 
 
-def test_get_then_del_deletes_a_lock_taken_in_its_window(redis_server):
-    made = factory(redis_server, "redis_get_del", faults=("pause_before_del",))
+def test_get_then_del_deletes_a_lock_taken_in_its_window(redis_server, factory):
+    made = factory("redis_get_del", faults=("pause_before_del",))
     a, b, c = (made.lock("window") for _ in range(3))
     assert a.acquire(blocking=False)
     releasing = threading.Thread(target=a.release)  # GET matches, then pauses past the lease
     releasing.start()
-    time.sleep(LEASE_MS * 1.2 / 1000)
+    wait_for(gone(redis.Redis.from_url(redis_server.url), "lockshop:lock:window"),
+             message="A's lease to run out while its release is paused")
     assert b.acquire(blocking=False)  # the key expired inside A's window
     releasing.join()  # ...and A's DEL removes B's key
     assert c.acquire(blocking=False)
     assert b.held and c.held
 
 
-def test_two_holders_at_once_oversell(sessions, redis_server):
+def test_two_holders_at_once_oversell(sessions, redis_server, factory):
     """The oversell that follows: B and C both hold the lock and both read stock 1."""
     reset_products(sessions, (ProductSpec("x", "x", ProductKind.ITEM, stock=1),))
-    a, b, c = two_holders_after_a_slow_release(redis_server, "redis_plain_del")
+    a, b, c = two_holders_after_a_slow_release(redis_server, factory, "redis_plain_del")
     a.release()  # deletes B's key
     assert c.acquire(blocking=False)
     context = OrderContext("test", "redis_plain_del", 0, 1000)
@@ -115,14 +126,16 @@ def test_two_holders_at_once_oversell(sessions, redis_server):
     assert (product.sold, product.oversold) == (2, 1)
 
 
-def test_a_holder_paused_after_its_last_check_loses_no_update(sessions, redis_server):
+def test_a_holder_paused_after_its_last_check_loses_no_update(sessions, redis_server,
+                                                              factory):
     """Fencing refuses a write older than the last one written; it cannot refuse a read.
     A has written, checked its lock (held), and is paused before its commit; its lease
     ends; B takes the lock, reads the stock A's commit is about to change, and sells.
     Unless B's read carries B's token to the product, and so waits for A's commit,
     B's write (the newer token: accepted) overwrites A's sale."""
     reset_products(sessions, (ProductSpec("x", "x", ProductKind.ITEM, stock=5),))
-    engine, locks_ = engine_of(sessions), factory(redis_server, "redis", lease_ms=1000)
+    engine, locks_ = engine_of(sessions), factory("redis", lease_ms=1000)
+    client = redis.Redis.from_url(redis_server.url)
     context = OrderContext("test", "redis", 0, 5000)
     a = locks_.lock("product:1")
     assert a.acquire()
@@ -134,20 +147,39 @@ def test_a_holder_paused_after_its_last_check_loses_no_update(sessions, redis_se
         b_answer["order"] = place_order(engine, locks_, OrderRequest(1), context)
 
     b = threading.Thread(target=b_orders)
+    b_writes = threading.Event()  # B's first write: its fencing token, before its read
+
+    @event.listens_for(engine, "before_cursor_execute")
+    def b_sends(conn, cursor, statement, *args) -> None:
+        if threading.current_thread() is b and statement.lstrip().upper().startswith("UPDATE"):
+            b_writes.set()
+
     with engine.begin() as db:  # A's write, committed when this block ends
         write_stock(db, 1, a_read - 1, fencing_token=a.fencing_token)
         insert_order(db, OrderRequest(1), None, context)
         a.ensure_held()  # A's last check: still held
-        time.sleep(1.1)  # A is paused: its 1 s lease ends
+        # A is paused: its 1 s lease ends.
+        wait_for(gone(client, "lockshop:lock:product:1"), message="A's lease to run out")
         b.start()
-        time.sleep(0.3)  # B takes the lock and reads, or waits to (well inside its lease)
+        # B takes the lock and sends its fenced read, which A's open write holds up.
+        wait_for(b_writes.is_set, message="B to send its fencing token to the product")
     b.join(10)
+    event.remove(engine, "before_cursor_execute", b_sends)
     product = take_audit(sessions).products[0]
     assert "order" in b_answer
     assert (product.sold, product.remaining, product.lost_updates) == (2, 3, 0), product
 
 
 # --- several instances ------------------------------------------------------------------
+
+def answered(cluster, instance: int) -> tuple[requests.Response] | None:
+    """An order's answer, in a tuple (a 503 is a false Response); None while the
+    instance takes no connection."""
+    try:
+        return (order(cluster, instance),)
+    except requests.ConnectionError:
+        return None
+
 
 
 @pytest.mark.cluster
@@ -182,13 +214,8 @@ def test_a_crash_between_setnx_and_expire_leaves_a_lock_that_never_expires(start
         order(cluster, 0)  # the worker dies between SETNX and EXPIRE
     client = redis.Redis.from_url(redis_server.url)
     assert client.ttl("lockshop:lock:product:1") == -1
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:  # gunicorn starts a new worker
-        try:
-            stuck = order(cluster, 0)
-            break
-        except requests.ConnectionError:
-            time.sleep(0.2)
+    stuck, = wait_for(lambda: answered(cluster, 0), timeout=20,
+                      message="gunicorn to start a new worker")
     assert stuck.status_code == 503 and stuck.json()["error"] == "lock_timeout"
     assert admin.audit()["totals"]["sold"] == 0
 
@@ -222,54 +249,44 @@ def test_redis_killed_mid_sale_gives_503s_no_oversell_and_recovers(start_cluster
     admin = ShopClient(cluster.urls[0])
     admin.reset([{"sku": "x", "stock": 40}])
     admin.set_settings(strategy="redis", business_delay_ms=20)
-    statuses: list[int] = []
-    errors: list[str] = []
-    stop = threading.Event()
-
-    def buyer(n: int):
-        with requests.Session() as http:
-            while not stop.is_set():
-                answer = http.post(f"{cluster.urls[n % 2]}/api/orders", json={"product_id": 1},
-                                   timeout=30)
-                statuses.append(answer.status_code)
-                if answer.status_code == 503:
-                    errors.append(answer.json()["error"])
-
-    buyers = [threading.Thread(target=buyer, args=(n,)) for n in range(6)]
-    for b in buyers:
-        b.start()
-    time.sleep(0.5)
-    redis_server.kill()
-    time.sleep(1.0)
-    stop.set()
-    for b in buyers:
-        b.join()
-    assert set(statuses) <= {201, 409, 503}
-    assert "backend_unavailable" in errors
+    with Steady(cluster.urls, 6) as sale:
+        wait_for(lambda: sale.selling(), message="the sale to be under way")
+        epoch = int(redis.Redis.from_url(redis_server.url).get("lockshop:fence-epoch"))
+        redis_server.kill()
+        wait_for(lambda: "backend_unavailable" in sale.errors(),
+                 message="a buyer to hear Redis is gone")
+    assert set(sale.statuses()) <= {201, 409, 503}
     assert admin.audit()["correct"]  # nothing taken without the lock
-    time.sleep(1.1)  # a new second: the restarted server's epoch is larger
+    wait_for(a_later_second(epoch), message=f"the clock to leave second {epoch}")
     redis_server.start()  # same port, empty: the shop reconnects by itself
     recovered = order(cluster, 0)
     assert recovered.status_code in (201, 409), recovered.text
     assert admin.audit()["correct"]
 
 
-def test_tokens_keep_growing_across_a_redis_restart(redis_server):
-    before = factory(redis_server, "redis")
+def a_later_second(epoch: int):
+    """A condition to wait for: the clock has left second ``epoch``. The epoch of the
+    fencing tokens is the Redis server's clock at its first token, so a server started
+    again within the same second would begin no larger epoch: time is the point here."""
+    return lambda: time.time() >= epoch + 1
+
+
+def test_tokens_keep_growing_across_a_redis_restart(redis_server, factory):
+    before = factory("redis")
     with before.lock("epoch") as lock:
         old = lock.fencing_token
     before.close()
     redis_server.kill()
-    time.sleep(1.1)
+    wait_for(a_later_second(old // 1_000_000))
     redis_server.start()  # empty: the counter is gone
-    with factory(redis_server, "redis").lock("epoch") as lock:
+    with factory("redis").lock("epoch") as lock:
         assert lock.fencing_token > old
 
 
 # --- the correct family: reentrant, watchdog, fair, Redlock ---------------------------------
 
-def test_reentrant_counts_in_redis_and_excludes_other_threads(redis_server):
-    made = factory(redis_server, "redis_reentrant")
+def test_reentrant_counts_in_redis_and_excludes_other_threads(redis_server, factory):
+    made = factory("redis_reentrant")
     lock = made.lock("re")
     client = redis.Redis.from_url(redis_server.url)
     lock.acquire()
@@ -287,30 +304,35 @@ def test_reentrant_counts_in_redis_and_excludes_other_threads(redis_server):
     assert client.exists("lockshop:lock:re") == 0
 
 
-def test_watchdog_holds_through_a_section_longer_than_the_lease_and_stops_after(redis_server):
-    made = factory(redis_server, "redis_watchdog")
+def test_watchdog_holds_through_a_section_longer_than_the_lease_and_stops_after(redis_server,
+                                                                              factory):
+    made = factory("redis_watchdog")
     client = redis.Redis.from_url(redis_server.url)
     before = locks.metrics.snapshot().get("redis_watchdog", {}).get("renewals", 0)
     lock = made.lock("long")
     lock.acquire()
-    time.sleep(LEASE_MS * 3 / 1000)  # three leases long
+    time.sleep(LEASE_MS * 3 / 1000)  # a section three leases long: time is the point
     lock.ensure_held()
     assert client.get("lockshop:lock:long").decode() == lock.token
     lock.release()
     renewals = locks.metrics.snapshot()["redis_watchdog"]["renewals"] - before
     assert renewals >= 5  # every third of a lease
-    time.sleep(LEASE_MS / 1000)
+    time.sleep(LEASE_MS / 1000)  # a lease's time, in which a live watchdog would renew
     assert locks.metrics.snapshot()["redis_watchdog"]["renewals"] - before == renewals
     assert client.exists("lockshop:lock:long") == 0
 
 
-def test_watchdog_holder_learns_of_a_lost_lock_before_commit(sessions, redis_server):
+def test_watchdog_holder_learns_of_a_lost_lock_before_commit(sessions, redis_server, factory):
     reset_products(sessions, (ProductSpec("x", "x", ProductKind.ITEM, stock=5),))
-    made = factory(redis_server, "redis_watchdog")
+    made = factory("redis_watchdog")
     client = redis.Redis.from_url(redis_server.url)
-    stolen = threading.Timer(0.1, lambda: client.set("lockshop:lock:product:1", "thief"))
-    stolen.start()  # someone takes the key over while the order is in its business delay
-    from shop.orders.order_path import place_order
+
+    def steal() -> None:  # once the order holds the lock, in its business delay
+        wait_for(lambda: client.exists("lockshop:lock:product:1"))
+        client.set("lockshop:lock:product:1", "thief")
+
+    stolen = threading.Thread(target=steal)
+    stolen.start()
     with pytest.raises(LockLost):
         place_order(engine_of(sessions), made, OrderRequest(1),
                     OrderContext("test", "redis_watchdog", 400, 1000))
@@ -318,8 +340,8 @@ def test_watchdog_holder_learns_of_a_lost_lock_before_commit(sessions, redis_ser
     assert take_audit(sessions).products[0].sold == 0  # nothing was written
 
 
-def test_fair_lock_serves_waiters_in_arrival_order_with_one_wakeup_each(redis_server):
-    made = factory(redis_server, "redis_fair", lease_ms=5000)  # outlives the holder's wait
+def test_fair_lock_serves_waiters_in_arrival_order_with_one_wakeup_each(factory):
+    made = factory("redis_fair", lease_ms=5000)  # outlives the holder's wait
     holder = made.lock("fair")
     holder.acquire()
     order: list[int] = []
@@ -328,13 +350,13 @@ def test_fair_lock_serves_waiters_in_arrival_order_with_one_wakeup_each(redis_se
     def waiter(n: int):
         with made.lock("fair", timeout=10):
             order.append(n)
-            time.sleep(0.02)
 
     threads = []
     for n in range(6):
         threads.append(threading.Thread(target=waiter, args=(n,)))
         threads[-1].start()
-        time.sleep(0.05)  # arrive one after another
+        # arrive one after another: each queued before the next starts
+        wait_for(lambda n=n: len(made.look("fair").waiting) == n + 1)
     holder.release()
     for t in threads:
         t.join()
@@ -343,8 +365,8 @@ def test_fair_lock_serves_waiters_in_arrival_order_with_one_wakeup_each(redis_se
     assert wakeups == 6  # one per release, not a herd
 
 
-def test_fair_lock_queued_waiter_takes_over_from_a_crashed_holder(redis_server):
-    made = factory(redis_server, "redis_fair", lease_ms=300)
+def test_fair_lock_queued_waiter_takes_over_from_a_crashed_holder(factory):
+    made = factory("redis_fair", lease_ms=300)
     crashed = made.lock("crash")
     crashed.acquire()  # and never releases: its process "died"
     waiter = made.lock("crash", timeout=5)
@@ -354,8 +376,8 @@ def test_fair_lock_queued_waiter_takes_over_from_a_crashed_holder(redis_server):
     waiter.release()
 
 
-def test_fair_lock_skips_a_waiter_that_gave_up(redis_server):
-    made = factory(redis_server, "redis_fair")
+def test_fair_lock_skips_a_waiter_that_gave_up(redis_server, factory):
+    made = factory("redis_fair")
     holder = made.lock("quit")
     holder.acquire()
     assert not made.lock("quit", timeout=0.1).acquire()  # queued, then gave up
@@ -365,15 +387,14 @@ def test_fair_lock_skips_a_waiter_that_gave_up(redis_server):
     assert made.lock("quit").acquire(blocking=False)
 
 
-def redlock_factory(start_redis, servers: int = 5):
+def redlock_factory(start_redis, factory, servers: int = 5):
     running = [start_redis() for _ in range(servers)]
-    made = locks.open_factory("redlock", Backends(redis_urls=tuple(s.url for s in running),
-                                                  lease_ms=2000))
+    made = factory("redlock", redis_urls=tuple(s.url for s in running), lease_ms=2000)
     return made, running
 
 
-def test_redlock_works_with_two_of_five_servers_down(start_redis):
-    made, servers = redlock_factory(start_redis)
+def test_redlock_works_with_two_of_five_servers_down(start_redis, factory):
+    made, servers = redlock_factory(start_redis, factory)
     servers[0].kill()
     servers[3].kill()
     lock = made.lock("majority")
@@ -383,8 +404,8 @@ def test_redlock_works_with_two_of_five_servers_down(start_redis):
     lock.release()
 
 
-def test_redlock_refuses_with_three_of_five_servers_down(start_redis):
-    made, servers = redlock_factory(start_redis)
+def test_redlock_refuses_with_three_of_five_servers_down(start_redis, factory):
+    made, servers = redlock_factory(start_redis, factory)
     for server in servers[:3]:
         server.kill()
     with pytest.raises(locks.BackendUnavailable, match="2 of 5 servers reachable, 3 needed"):
@@ -393,11 +414,11 @@ def test_redlock_refuses_with_three_of_five_servers_down(start_redis):
         assert redis.Redis.from_url(server.url).exists("lockshop:lock:minority") == 0
 
 
-def test_redlock_validity_runs_on_the_injected_clock(start_redis):
+def test_redlock_validity_runs_on_the_injected_clock(start_redis, factory):
     """Validity is lease - time spent acquiring - drift, measured on the lock's own
     clock: a pause past it (here, the clock moved on) and the lock is no longer held,
     though every server still has the key."""
-    made, _ = redlock_factory(start_redis)
+    made, _ = redlock_factory(start_redis, factory)
     now = [1000.0]
     lock = Redlock("validity", clock=lambda: now[0], **made.lock_arguments())
     assert lock.acquire(blocking=False)
@@ -418,7 +439,7 @@ def test_each_correct_redis_lock_is_correct_across_instances(start_cluster, star
     assert audit["correct"] and audit["totals"]["sold"] == 10, audit
 
 
-def test_a_key_left_by_another_kind_of_redis_lock_is_a_503_not_a_500(redis_server,
+def test_a_key_left_by_another_kind_of_redis_lock_is_a_503_not_a_500(redis_server, factory,
                                                                        start_cluster):
     """Switching from 'redis' (a string per lock) to 'redis_reentrant' (a hash) while a
     hold of the first is still within its lease: the reentrant lock finds a string at
@@ -427,7 +448,7 @@ def test_a_key_left_by_another_kind_of_redis_lock_is_a_503_not_a_500(redis_serve
     client = redis.Redis.from_url(redis_server.url)
     client.set("lockshop:lock:product:1", "another strategy's token", px=1500)
     with pytest.raises(locks.BackendUnavailable, match="another kind of lock"):
-        factory(redis_server, "redis_reentrant").lock("product:1").acquire()
+        factory("redis_reentrant").lock("product:1").acquire()
 
     cluster = start_cluster(1, redis_url=redis_server.url)
     shop = ShopClient(cluster.urls[0])
@@ -437,5 +458,5 @@ def test_a_key_left_by_another_kind_of_redis_lock_is_a_503_not_a_500(redis_serve
     answer = requests.post(f"{cluster.urls[0]}/api/orders", json={"product_id": 1}, timeout=30)
     assert answer.status_code == 503 and answer.json()["error"] == "backend_unavailable"
     assert shop.audit()["totals"]["sold"] == 0
-    time.sleep(1.6)
+    wait_for(gone(client, "lockshop:lock:product:1"), message="the other lock's lease to end")
     assert shop.order() == 201

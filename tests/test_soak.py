@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import require
+from helpers import require
 from lockshop.cluster.network import unavailable
 from lockshop.cluster.redis_servers import redis_server_binary
 from lockshop.soak import DATABASE_HOST, HoldsCollector, fault_hosts

@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 import signal
 import threading
-import time
 
 import pytest
 import requests
 
 import locks
-from locks import Backends, LockLost
+from helpers import in_its_business_delay, wait_for
+from locks import LockLost
 from locks.table_lock import TableLock
 from lockshop.cluster.client import ShopClient
 from shop.errors import StaleWriteRejected
@@ -23,10 +23,13 @@ from shop.store.products import ProductSpec, reset_products
 
 
 @pytest.fixture
-def table_factory(database_url):
-    factory = locks.open_factory("table", Backends(database_url=database_url, lease_ms=300))
-    yield factory
-    factory.close()
+def table_factory(open_lock_factory, database_url):
+    return open_lock_factory("table", database_url=database_url, lease_ms=300)
+
+
+def lease_ran_out(factory, name: str):
+    """A condition to wait for: ``name``'s row is held, and its lease is over."""
+    return lambda: [h for h in factory.look(name).holders if h["expires_in_ms"] <= 0]
 
 
 def test_an_expired_lease_is_taken_over_and_the_old_holder_learns_it(table_factory):
@@ -34,7 +37,7 @@ def test_an_expired_lease_is_taken_over_and_the_old_holder_learns_it(table_facto
     assert first.acquire()
     second = table_factory.lock("takeover")
     assert not second.acquire(blocking=False)
-    time.sleep(0.4)  # past the 300 ms lease: the crashed-holder case
+    wait_for(lease_ran_out(table_factory, "takeover"))  # the crashed-holder case
     assert second.acquire(blocking=False)
     with pytest.raises(LockLost):
         first.ensure_held()
@@ -93,8 +96,9 @@ class UnfencedFactory:
                                  strategy="table", timeout=timeout)
 
 
-def paused_holder_race(sessions, guard) -> list[str]:
-    """A holder pauses past its lease; a second buyer takes over and writes first."""
+def paused_holder_race(sessions, table_factory, guard) -> list[str]:
+    """A holder pauses past its lease; a second buyer takes over and writes first. The
+    lease is read from the row the lock keeps in ``table_factory``'s table."""
     reset_products(sessions, (ProductSpec("x", "x", ProductKind.ITEM, stock=10),))
     outcomes: list[str] = []
 
@@ -108,14 +112,14 @@ def paused_holder_race(sessions, guard) -> list[str]:
 
     slow = threading.Thread(target=buy, args=(900,))  # paused 900 ms, lease 300 ms
     slow.start()
-    time.sleep(0.45)
+    wait_for(lease_ran_out(table_factory, "product:1"), message="the slow holder's lease to end")
     buy(0)
     slow.join()
     return outcomes
 
 
 def test_fencing_rejects_the_paused_holders_write(sessions, table_factory):
-    outcomes = paused_holder_race(sessions, table_factory)
+    outcomes = paused_holder_race(sessions, table_factory, table_factory)
     assert sorted(outcomes) == ["sold after 0 ms", "stale write rejected"]
     product = take_audit(sessions).products[0]
     assert (product.sold, product.remaining, product.stale_writes_rejected) == (1, 9, 1)
@@ -124,7 +128,7 @@ def test_fencing_rejects_the_paused_holders_write(sessions, table_factory):
 
 def test_without_fencing_the_paused_holder_overwrites(sessions, table_factory):
     # The negative control: same pause, no token, and a sale's decrement is lost.
-    outcomes = paused_holder_race(sessions, UnfencedFactory(table_factory))
+    outcomes = paused_holder_race(sessions, table_factory, UnfencedFactory(table_factory))
     assert sorted(outcomes) == ["sold after 0 ms", "sold after 900 ms"]
     product = take_audit(sessions).products[0]
     assert (product.sold, product.remaining, product.lost_updates) == (2, 9, 1)
@@ -146,7 +150,7 @@ def test_a_killed_holders_lock_is_taken_over_once_its_lease_expires(start_cluste
 
     holder = threading.Thread(target=doomed_order)
     holder.start()
-    time.sleep(0.5)  # the order is inside its critical section, holding the lock
+    in_its_business_delay(cluster, 0)  # inside its critical section, holding the lock
     os.killpg(cluster.instances[0].process.pid, signal.SIGKILL)
     holder.join()
 
@@ -155,13 +159,13 @@ def test_a_killed_holders_lock_is_taken_over_once_its_lease_expires(start_cluste
     blocked = requests.post(f"{cluster.urls[1]}/api/orders", json={"product_id": 1}, timeout=30)
     assert blocked.status_code == 503 and blocked.json()["error"] == "lock_timeout"
     assert blocked.headers["Retry-After"] == "1"
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
+
+    def sold() -> bool:
         answer = requests.post(f"{cluster.urls[1]}/api/orders", json={"product_id": 1}, timeout=30)
-        if answer.status_code == 201:
-            break
-        assert answer.status_code == 503
-        time.sleep(0.2)
-    assert answer.status_code == 201, "the lease expired but nobody took the lock over"
+        assert answer.status_code in (201, 503), answer.text
+        return answer.status_code == 201
+
+    wait_for(sold, timeout=15, interval=0.2,
+             message="the killed holder's 2 s lease to expire and the lock to be taken over")
     audit = admin.audit()
     assert audit["correct"] and audit["totals"]["sold"] == 1  # the killed order wrote nothing

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import subprocess
-import sys
 import threading
 import time
 
@@ -14,27 +12,18 @@ import pytest
 from kazoo.client import KazooClient
 
 import locks
-from helpers import wait_until_available
+from helpers import wait_for
 from locks import Backends, BackendUnavailable, LockError, LockLost
+from lockshop.workshop.labs.zk_queues import sessions_watching, waiters_take_turns
+from lockshop.workshop.staging.holders import holder_process
 
 SESSION_MS = 2000
 
 
 @pytest.fixture
-def open_zk(zookeeper):
+def open_zk(open_lock_factory):
     """Open a strategy's factory on the test's ZooKeeper: one session per factory."""
-    opened = []
-
-    def open_(name: str, session_ms: int = SESSION_MS, hosts: str | None = None):
-        factory = locks.open_factory(name, Backends(zk_hosts=hosts or zookeeper.address,
-                                                    lease_ms=session_ms))
-        wait_until_available(factory)
-        opened.append(factory)
-        return factory
-
-    yield open_
-    for factory in opened:
-        factory.close()
+    return lambda name: open_lock_factory(name, lease_ms=SESSION_MS)
 
 
 @pytest.fixture
@@ -56,13 +45,6 @@ def expire_session(factory, address: str) -> None:
     other.start(timeout=10)
     other.stop()
     other.close()
-
-
-def wait_for(condition, seconds: float = 10.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "timed out waiting"
-        time.sleep(0.01)
 
 
 # --- nodes, readable in zkCli.sh ----------------------------------------------------
@@ -97,57 +79,24 @@ def test_fencing_tokens_grow_across_sessions(open_zk, name):
 
 # --- the herd effect, counted ------------------------------------------------------
 
-def wakeups_while_waiters_take_turns(open_zk, name: str, waiters: int) -> int:
-    """Each of ``waiters`` sessions waits for the lock, holds it briefly, releases.
+# Lab C19 stages the same turns: a holder and 5 waiters, each on a session of its own;
+# each release comes once every waiter left watches again (ZooKeeper's own list of
+# watches says so). Wake-ups are counted by the locks' metrics.
 
-    Returns how many times a waiter was woken by a watch.
-    """
-    holder_factory = open_zk(name)
-    factories = [open_zk(name) for _ in range(waiters)]
-    before = _wakeups(name)
-    holder = holder_factory.lock("herd")
-    holder.acquire()
-    queued = threading.Barrier(waiters + 1)
-    done = []
-
-    def waiter(factory):
-        lock = factory.lock("herd", timeout=30)
-        queued.wait()
-        with lock:
-            time.sleep(0.05)  # long enough for the others to watch again
-            done.append(lock)
-
-    threads = [threading.Thread(target=waiter, args=(f,)) for f in factories]
-    for thread in threads:
-        thread.start()
-    queued.wait()
-    time.sleep(0.3)  # every waiter has tried once and is watching
-    holder.release()
-    for thread in threads:
-        thread.join(30)
-    assert len(done) == waiters
-    return _wakeups(name) - before
+def test_the_simple_lock_wakes_every_waiter_on_each_release(open_zk, zookeeper):
+    # Releases wake the 5 waiters, then the 4 left, then 3...: 15 in all.
+    assert waiters_take_turns(zookeeper, lambda: open_zk("zk_simple"), 5) == (15, 5)
 
 
-def _wakeups(strategy: str) -> int:
-    """Wake-ups this process has counted for ``strategy`` (the metrics ``/metrics`` shows)."""
-    return locks.metrics.snapshot().get(strategy, {}).get("wakeups", 0)
-
-
-def test_the_simple_lock_wakes_every_waiter_on_each_release(open_zk):
-    # Releases wake 5, then the 4 left, then 3...: 15 in all, give or take a
-    # waiter that was busy racing when a release came.
-    assert wakeups_while_waiters_take_turns(open_zk, "zk_simple", 5) >= 12
-
-
-def test_the_fair_lock_wakes_one_waiter_per_release(open_zk):
-    assert wakeups_while_waiters_take_turns(open_zk, "zk_fair", 5) == 5
+def test_the_fair_lock_wakes_one_waiter_per_release(open_zk, zookeeper):
+    assert waiters_take_turns(zookeeper, lambda: open_zk("zk_fair"), 5) == (5, 5)
 
 
 # --- the fair lock's queue ------------------------------------------------------------
 
 def test_the_fair_lock_serves_waiters_in_arrival_order(open_zk):
-    holder = open_zk("zk_fair").lock("fifo")
+    holder_factory = open_zk("zk_fair")
+    holder = holder_factory.lock("fifo")
     holder.acquire()
     order: list[int] = []
     threads = []
@@ -160,31 +109,38 @@ def test_the_fair_lock_serves_waiters_in_arrival_order(open_zk):
 
         threads.append(threading.Thread(target=waiter))
         threads[-1].start()
-        time.sleep(0.2)  # queued before the next one arrives
+        # queued before the next one arrives
+        wait_for(lambda n=n: len(holder_factory.look("fifo").waiting) == n + 1)
     holder.release()
     for thread in threads:
         thread.join(30)
     assert order == [0, 1, 2, 3]
 
 
-def test_a_waiter_that_gives_up_leaves_the_queue(open_zk, inspector):
+def test_a_waiter_that_gives_up_leaves_the_queue(open_zk, inspector, zookeeper):
     factory = open_zk("zk_fair")
     holder = factory.lock("quit")
     holder.acquire()
     impatient = open_zk("zk_fair").lock("quit", timeout=0.3)
     patient_factory = open_zk("zk_fair")
+    patient_session = patient_factory.client.client_id[0]
     got = threading.Event()
 
     def patient():
         with patient_factory.lock("quit", timeout=30):
             got.set()
 
-    threading.Thread(target=impatient.acquire).start()
-    time.sleep(0.1)
+    gave_up = threading.Thread(target=impatient.acquire)
+    gave_up.start()
+    wait_for(lambda: factory.look("quit").waiting)  # the impatient one is queued
     thread = threading.Thread(target=patient)
     thread.start()
-    time.sleep(0.6)  # the impatient one gave up; the patient one now watches the holder
-    assert len(inspector.get_children("/lockshop/fair/quit")) == 2
+    wait_for(lambda: len(factory.look("quit").waiting) == 2)  # the patient one behind it
+    gave_up.join(10)
+    # The impatient one left; woken by that, the patient one looks again and watches
+    # the holder: its node and the holder's are all that is left.
+    wait_for(lambda: patient_session in sessions_watching(zookeeper)
+             and len(inspector.get_children("/lockshop/fair/quit")) == 2)
     assert not got.is_set()  # its predecessor left, but the holder has not
     holder.release()
     thread.join(10)
@@ -268,7 +224,7 @@ def test_a_writer_behind_two_readers_waits_for_both_whichever_leaves_first(open_
 
     thread = threading.Thread(target=writer)
     thread.start()
-    time.sleep(0.3)  # queued behind both readers
+    wait_for(lambda: writer_factory.look("both").waiting)  # queued behind both readers
     second.release()
     assert not entered.wait(0.5)
     first.release()
@@ -329,7 +285,7 @@ def test_a_waiting_writer_is_not_starved_by_readers_that_come_after_it(open_zk):
 
     thread = threading.Thread(target=writer)
     thread.start()
-    time.sleep(0.3)  # the writer is queued behind the reader
+    wait_for(lambda: writer_factory.look("queue").waiting)  # the writer queued behind the reader
     late = open_zk("zk_rw").read_lock("queue", timeout=0.3)
     assert late.acquire() is False  # a reader after a waiting writer waits behind it
     reader.release()
@@ -369,7 +325,10 @@ def test_a_holder_whose_session_expires_learns_it_before_commit(open_zk, zookeep
     # the same (the simple lock) and even while kazoo opens a new session.
     with contextlib.suppress(LockError):
         lock.release()
-    time.sleep(0.2)  # a delete sent now would have landed
+    # One round trip on the old holder's connection: ZooKeeper applies a client's
+    # requests in order, so a delete that release sent has landed by its answer.
+    wait_for(factory.available)
+    factory.client.sync("/")
     successor.ensure_held()
 
 
@@ -386,28 +345,15 @@ def test_a_holder_cut_off_from_zookeeper_may_not_commit(open_zk, zookeeper):
 
 def test_a_killed_holders_lock_passes_to_the_next_waiter_after_the_session_timeout(
         open_zk, zookeeper):
-    holder = subprocess.Popen([sys.executable, "-c", f"""
-import sys, time, locks
-from locks import Backends
-factory = locks.open_factory("zk_fair", Backends(zk_hosts={zookeeper.address!r}, lease_ms=1500))
-while not factory.available(): time.sleep(0.01)
-factory.lock("crash").acquire()
-print("held", flush=True)
-time.sleep(60)
-"""], stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "held"
+    with holder_process("zk_fair", "crash", zk_hosts=zookeeper.address,
+                        lease_ms=1500) as said:
+        assert said == "held"
         waiter = open_zk("zk_fair").lock("crash", timeout=0.5)
         assert waiter.acquire() is False
-        holder.kill()  # kill -9: no release, the session simply stops
-        holder.wait()
-        started = time.monotonic()
-        assert waiter.acquire(timeout=10)
-        assert time.monotonic() - started < 5  # the 1.5 s session, not the 10 s timeout
-    finally:
-        holder.kill()
-        holder.wait()
-        holder.stdout.close()
+    # Leaving the block killed it (SIGKILL): no release, the session simply stops.
+    started = time.monotonic()
+    assert waiter.acquire(timeout=10)
+    assert time.monotonic() - started < 5  # the 1.5 s session, not the 10 s timeout
 
 
 def test_zookeeper_down_gives_backend_unavailable_and_the_factory_recovers(open_zk, zookeeper):
@@ -417,6 +363,6 @@ def test_zookeeper_down_gives_backend_unavailable_and_the_factory_recovers(open_
     with pytest.raises(BackendUnavailable):
         factory.lock("down").acquire()
     zookeeper.start()  # same port, same data
-    wait_for(factory.available, 30)
+    wait_for(factory.available, timeout=30)
     with factory.lock("down", timeout=5) as lock:
         lock.ensure_held()

@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 import time
-from collections import Counter
 
 import pytest
 import requests
 
-from helpers import flash_sale, hold_and_stop, order, pause_the_holder
+from helpers import Steady, flash_sale, hold_and_stop, order, pause_the_holder, wait_for
 from lockshop.cluster.client import ShopClient
 
 pytestmark = pytest.mark.cluster
@@ -68,82 +66,48 @@ def test_an_ensemble_that_loses_its_leader_mid_sale_keeps_selling_without_overse
     admin = ShopClient(cluster.urls[0])
     admin.reset([{"sku": "x", "stock": 300}])
     admin.set_settings(strategy="zk_fair", business_delay_ms=10)
-    statuses: Counter = Counter()
-    sold_after_kill = Counter()
-    killed = threading.Event()
-    stop = threading.Event()
-
-    def buyer(n: int):
-        with requests.Session() as http:
-            while not stop.is_set():
-                answer = http.post(f"{cluster.urls[n % 2]}/api/orders", json={"product_id": 1},
-                                   timeout=30)
-                statuses[answer.status_code] += 1
-                if killed.is_set() and answer.status_code == 201:
-                    sold_after_kill[n % 2] += 1
-
-    buyers = [threading.Thread(target=buyer, args=(n,)) for n in range(6)]
-    for b in buyers:
-        b.start()
-    time.sleep(1.0)
-    leader = zk_ensemble.leader()
-    leader.kill()
-    killed.set()
-    time.sleep(4.0)  # the followers elect a new leader; the sessions move over
-    stop.set()
-    for b in buyers:
-        b.join()
-    assert set(statuses) <= {201, 409, 503}, statuses
-    assert set(sold_after_kill) == {0, 1}, statuses  # both instances kept selling
+    with Steady(cluster.urls, 6) as sale:
+        wait_for(lambda: sale.selling() == {0, 1}, message="both instances to sell")
+        zk_ensemble.leader().kill()
+        killed = len(sale.answers)
+        # The followers elect a new leader; the sessions move over: both instances sell on.
+        wait_for(lambda: sale.selling(since=killed) == {0, 1}, timeout=30,
+                 message="both instances to sell after the leader was killed")
+    assert set(sale.statuses()) <= {201, 409, 503}, sale.statuses()
     audit = admin.audit()
     assert audit["correct"], audit
 
 
-def stocktakes_during_a_sale(cluster, strategy: str) -> list[dict]:
-    """Buyers buy while stocktakes count; return every stocktake."""
+def stocktake(http: requests.Session, url: str) -> requests.Response:
+    return http.get(f"{url}/api/products/1/stocktake", timeout=30)
+
+
+def stocktakes_during_a_sale(cluster, strategy: str, until, what: str) -> list[dict]:
+    """Buyers buy while stocktakes count, ``until(stocktakes)`` is true; every stocktake."""
     admin = ShopClient(cluster.urls[0])
     admin.reset([{"sku": "x", "stock": 200}])
     admin.set_settings(strategy=strategy, business_delay_ms=20)
-    counts: list[dict] = []
-    stop = threading.Event()
-
-    def buyer(n: int):
-        with requests.Session() as http:
-            while not stop.is_set():
-                http.post(f"{cluster.urls[n % 2]}/api/orders", json={"product_id": 1},
-                          timeout=30)
-
-    def counter(n: int):
-        with requests.Session() as http:
-            while not stop.is_set():
-                answer = http.get(f"{cluster.urls[n % 2]}/api/products/1/stocktake", timeout=30)
-                assert answer.status_code == 200, answer.text
-                counts.append(answer.json())
-
-    threads = ([threading.Thread(target=buyer, args=(n,)) for n in range(4)]
-               + [threading.Thread(target=counter, args=(n,)) for n in range(2)])
-    for t in threads:
-        t.start()
-    time.sleep(2.0)
-    stop.set()
-    for t in threads:
-        t.join()
-    return counts
+    with Steady(cluster.urls, 4), Steady(cluster.urls, 2, send=stocktake) as stocktakes:
+        wait_for(lambda: until([answer.json() for _, answer in stocktakes.answers]),
+                 message=what)
+    assert set(stocktakes.statuses()) == {200}, stocktakes.statuses()
+    return [answer.json() for _, answer in stocktakes.answers]
 
 
 def test_a_stocktake_under_the_read_lock_never_sees_half_a_sale(start_cluster, zookeeper):
     cluster = start_cluster(2, zk_hosts=zookeeper.address)
-    counts = stocktakes_during_a_sale(cluster, "zk_rw")
-    assert len(counts) > 5
+    counts = stocktakes_during_a_sale(
+        cluster, "zk_rw", lambda counts: len(counts) >= 20 and counts[-1]["sold"] >= 10,
+        "20 stocktakes while at least 10 units sell")
     assert {c["read_lock"] for c in counts} == {"shared"}
     assert all(c["consistent"] for c in counts), [c for c in counts if not c["consistent"]]
-    assert counts[-1]["sold"] > 0  # the sale went on meanwhile
 
 
 def test_without_a_lock_a_stocktake_tears(start_cluster):
     # The negative control: the same counts with no lock see sales land between
     # the two reads.
     cluster = start_cluster(2)
-    counts = stocktakes_during_a_sale(cluster, "none")
+    counts = stocktakes_during_a_sale(
+        cluster, "none", lambda counts: any(not c["consistent"] for c in counts),
+        "a stocktake that sees half a sale")
     assert {c["read_lock"] for c in counts} == {"none"}
-    assert any(not c["consistent"] for c in counts)

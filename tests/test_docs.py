@@ -1,0 +1,106 @@
+"""The handbook: it builds with ``mkdocs build --strict`` (a broken link, a missing anchor
+or a page left out of the navigation fails it), every lab has its lesson in both
+languages, the built site loads nothing from the internet, and search finds a Chinese word.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lockshop.workshop import lessons
+
+ROOT = Path(__file__).resolve().parent.parent
+pytest.importorskip("mkdocs", reason="the handbook needs the docs extra (pip install -e '.[docs]')")
+pytest.importorskip("material", reason="the handbook needs the docs extra (mkdocs-material)")
+
+
+def build(config: Path, site: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict",
+                           "-f", str(config), "-d", str(site)],
+                          capture_output=True, text=True, timeout=300,
+                          env={"NO_MKDOCS_2_WARNING": "1", "PATH": "/usr/bin:/bin"})
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("handbook")
+    done = build(ROOT / "mkdocs.yml", folder)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "WARNING" not in done.stderr, done.stderr
+    return folder
+
+
+def test_the_handbook_builds_strict(site):
+    assert (site / "index.html").is_file() and (site / "zh" / "index.html").is_file()
+
+
+def test_a_broken_link_and_a_page_left_out_of_the_navigation_fail_the_build(tmp_path):
+    tree = tmp_path / "tree"
+    shutil.copytree(ROOT / "docs", tree / "docs", ignore=shutil.ignore_patterns("lessons"))
+    shutil.copy(ROOT / "mkdocs.yml", tree / "mkdocs.yml")
+    (tree / "lockshop").symlink_to(ROOT / "lockshop")  # mkdocs.yml watches lessons.py
+    (tree / "docs" / "orphan.md").write_text("# Not in the navigation\n\n"
+                                             "[a page that is not there](nowhere.md)\n")
+    done = build(tree / "mkdocs.yml", tmp_path / "site")
+    assert done.returncode != 0
+    assert "orphan.md" in done.stderr and "not included in the \"nav\"" in done.stderr
+    assert "nowhere.md" in done.stderr
+
+
+def test_the_lesson_text_covers_every_lab_and_every_article_it_names():
+    assert lessons.missing() == []
+
+
+def test_every_lab_has_its_lesson_entry_in_both_languages(site):
+    for lab in lessons.labs().values():
+        page = lessons.page(lab).removesuffix(".md")
+        for language in ("", "zh/"):
+            html = (site / f"{language}{page}" / "index.html").read_text(encoding="utf-8")
+            entry = re.search(rf'<h2 id="{lab.id.lower()}">(.*?)</h2>', html, re.S)
+            assert entry, f"{lab.id}: no lesson entry on {language}{page}"
+            assert f"lockshop lab {lab.id}" in html
+    assert lessons.url("C11", "zh").startswith("zh/lessons/")
+
+
+def test_a_lesson_of_two_articles_is_on_both_article_pages(site):
+    lab = lessons.labs()["C11"]
+    assert lab.articles == ("A0", "A2")
+    for article in lab.articles:
+        html = (site / "lessons" / article.lower() / "index.html").read_text(encoding="utf-8")
+        assert 'id="c11"' in html
+
+
+def test_the_built_site_loads_nothing_from_the_internet(site):
+    """No script, stylesheet or font from a CDN or Google Fonts: a room may have no
+    internet. Links a reader follows (the references) may point out."""
+    loads = re.compile(r'<(?:script|img|iframe)[^>]*\ssrc="(https?:)?//|'
+                       r'<link[^>]*\shref="(https?:)?//[^"]*"[^>]*>|'
+                       r'@import\s+url\(["\']?(https?:)?//', re.I)
+    found = []
+    for path in [*site.rglob("*.html"), *site.rglob("*.css")]:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        found += [f"{path.relative_to(site)}: {m.group(0)[:80]}" for m in loads.finditer(text)
+                  if "rel=\"canonical\"" not in m.group(0)]
+        assert "fonts.googleapis.com" not in text, path
+    assert found == []
+
+
+def test_search_finds_a_chinese_word_on_a_chinese_page(site):
+    index = json.loads((site / "search" / "search_index.json").read_text(encoding="utf-8"))
+    separator = re.compile(index["config"]["separator"])
+
+    def words(doc: dict) -> set[str]:
+        return set(separator.split(doc["title"] + " " + doc["text"]))
+
+    herd = [doc["location"] for doc in index["docs"] if "羊群效应" in words(doc)]
+    assert any(location.startswith("zh/lessons/") for location in herd), herd
+    # and a word jieba knows only from the glossary is kept whole, not cut in two
+    nodes = [doc["location"] for doc in index["docs"] if "临时顺序节点" in words(doc)]
+    assert any(location.startswith("zh/") for location in nodes), nodes
