@@ -20,7 +20,9 @@ BUILT = PROJECT / ".lockshop" / "handbook"
 
 class Handbook:
     def __init__(self, runtime: Path) -> None:
-        self._own = runtime / "handbook"
+        # Absolute: mkdocs runs in the project's folder, and the runtime folder may be
+        # relative to wherever ``lockshop up`` was started.
+        self._own = (runtime / "handbook").resolve()
         self._guard = threading.Lock()
 
     def folder(self) -> Path | None:
@@ -34,7 +36,9 @@ class Handbook:
             return None
         with self._guard:
             if not (self._own / "index.html").exists():
-                subprocess.run([mkdocs, "build", "--quiet", "-f", str(config), "-d",
-                                str(self._own)], cwd=PROJECT, capture_output=True, timeout=300,
-                               check=False)
+                built = subprocess.run([mkdocs, "build", "--quiet", "-f", str(config), "-d",
+                                        str(self._own)], cwd=PROJECT, capture_output=True,
+                                       text=True, timeout=300, check=False)
+                if built.returncode != 0:
+                    print(f"the handbook could not be built:\n{built.stderr}", file=sys.stderr)
         return self._own if (self._own / "index.html").exists() else None
