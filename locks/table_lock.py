@@ -89,8 +89,10 @@ class TableLock(DistributedLock):
         now = now_ms()
         try:
             with self._engine.begin() as db:
+                # A lease is over at its last millisecond, the moment _still_held
+                # and look() stop counting it: <=, not <.
                 db.execute(delete(lock_rows).where(lock_rows.c.name == self.name,
-                                                   lock_rows.c.expires_at_ms < now))
+                                                   lock_rows.c.expires_at_ms <= now))
                 db.execute(insert(lock_rows).values(name=self.name, owner=self._token_owner,
                                                     expires_at_ms=now + self._lease_ms))
                 self._fencing_token = _next_fencing_token(db, self.name)
