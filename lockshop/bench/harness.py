@@ -132,17 +132,19 @@ def uncontended(kind: str, endpoints: Endpoints, seconds: float) -> float:
     return pairs / seconds
 
 
-def _contended_worker(kind: str, endpoints: Endpoints, name: str, start_at: float,
+def _contended_worker(kind: str, endpoints: Endpoints, name: str, ready,
                       seconds: float) -> tuple[list[float], list[tuple[float, float]]]:
     """Each acquire's wait, and each section's (acquired, release called) wall-clock times."""
     make = lock_maker(kind, endpoints)
     client = redis.Redis.from_url(endpoints.redis_url)
+    client.ping()
     counter = f"{name}:counter"
     waits: list[float] = []
     sections: list[tuple[float, float]] = []
-    while time.time() < start_at:
-        time.sleep(0.001)
-    deadline = start_at + seconds
+    # All start together once every process is up and connected: on a busy
+    # machine, starting a process can take longer than any fixed head start.
+    ready.wait()
+    deadline = time.time() + seconds
     while time.time() < deadline:
         acquire, release = make(name)
         asked = time.perf_counter()
@@ -159,9 +161,9 @@ def _contended_worker(kind: str, endpoints: Endpoints, name: str, start_at: floa
 def contended(kind: str, endpoints: Endpoints, seconds: float) -> Figures:
     name = f"bench-{uuid.uuid4().hex[:8]}"
     context = multiprocessing.get_context("spawn")  # no state shared with this process
-    start_at = time.time() + 3.0  # time for every process to start and connect
-    with context.Pool(CONTENDED_PROCESSES) as pool:
-        results = pool.starmap(_contended_worker, [(kind, endpoints, name, start_at, seconds)]
+    with context.Manager() as manager, context.Pool(CONTENDED_PROCESSES) as pool:
+        ready = manager.Barrier(CONTENDED_PROCESSES)
+        results = pool.starmap(_contended_worker, [(kind, endpoints, name, ready, seconds)]
                                * CONTENDED_PROCESSES)
     waits = sorted(w for ws, _ in results for w in ws)
     sections = sorted(section for _, ss in results for section in ss)
