@@ -17,6 +17,7 @@ import logging
 import os
 import signal
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -82,8 +83,9 @@ class Cluster:
         return self
 
     def stop(self) -> None:
-        for instance in reversed(self.instances):
-            stop(instance.process)
+        # Side by side, not in turn: each takes up to a second to finish its requests.
+        with ThreadPoolExecutor(max_workers=max(1, len(self.instances))) as pool:
+            list(pool.map(lambda instance: stop(instance.process), self.instances))
         self.instances.clear()
 
     # --- faults: the launcher owns the processes, so it is the one to hurt them ---
