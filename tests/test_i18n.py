@@ -21,6 +21,7 @@ from babel.messages import Catalog
 from babel.messages.extract import extract_from_file
 
 from helpers import require
+from lockshop.cluster.redis_servers import redis_server_binary
 from lockshop import catalog as catalogs
 from lockshop.table import format_table, width
 from shop import i18n
@@ -163,7 +164,8 @@ def _irregular(term: str) -> list[str]:
 CODE = re.compile(r"%\(\w+\)[-#0 +]?\d*(?:\.\d+)?[a-z]|(?<!\w)'[^']*'(?!\w)|<[^>]*>"
                   r"|\blockshop(?: [a-z]+){1,2}|\b\w+(?:[._]\w+)+(?:\([^)]*\))?|\b\w+ = \w+")
 #: A term's word in another sense: a credential, a lab's verdict, a key that contains.
-OTHER_SENSES = ("admin token", "did not hold", "still holds it", "that holds its")
+OTHER_SENSES = ("admin token", "did not hold", "does not hold", "holds (", "still holds it",
+                "that holds its", "key holds")
 
 
 def glossary_mismatches(catalog: Catalog, entries: list[dict]) -> list[str]:
@@ -359,6 +361,31 @@ def test_a_bad_lab_id_is_refused_in_chinese():
     assert done.returncode == 2
     assert one_line_error(done) == ("lockshop：错误：没有名为 'C999' 的实验；"
                                    "用 'lockshop lab list' 查看全部实验")
+
+
+@pytest.mark.cluster
+def test_lab_c11_runs_in_chinese_under_lang_zh_cn_and_in_english_with_lang_en():
+    require(redis_server_binary() is not None, "redis-server is not installed")
+    done = lockshop("lab", "C11")
+    assert done.returncode == 0, done.stdout + done.stderr
+    said = done.stdout
+    # the title, both halves, a step with what was expected and seen, and the verdict
+    assert said.startswith("C11 redis_plain_del: 租约比工作短"), said
+    assert "  坏的版本: redis_plain_del: SET NX PX 加锁，直接 DEL 释放" in said
+    assert "预期：它的 DEL 删掉了 B 的锁 · 观察到：A 释放成功；键存在：否  ✓" in said
+    assert "预期：被拒绝：键里是 B 的唯一标识，不是 A 的；锁仍归 B" in said
+    assert "=> 成立（" in said and "修好的版本在同样的步骤下守住了" in said
+    assert "expected:" not in said and "observed" not in said and "holds" not in said
+    english = lockshop("--lang", "en", "lab", "C11").stdout
+    assert "A finishes and releases" in english and "expected: its DEL deletes B's lock" in english
+    assert "=> holds (" in english and "预期" not in english
+
+
+def test_the_lab_list_is_in_chinese():
+    said = lockshop("lab", "list").stdout
+    assert "A2  Redis分布式锁唯一标识避免误释放（释放时核对唯一标识）" in said
+    assert "C11  redis_plain_del" in said and "租约比工作短" in said
+    assert "--  文章之外" in said and "个知识点中有" in said
 
 
 def test_a_bad_value_and_a_missing_argument_are_refused_in_chinese():

@@ -199,7 +199,7 @@ def cmd_lab(args: argparse.Namespace, config: Config) -> int:
                               for lab in _chosen_labs(labs, args.article)], ensure_ascii=False))
         else:
             print(labs.listing() if not args.article else "\n".join(
-                f"{lab.id:<4} {lab.name:<22} ~{lab.seconds:>2} s  {lab.title}"
+                f"{lab.id:<4} {lab.name:<22} ~{lab.seconds:>2} s  {_(lab.title)}"
                 for lab in _chosen_labs(labs, args.article)))
         return 0
     if args.name == "all":

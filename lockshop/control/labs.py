@@ -20,6 +20,7 @@ from lockshop.control import Busy
 from lockshop.workshop import labs
 from lockshop.workshop.staging.record import Lab, LabRecord, Step
 from lockshop.workshop.staging.stage import Parts, running
+from shop.i18n import _
 
 
 def missing_parts(lab: Lab) -> str | None:
@@ -33,8 +34,8 @@ def missing_parts(lab: Lab) -> str | None:
 
 def catalogue() -> list[dict]:
     """Every lab, grouped by the article it stages, as the console lists them."""
-    return [{"article": article, "title": title,
-             "labs": [{"id": lab.id, "name": lab.name, "title": lab.title,
+    return [{"article": article, "title": _(title),
+             "labs": [{"id": lab.id, "name": lab.name, "title": _(lab.title),
                        "needs": list(lab.needs), "seconds": lab.seconds,
                        "measured": lab.measured, "missing": missing_parts(lab)}
                       for lab in group]}

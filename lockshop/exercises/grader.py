@@ -122,7 +122,7 @@ def skipped_for_todos(check: Check, count: int) -> CheckResult:
     return CheckResult(check.lesson, str(check.action), str(check.expected),
                        _("not run: %(count)s TODOs are left in your file", count=count), False,
                        str(check.hint), lab.articles if lab else (),
-                       str(lab.title) if lab else "")
+                       _(lab.title) if lab else "")
 
 
 def todos_left(source: Path) -> list[tuple[int, str]]:
@@ -147,7 +147,7 @@ def run_check(check: Check, grading: Grading, *, source: Path) -> CheckResult:
     lab = LABS.get(check.lesson)
     result = CheckResult(check.lesson, str(check.action), str(check.expected), "", False,
                          str(check.hint), lab.articles if lab else (),
-                         str(lab.title) if lab else "")
+                         _(lab.title) if lab else "")
     answer: list = []
 
     def body() -> None:

@@ -29,6 +29,7 @@ from lockshop.workshop.labs import (
     zookeeper,
 )
 from lockshop.workshop.staging.record import ARTICLES, Lab, LabRecord
+from shop.i18n import N_, _
 
 LABS: dict[str, Lab] = {lab.id: lab for lab in sorted(
     (*sales.LABS, *jobs.LABS, *holds.LABS, *redis_leases.LABS, *reentrancy.LABS,
@@ -57,27 +58,35 @@ def by_article() -> list[tuple[str, str, list[Lab]]]:
     """(article, its title, its labs) for every article with labs, then the labs of no
     article as "--". A lab of two articles is under both."""
     groups = [(article, title, of_article(article)) for article, title in ARTICLES.items()]
-    groups.append(("--", "beyond the articles",
+    groups.append(("--", N_("beyond the articles"),
                    [lab for lab in LABS.values() if not lab.articles]))
     return [group for group in groups if group[2]]
 
 
 def listing() -> str:
-    """The labs by article, with id, title and about how long each takes."""
+    """The labs by article, with id, title and about how long each takes, in the reader's
+    language."""
     lines = []
     for article, title, labs in by_article():
-        lines.append(f"{article}  {title}")
+        lines.append(f"{article}  {_(title)}")
         for lab in labs:
-            needs = f"  [needs {', '.join(lab.needs)}]" if lab.needs else ""
-            lines.append(f"  {lab.id:<4} {lab.name:<22} ~{lab.seconds:>2} s  {lab.title}{needs}")
+            needs = ("  " + _("[needs %(parts)s]", parts=", ".join(lab.needs))
+                     if lab.needs else "")
+            lines.append(f"  {lab.id:<4} {lab.name:<22} ~{lab.seconds:>2} s  "
+                         f"{_(lab.title)}{needs}")
         lines.append("")
     of_articles = [i for i in LABS if int(i[1:]) <= ARTICLES_LESSONS]
     beyond = len(LABS) - len(of_articles)
     missing = [f"C{n:02d}" for n in range(1, ARTICLES_LESSONS + 1) if f"C{n:02d}" not in LABS]
-    lines.append(f"{len(of_articles)} of the articles' {ARTICLES_LESSONS} lessons are staged as labs"
-                 + (f", and {beyond} beyond them" if beyond else "")
-                 + f" (about {sum(lab.seconds for lab in LABS.values())} s for all)"
-                 + (f"; not yet: {', '.join(missing)}" if missing else ""))
+    total = sum(lab.seconds for lab in LABS.values())
+    line = _("%(staged)s of the articles' %(lessons)s lessons are staged as labs",
+             staged=len(of_articles), lessons=ARTICLES_LESSONS)
+    if beyond:
+        line += _(", and %(beyond)s beyond them", beyond=beyond)
+    line += _(" (about %(seconds)s s for all)", seconds=total)
+    if missing:
+        line += _("; not yet: %(labs)s", labs=", ".join(missing))
+    lines.append(line)
     return "\n".join(lines)
 
 

@@ -20,6 +20,7 @@ from lockshop.workshop.staging import steps
 from lockshop.workshop.staging.record import Lab
 from shop.store.models import ProductKind
 from shop.store.products import ProductSpec
+from shop.i18n import N_
 
 KEY = KEY_PREFIX + "product:1"
 
@@ -107,7 +108,7 @@ def wait_for(condition, seconds: float = 15.0) -> bool:
 
 
 LABS = (
-    Lab("C32", "failover", "A master/replica failover loses the lock to asynchronous "
-        "replication; fencing refuses the stale holder's write", ("A2", "A4"), ("redis",), 12,
+    Lab("C32", "failover", N_("A master/replica failover loses the lock to asynchronous "
+        "replication; fencing refuses the stale holder's write"), ("A2", "A4"), ("redis",), 12,
         stage_failover),
 )

@@ -15,6 +15,7 @@ from sqlalchemy import create_engine, text
 from lockshop.workshop.staging import steps
 from lockshop.workshop.staging.holders import holder_process
 from lockshop.workshop.staging.record import Lab
+from shop.i18n import N_
 
 
 def _wait(factory, seconds: float) -> tuple[bool, float]:
@@ -181,12 +182,12 @@ def stage_blocking(run) -> None:
 
 
 LABS = (
-    Lab("C06", "table_no_expiry", "A lock row with no expiry: a crashed holder blocks everyone; an "
-        "expiry column frees it", ("A1",), (), 3, stage_lock_row),
-    Lab("C14", "watchdog", "A watchdog renews the lease while the holder lives, and the lock "
-        "frees one lease after it dies", ("A4",), ("redis",), 4, stage_watchdog),
-    Lab("C26", "blocking", "A try-lock fails at once; a blocking acquire waits, up to its "
-        "timeout", ("A0", "A1"), ("redis",), 1, stage_blocking),
-    Lab("C36", "lease_length", "The lease trade-off: too short loses a slow holder's lock, "
-        "too long keeps a dead holder's", ("A2", "A4"), ("redis",), 7, stage_lease_length),
+    Lab("C06", "table_no_expiry", N_("A lock row with no expiry: a crashed holder blocks "
+        "everyone; an expiry column frees it"), ("A1",), (), 3, stage_lock_row),
+    Lab("C14", "watchdog", N_("A watchdog renews the lease while the holder lives, and the lock "
+        "frees one lease after it dies"), ("A4",), ("redis",), 4, stage_watchdog),
+    Lab("C26", "blocking", N_("A try-lock fails at once; a blocking acquire waits, up to its "
+        "timeout"), ("A0", "A1"), ("redis",), 1, stage_blocking),
+    Lab("C36", "lease_length", N_("The lease trade-off: too short loses a slow holder's lock, "
+        "too long keeps a dead holder's"), ("A2", "A4"), ("redis",), 7, stage_lease_length),
 )

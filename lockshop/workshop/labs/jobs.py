@@ -27,6 +27,7 @@ from shop.store.audit import take_audit
 from shop.store.db import engine_of
 from shop.store.models import ProductKind, utcnow
 from shop.store.products import ProductSpec
+from shop.i18n import N_
 
 ORDERS = 4
 INTERVAL_MS = 1000
@@ -279,15 +280,15 @@ def _stock(sessions) -> int:
 
 
 LABS = (
-    Lab("C04", "cleanup_job", "A scheduled cleanup job on every node gives an expired "
-        "order's stock back once per node; a job lock runs it once", ("A0",),
+    Lab("C04", "cleanup_job", N_("A scheduled cleanup job on every node gives an expired "
+        "order's stock back once per node; a job lock runs it once"), ("A0",),
         ("redis", "instances"), 8, stage_cleanup_job),
-    Lab("C05", "reminders", "A reminder job on N servers sends every customer N messages; a "
-        "job lock sends one", ("A1",), ("redis", "instances"), 8, stage_reminders),
-    Lab("C35", "job_lease", "A scheduled job longer than its lease runs twice unless it "
-        "re-checks its lock before writing", ("A2",), ("redis",), 2, stage_job_longer_than_lease),
-    Lab("C42", "unpaid_orders", "Stock taken at order time is held by unpaid orders until the "
-        "expiry job gives it back", ("A0",), (), 1, stage_unpaid_orders),
-    Lab("C24", "leader", "Leader election makes a cluster job run once per fire time",
+    Lab("C05", "reminders", N_("A reminder job on N servers sends every customer N messages; a "
+        "job lock sends one"), ("A1",), ("redis", "instances"), 8, stage_reminders),
+    Lab("C35", "job_lease", N_("A scheduled job longer than its lease runs twice unless it "
+        "re-checks its lock before writing"), ("A2",), ("redis",), 2, stage_job_longer_than_lease),
+    Lab("C42", "unpaid_orders", N_("Stock taken at order time is held by unpaid orders until the "
+        "expiry job gives it back"), ("A0",), (), 1, stage_unpaid_orders),
+    Lab("C24", "leader", N_("Leader election makes a cluster job run once per fire time"),
         ("A1",), ("zookeeper", "instances"), 9, stage_leader),
 )

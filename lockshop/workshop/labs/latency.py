@@ -24,6 +24,7 @@ from lockshop.cluster.network import Link
 from lockshop.cluster.redis_servers import RedisServer
 from lockshop.workshop.labs.partitions import LEASE_MS, check_from_a, stage_late_write
 from lockshop.workshop.staging.record import Lab
+from shop.i18n import N_
 
 LATENCY_MS = 900  # over lease - lease/3 = 667 ms: the renewals cannot keep up
 
@@ -50,8 +51,8 @@ def stage_watchdog_latency(run) -> None:
 
 
 LABS = (
-    Lab("C47", "watchdog_latency", "Latency on the link to Redis makes a watchdog renewal "
+    Lab("C47", "watchdog_latency", N_("Latency on the link to Redis makes a watchdog renewal "
         "miss while the holder lives (A4's watchdog); asking before the commit, and fencing, "
-        "catch it",
+        "catch it"),
         (), ("redis", "hosts"), 12, stage_watchdog_latency),
 )

@@ -35,6 +35,7 @@ from shop.config import Config
 from shop.jobs.tasks import JOBS
 from shop.store.db import make_engine, make_sessions
 from shop.store.models import JobRun, utc_at
+from shop.i18n import N_
 
 SESSION_MS = 1000
 INTERVAL_MS = 500
@@ -161,7 +162,7 @@ def _half(run, lan, server, half: str, trusts_memory: bool) -> None:
 
 
 LABS = (
-    Lab("C48", "partitioned_leader", "A leader cut off from ZooKeeper goes on running jobs "
-        "while another is elected, unless it stops leading when its connection is suspended",
+    Lab("C48", "partitioned_leader", N_("A leader cut off from ZooKeeper goes on running jobs "
+        "while another is elected, unless it stops leading when its connection is suspended"),
         (), ("zookeeper", "hosts"), 20, stage_partitioned_leader),
 )

@@ -20,6 +20,7 @@ from sqlalchemy.exc import OperationalError
 
 from lockshop.cluster.scratch import DEFAULT_SERVERS, scratch_database, server_error
 from lockshop.workshop.staging.record import Lab
+from shop.i18n import N_
 
 
 @contextmanager
@@ -191,12 +192,12 @@ def stage_lock_row_scheduling(run) -> None:
 
 
 LABS = (
-    Lab("C08", "for_update_index", "SELECT ... FOR UPDATE locks one row only through a "
-        "unique index; without one InnoDB locks far more", ("A1",), ("mariadb",), 4,
+    Lab("C08", "for_update_index", N_("SELECT ... FOR UPDATE locks one row only through a "
+        "unique index; without one InnoDB locks far more"), ("A1",), ("mariadb",), 4,
         stage_for_update_index),
-    Lab("C40", "release_before_commit", "A lock released before the commit lets the next "
-        "buyer read the old stock", ("A1",), ("mariadb", "redis"), 2,
+    Lab("C40", "release_before_commit", N_("A lock released before the commit lets the next "
+        "buyer read the old stock"), ("A1",), ("mariadb", "redis"), 2,
         stage_release_before_commit),
-    Lab("C41", "quartz_lock_row", "Cluster scheduling by a lock row, as Quartz does: one run "
-        "per fire time", ("A1",), ("mariadb",), 2, stage_lock_row_scheduling),
+    Lab("C41", "quartz_lock_row", N_("Cluster scheduling by a lock row, as Quartz does: one run "
+        "per fire time"), ("A1",), ("mariadb",), 2, stage_lock_row_scheduling),
 )

@@ -14,6 +14,7 @@ import redis
 
 from lockshop.cluster.zookeeper_servers import four_letter_word
 from lockshop.workshop.staging.record import Lab
+from shop.i18n import N_
 
 SECONDS = 1.0
 
@@ -217,15 +218,15 @@ def _zxid(port: int) -> int:
 
 
 LABS = (
-    Lab("C23", "cost", "Redis is fastest, ZooKeeper most reliable, the database simplest: "
-        "the cost of each, measured", ("A0", "A4"), ("redis", "zookeeper"), 4, stage_cost,
+    Lab("C23", "cost", N_("Redis is fastest, ZooKeeper most reliable, the database simplest: "
+        "the cost of each, measured"), ("A0", "A4"), ("redis", "zookeeper"), 4, stage_cost,
         measured=True),
-    Lab("C34", "polling", "A polling lock is unfair and keeps sending commands while it waits; "
-        "a queued lock bounds the wait", ("A1", "A4"), ("redis",), 4, stage_polling,
+    Lab("C34", "polling", N_("A polling lock is unfair and keeps sending commands while it waits; "
+        "a queued lock bounds the wait"), ("A1", "A4"), ("redis",), 4, stage_polling,
         measured=True),
-    Lab("C37", "watch_release", "A WATCH/MULTI release retries on a conflict, and costs more "
-        "than Lua", ("A2",), ("redis",), 2, stage_watch_release, measured=True),
-    Lab("C43", "zookeeper_writes", "Every ZooKeeper lock and unlock is a quorum write: "
-        "frequent locking loads the ensemble", ("A4",), ("redis", "zookeeper"), 3,
+    Lab("C37", "watch_release", N_("A WATCH/MULTI release retries on a conflict, and costs more "
+        "than Lua"), ("A2",), ("redis",), 2, stage_watch_release, measured=True),
+    Lab("C43", "zookeeper_writes", N_("Every ZooKeeper lock and unlock is a quorum write: "
+        "frequent locking loads the ensemble"), ("A4",), ("redis", "zookeeper"), 3,
         stage_zookeeper_writes, measured=True),
 )

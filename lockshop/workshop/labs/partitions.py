@@ -28,6 +28,7 @@ from lockshop.workshop.staging import steps
 from lockshop.workshop.staging.record import Lab
 from shop.config import Config
 from shop.store.db import make_engine, make_sessions
+from shop.i18n import N_
 
 LEASE_MS = 1000  # the Redis lease, and the ZooKeeper session's timeout
 
@@ -123,10 +124,10 @@ def stage_zookeeper_partition(run) -> None:
 
 
 LABS = (
-    Lab("C45", "redis_partition", "A holder cut off from Redis past its lease writes after "
-        "another took the lock; the fencing token refuses it", (), ("redis", "hosts"), 9,
+    Lab("C45", "redis_partition", N_("A holder cut off from Redis past its lease writes after "
+        "another took the lock; the fencing token refuses it"), (), ("redis", "hosts"), 9,
         stage_redis_partition),
-    Lab("C46", "zookeeper_partition", "A holder cut off from ZooKeeper past its session has "
-        "lost its lock; it must check before it commits, and the zxid fences a late write",
+    Lab("C46", "zookeeper_partition", N_("A holder cut off from ZooKeeper past its session has "
+        "lost its lock; it must check before it commits, and the zxid fences a late write"),
         (), ("zookeeper", "hosts"), 7, stage_zookeeper_partition),
 )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import dataclass
 
 import redis
 
@@ -21,6 +22,7 @@ from shop.config import Config
 from shop.store.audit import take_audit
 from shop.store.models import ProductKind
 from shop.store.products import ProductSpec
+from shop.i18n import N_, _
 
 #: Short leases, so that a lab waits fractions of a second for them to run out.
 LEASE_MS = 200
@@ -112,50 +114,53 @@ def stage_setnx_expire(run) -> None:
 
 def stage_plain_del(run) -> None:
     """A's lease runs out while it works; B takes the lock; A releases."""
-    versions = (("redis_plain_del", "SET NX PX, released by a plain DEL"),
-                ("redis", "a token per holder; released by a Lua compare-and-delete"))
+    versions = (("redis_plain_del", _("SET NX PX, released by a plain DEL")),
+                ("redis", _("a token per holder; released by a Lua compare-and-delete")))
     for half, (strategy, how) in zip(("broken", "fix"), versions, strict=True):
         getattr(run, half)(strategy, how)
         owners = ThreeOwners(run, strategy, lease_ms=LEASE_MS)
         owners.a.acquire()
         time.sleep(LEASE_MS * 1.5 / 1000)  # A works on, past its lease
-        owners.check_a_lost_the_key(f"A takes the lock (lease {LEASE_MS} ms) and works for "
-                                    f"{LEASE_MS * 1.5:g} ms",
-                                    expected="A's key expires while A still works")
+        owners.check_a_lost_the_key(
+            _("A takes the lock (lease %(lease)s ms) and works for %(works)s ms",
+              lease=LEASE_MS, works=f"{LEASE_MS * 1.5:g}"),
+            expected=_("A's key expires while A still works"))
         owners.check_b_gets_it()
-        owners.check_a_released(half, release_outcome(owners.a), "A finishes and releases",
-                                deletes="its DEL deletes B's lock",
-                                refuses="refused: the key holds B's token, not A's; B keeps it")
+        owners.check_a_released(half, release_outcome(owners.a), _("A finishes and releases"),
+                                deletes=_("its DEL deletes B's lock"),
+                                refuses=_("refused: the key holds B's token, not A's; B keeps "
+                                          "it"))
         owners.check_c_and_the_sale(half)
 
 
 def stage_get_del(run) -> None:
     """A releases by GET, compare, DEL, and is paused between the GET and the DEL."""
-    versions = (("redis_get_del", "SET NX PX; release by GET, compare, then DEL "
-                                  "(fault hook: a pause between the two)"),
-                ("redis", "compare and delete in one Lua script: nothing can fall between"))
+    versions = (("redis_get_del", _("SET NX PX; release by GET, compare, then DEL (fault hook: "
+                                    "a pause between the two)")),
+                ("redis", _("compare and delete in one Lua script: nothing can fall between")))
     for half, (strategy, how) in zip(("broken", "fix"), versions, strict=True):
         getattr(run, half)(strategy, how)
         # A longer lease here: the hook's pause (1.5 leases) must end well after B is in.
         owners = ThreeOwners(run, strategy, lease_ms=SLOW_LEASE_MS, faults=("pause_before_del",))
         owners.a.acquire()
-        outcome: list[str] = []
+        outcome: list[Release] = []
         releasing = threading.Thread(target=lambda: outcome.append(release_outcome(owners.a)))
         if half == "broken":
             releasing.start()  # GET says the lock is A's; then the pause, inside the release
         else:  # one script: the only place a pause can go is before it
             time.sleep(SLOW_LEASE_MS * 1.5 / 1000)
         wait_for(lambda: not owners.key_exists(), "A's key to expire")
-        owners.check_a_lost_the_key("A releases, and is paused for longer than the lease on "
-                                    "the way", expected="A's key expires during the pause")
+        owners.check_a_lost_the_key(_("A releases, and is paused for longer than the lease on "
+                                      "the way"), expected=_("A's key expires during the pause"))
         owners.check_b_gets_it()
         if half == "fix":
             releasing.start()
         releasing.join()
-        owners.check_a_released(half, outcome[0], "A's release goes on: "
-                                + ("its DEL" if half == "broken" else "the script"),
-                                deletes="deletes B's lock",
-                                refuses="compares the token and refuses; B keeps the lock")
+        owners.check_a_released(half, outcome[0],
+                                _("A's release goes on: its DEL") if half == "broken"
+                                else _("A's release goes on: the script"),
+                                deletes=_("deletes B's lock"),
+                                refuses=_("compares the token and refuses; B keeps the lock"))
         owners.check_c_and_the_sale(half)
 
 
@@ -176,42 +181,48 @@ class ThreeOwners:
 
     def check_a_lost_the_key(self, action: str, expected: str) -> None:
         exists = self.key_exists()
-        self.run.check(action, expected=expected, observed=f"key exists: {exists}",
+        self.run.check(action, expected=expected,
+                       observed=_("key exists: %(exists)s", exists=yes_no(exists)),
                        agrees=not exists)
 
     def check_b_gets_it(self) -> None:
-        self.run.check("B asks for the lock", expected="B gets it",
-                       observed=f"B holds: {self.b.acquire(blocking=False)}", agrees=self.b.held)
+        self.run.check(_("B asks for the lock"), expected=_("B gets it"),
+                       observed=_("B holds: %(held)s",
+                                  held=yes_no(self.b.acquire(blocking=False))),
+                       agrees=self.b.held)
 
-    def check_a_released(self, half: str, released: str, action: str, *, deletes: str,
+    def check_a_released(self, half: str, released: Release, action: str, *, deletes: str,
                          refuses: str) -> None:
         """What A's late release did: the broken lock ``deletes`` B's key; the fix
         ``refuses``, and B keeps it."""
         left = self.key_exists()
-        observed = f"A {released}; the key exists: {left}"
+        observed = _("A %(released)s; the key exists: %(exists)s", released=released.said,
+                     exists=yes_no(left))
         if half == "broken":
             self.run.check(action, expected=deletes, observed=observed, agrees=not left)
         else:
             self.run.check(action, expected=refuses, observed=observed,
-                           agrees=left and released.startswith("was refused"))
+                           agrees=left and released.refused)
 
     def check_c_and_the_sale(self, half: str) -> None:
         """C asks for the lock; everyone who holds it sells the last unit."""
         self.c.acquire(blocking=False)
         holders = [lock for lock in (self.b, self.c) if lock.held]
         # every holder reads, then every one writes
-        seen = [steps.read(self.sessions) for _ in holders]
+        seen = [steps.read(self.sessions) for _holder in holders]
         for stock_read in seen:
             steps.sell(self.sessions, stock_read)
         both, oversold = len(holders) == 2, take_audit(self.sessions).products[0].oversold
-        observed = f"two holders: {both}; oversold {oversold}"
+        observed = _("two holders: %(both)s; oversold %(oversold)s", both=yes_no(both),
+                     oversold=oversold)
+        action = _("C asks for the lock; every holder sells the last unit")
         if half == "broken":
-            self.run.check("C asks for the lock; every holder sells the last unit",
-                           expected="C gets it too: B and C hold it at once, and 2 of 1 are "
-                                    "sold", observed=observed, agrees=both and oversold == 1)
+            self.run.check(action, expected=_("C gets it too: B and C hold it at once, and 2 "
+                                              "of 1 are sold"),
+                           observed=observed, agrees=both and oversold == 1)
         else:
-            self.run.check("C asks for the lock; every holder sells the last unit",
-                           expected="C is refused: B alone holds it and sells the one unit",
+            self.run.check(action, expected=_("C is refused: B alone holds it and sells the "
+                                              "one unit"),
                            observed=observed, agrees=not both and oversold == 0)
 
 
@@ -254,12 +265,24 @@ def server_client(server) -> redis.Redis:
     return redis.Redis(port=server.port)
 
 
-def release_outcome(lock) -> str:
+@dataclass(frozen=True)
+class Release:
+    """What a late release did, said in the reader's language."""
+
+    refused: bool
+    said: str
+
+
+def release_outcome(lock) -> Release:
     try:
         lock.release()
-        return "released"
+        return Release(False, _("released"))
     except LockLost as error:
-        return f"was refused ({error.reason})"
+        return Release(True, _("was refused (%(reason)s)", reason=error.reason))
+
+
+def yes_no(value: bool) -> str:
+    return _("yes") if value else _("no")
 
 
 def attempt(lock) -> str:
@@ -277,17 +300,17 @@ def wait_for(condition, what: str, seconds: float = 10.0) -> None:
         time.sleep(0.01)
 
 LABS = (
-    Lab("C09", "redis_setnx", "SETNX with no expiry: a killed holder blocks everyone; "
-        "SET NX PX frees it after one lease", ("A0", "A1"), ("redis", "instances"), 12,
+    Lab("C09", "redis_setnx", N_("SETNX with no expiry: a killed holder blocks everyone; "
+        "SET NX PX frees it after one lease"), ("A0", "A1"), ("redis", "instances"), 12,
         stage_setnx),
-    Lab("C10", "redis_setnx_expire", "SETNX then EXPIRE: a crash between them leaves a lock "
-        "with no expiry; one SET NX PX cannot", ("A1", "A4"), ("redis", "instances"), 10,
+    Lab("C10", "redis_setnx_expire", N_("SETNX then EXPIRE: a crash between them leaves a lock "
+        "with no expiry; one SET NX PX cannot"), ("A1", "A4"), ("redis", "instances"), 10,
         stage_setnx_expire),
-    Lab("C11", "redis_plain_del", "A lease shorter than the work: a plain DEL frees the next "
-        "holder's lock; a token-checked release refuses", ("A0", "A2"), ("redis",), 2,
+    Lab("C11", "redis_plain_del", N_("A lease shorter than the work: a plain DEL frees the next "
+        "holder's lock; a token-checked release refuses"), ("A0", "A2"), ("redis",), 2,
         stage_plain_del),
-    Lab("C12", "redis_get_del", "GET, compare, then DEL has the same window; a Lua script "
-        "closes it", ("A0", "A2", "A4"), ("redis",), 2, stage_get_del),
-    Lab("C15", "fencing", "A holder paused past its lease writes after another took the lock; "
-        "a fencing token refuses the stale write", ("A4",), ("redis",), 1, stage_fencing),
+    Lab("C12", "redis_get_del", N_("GET, compare, then DEL has the same window; a Lua script "
+        "closes it"), ("A0", "A2", "A4"), ("redis",), 2, stage_get_del),
+    Lab("C15", "fencing", N_("A holder paused past its lease writes after another took the lock; "
+        "a fencing token refuses the stale write"), ("A4",), ("redis",), 1, stage_fencing),
 )

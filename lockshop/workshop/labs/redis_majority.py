@@ -12,6 +12,7 @@ from lockshop.cluster.launcher import Cluster
 from lockshop.workshop.staging.record import Lab
 from lockshop.workshop.labs.redis_leases import KEY, attempt, server_client
 from shop.config import Config
+from shop.i18n import N_
 
 # --- C16: one Redis, or a majority of five ------------------------------------------------
 
@@ -166,15 +167,15 @@ def stage_redlock_validity(run) -> None:
 
 
 LABS = (
-    Lab("C16", "redlock_majority", "Redlock: a majority of five survives two servers down and "
-        "refuses with three", ("A1", "A4"), ("redis",), 2, stage_redlock),
-    Lab("C17", "redlock_restart", "Redlock's weakness: a server that restarts without "
-        "persistence forgets a key, and a second client gets a majority", ("A4",), ("redis",),
+    Lab("C16", "redlock_majority", N_("Redlock: a majority of five survives two servers down and "
+        "refuses with three"), ("A1", "A4"), ("redis",), 2, stage_redlock),
+    Lab("C17", "redlock_restart", N_("Redlock's weakness: a server that restarts without "
+        "persistence forgets a key, and a second client gets a majority"), ("A4",), ("redis",),
         3, stage_redlock_restart),
-    Lab("C31", "single_point", "A single Redis is a single point: while it is down nothing "
-        "sells (and nothing is oversold); five Redlock servers go on", ("A4",),
+    Lab("C31", "single_point", N_("A single Redis is a single point: while it is down nothing "
+        "sells (and nothing is oversold); five Redlock servers go on"), ("A4",),
         ("redis", "instances"), 8, stage_single_point),
-    Lab("C33", "redlock_validity", "Redlock's validity: the lease less the time spent "
+    Lab("C33", "redlock_validity", N_("Redlock's validity: the lease less the time spent "
         "acquiring less the drift; a short per-server timeout; a failed attempt unlocks every "
-        "server", ("A1", "A4"), ("redis",), 2, stage_redlock_validity, measured=True),
+        "server"), ("A1", "A4"), ("redis",), 2, stage_redlock_validity, measured=True),
 )

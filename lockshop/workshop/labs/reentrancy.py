@@ -14,6 +14,7 @@ import time
 from lockshop.workshop.staging import steps
 from lockshop.workshop.staging.record import Lab
 from lockshop.workshop.labs.redis_leases import KEY, server_client
+from shop.i18n import N_
 
 # --- C13: asking again for a lock you hold ---------------------------------------------
 
@@ -186,14 +187,14 @@ def stage_recycled_owner(run) -> None:
 
 
 LABS = (
-    Lab("C13", "redis_reentrant", "A non-reentrant lock deadlocks on its holder; a hash of "
-        "owner to count fixes it", ("A0",), ("redis",), 1, stage_reentrant),
-    Lab("C27", "redis_reentrant_del", "A reentrant lock whose inner release deletes the key "
-        "leaves the outer section unprotected; count down instead", ("A0",), ("redis",), 1,
+    Lab("C13", "redis_reentrant", N_("A non-reentrant lock deadlocks on its holder; a hash of "
+        "owner to count fixes it"), ("A0",), ("redis",), 1, stage_reentrant),
+    Lab("C27", "redis_reentrant_del", N_("A reentrant lock whose inner release deletes the key "
+        "leaves the outer section unprotected; count down instead"), ("A0",), ("redis",), 1,
         stage_inner_release),
-    Lab("C28", "redis_reentrant_steps", "A reentrant acquire in separate commands lets two "
-        "owners in; one Lua script does not", ("A0",), ("redis",), 2, stage_acquire_in_steps),
-    Lab("C49", "redis_owner_thread_id", "An owner named by thread id lets the next thread "
+    Lab("C28", "redis_reentrant_steps", N_("A reentrant acquire in separate commands lets two "
+        "owners in; one Lua script does not"), ("A0",), ("redis",), 2, stage_acquire_in_steps),
+    Lab("C49", "redis_owner_thread_id", N_("An owner named by thread id lets the next thread "
         "into a dead thread's lock (Python reuses thread ids); an owner made per thread does "
-        "not", (), ("redis",), 1, stage_recycled_owner),
+        "not"), (), ("redis",), 1, stage_recycled_owner),
 )

@@ -18,6 +18,7 @@ from lockshop.cluster.client import ShopClient
 from lockshop.cluster.launcher import Cluster
 from lockshop.workshop.staging.record import Lab
 from shop.config import Config
+from shop.i18n import N_
 
 DELAY_MS = 600
 PATIENCE_S = 0.2
@@ -60,6 +61,6 @@ def stage_retried_order(run) -> None:
 
 
 LABS = (
-    Lab("C44", "retried_order", "A retried order is bought twice; an Idempotency-Key makes "
-        "the retry find the first", (), ("instances",), 6, stage_retried_order),
+    Lab("C44", "retried_order", N_("A retried order is bought twice; an Idempotency-Key makes "
+        "the retry find the first"), (), ("instances",), 6, stage_retried_order),
 )

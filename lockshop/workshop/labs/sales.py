@@ -23,6 +23,7 @@ from shop.store.audit import take_audit
 from shop.store.db import engine_of
 from shop.store.models import ProductKind
 from shop.store.products import ProductSpec
+from shop.i18n import N_
 
 STOCK = 5
 BUYERS = 12
@@ -154,12 +155,12 @@ def stage_thread_lock(run) -> None:
 
 
 LABS = (
-    Lab("C03", "thread_lock", "A thread lock is correct in one process and useless across "
-        "several", ("A0",), ("redis", "instances"), 8, stage_thread_lock),
-    Lab("C01", "no_lock", "With no lock, a flash sale sells more than the stock; a lock "
-        "per product sells exactly the stock", ("A0", "A4"), ("redis",), 2, stage_no_lock),
-    Lab("C07", "optimistic", "Optimistic locking with a version column: conflicts become "
-        "retries, nothing is oversold", ("A1",), (), 2, stage_optimistic),
-    Lab("C25", "atomic", "You may not need a lock: one conditional UPDATE is correct",
+    Lab("C03", "thread_lock", N_("A thread lock is correct in one process and useless across "
+        "several"), ("A0",), ("redis", "instances"), 8, stage_thread_lock),
+    Lab("C01", "no_lock", N_("With no lock, a flash sale sells more than the stock; a lock "
+        "per product sells exactly the stock"), ("A0", "A4"), ("redis",), 2, stage_no_lock),
+    Lab("C07", "optimistic", N_("Optimistic locking with a version column: conflicts become "
+        "retries, nothing is oversold"), ("A1",), (), 2, stage_optimistic),
+    Lab("C25", "atomic", N_("You may not need a lock: one conditional UPDATE is correct"),
         (), (), 1, stage_atomic),
 )

@@ -15,6 +15,7 @@ import locks
 from lockshop.cluster.zookeeper_servers import four_letter_word
 from lockshop.workshop.staging import steps
 from lockshop.workshop.staging.record import Lab
+from shop.i18n import N_
 
 # --- C19: the herd, and the queue that avoids it ------------------------------------------------
 
@@ -358,17 +359,17 @@ def stage_zk_reentrant(run) -> None:
         other.release()
 
 LABS = (
-    Lab("C19", "herd", "The simple ZooKeeper lock wakes every waiter on every release; the "
-        "sequential one wakes one", ("A1", "A3"), ("zookeeper",), 3, stage_herd),
-    Lab("C20", "arrival_order", "Sequential nodes serve waiters in arrival order; the simple "
-        "lock lets a newcomer in first", ("A0", "A3", "A4"), ("zookeeper",), 3,
+    Lab("C19", "herd", N_("The simple ZooKeeper lock wakes every waiter on every release; the "
+        "sequential one wakes one"), ("A1", "A3"), ("zookeeper",), 3, stage_herd),
+    Lab("C20", "arrival_order", N_("Sequential nodes serve waiters in arrival order; the simple "
+        "lock lets a newcomer in first"), ("A0", "A3", "A4"), ("zookeeper",), 3,
         stage_arrival_order),
-    Lab("C38", "zk_fair_trusting", "A woken waiter must look at the queue again; a waiter that "
-        "times out removes its own node", ("A3", "A4"), ("zookeeper",), 3, stage_look_again),
-    Lab("C21", "read_write", "A read/write lock lets readers share while a writer waits",
+    Lab("C38", "zk_fair_trusting", N_("A woken waiter must look at the queue again; a waiter that "
+        "times out removes its own node"), ("A3", "A4"), ("zookeeper",), 3, stage_look_again),
+    Lab("C21", "read_write", N_("A read/write lock lets readers share while a writer waits"),
         ("A3",), ("zookeeper",), 3, stage_read_write),
-    Lab("C39", "redis_rw_readers_first", "A waiting writer is not starved by readers that "
-        "arrive after it", ("A3",), ("redis", "zookeeper"), 5, stage_writer_not_starved),
-    Lab("C29", "zk_reentrant", "ZooKeeper re-entry: the owner kept with the node lets it enter "
-        "again", ("A0", "A4"), ("zookeeper",), 2, stage_zk_reentrant),
+    Lab("C39", "redis_rw_readers_first", N_("A waiting writer is not starved by readers that "
+        "arrive after it"), ("A3",), ("redis", "zookeeper"), 5, stage_writer_not_starved),
+    Lab("C29", "zk_reentrant", N_("ZooKeeper re-entry: the owner kept with the node lets it enter "
+        "again"), ("A0", "A4"), ("zookeeper",), 2, stage_zk_reentrant),
 )

@@ -25,6 +25,7 @@ from shop.store.audit import take_audit
 from shop.store.db import engine_of
 from shop.store.models import ProductKind
 from shop.store.products import ProductSpec
+from shop.i18n import N_
 
 #: The shortest session ZooKeeper allows here (tickTime 500 ms): the lock's lease.
 SESSION_MS = 1000
@@ -185,14 +186,14 @@ def _outcome(lock, release: bool = False) -> str:
 
 
 LABS = (
-    Lab("C02", "ticket_offices", "Two ticket offices sell the same seat; a ZooKeeper lock "
-        "sells it once", ("A3",), ("zookeeper",), 2, stage_ticket_offices),
-    Lab("C18", "zk_ephemeral", "A holder that dies: a SETNX key stays forever, a ZooKeeper "
-        "ephemeral node goes with the session", ("A0", "A1", "A3"), ("redis", "zookeeper"), 6,
+    Lab("C02", "ticket_offices", N_("Two ticket offices sell the same seat; a ZooKeeper lock "
+        "sells it once"), ("A3",), ("zookeeper",), 2, stage_ticket_offices),
+    Lab("C18", "zk_ephemeral", N_("A holder that dies: a SETNX key stays forever, a ZooKeeper "
+        "ephemeral node goes with the session"), ("A0", "A1", "A3"), ("redis", "zookeeper"), 6,
         stage_ephemeral),
-    Lab("C22", "session_expiry", "A ZooKeeper session that expires under a paused holder "
-        "lets a second one in; the zxid token fences the first", ("A4",), ("zookeeper",), 2,
-        stage_session_expiry),
-    Lab("C30", "ensemble", "A ZooKeeper ensemble that loses its leader keeps locking: no "
-        "single point of failure", ("A0", "A1"), ("zookeeper",), 15, stage_ensemble),
+    Lab("C22", "session_expiry", N_("A ZooKeeper session that expires under a paused holder "
+        "lets a second one in; the zxid as a fencing token fences the first"), ("A4",),
+        ("zookeeper",), 2, stage_session_expiry),
+    Lab("C30", "ensemble", N_("A ZooKeeper ensemble that loses its leader keeps locking: no "
+        "single point of failure"), ("A0", "A1"), ("zookeeper",), 15, stage_ensemble),
 )

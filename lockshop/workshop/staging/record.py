@@ -9,13 +9,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
+from shop.i18n import N_
+
 #: The articles, by their ids (the handbook's References page names them in full).
 ARTICLES = {
-    "A0": "分布式锁 (why locks; Redis from SETNX to Lua; ZooKeeper)",
-    "A1": "关于分布式锁 (8 SMS from 8 Tomcats; database, Redis, ZooKeeper locks)",
-    "A2": "Redis分布式锁唯一标识避免误释放 (a unique token for the release)",
-    "A3": "zookeeper实现分布式锁 (two ticket offices, one seat)",
-    "A4": "分布式锁用Redis or Zookeeper? (oversold stock; Redlock; watchdog; Curator)",
+    "A0": N_("分布式锁 (why locks; Redis from SETNX to Lua; ZooKeeper)"),
+    "A1": N_("关于分布式锁 (8 SMS from 8 Tomcats; database, Redis, ZooKeeper locks)"),
+    "A2": N_("Redis分布式锁唯一标识避免误释放 (a unique token for the release)"),
+    "A3": N_("zookeeper实现分布式锁 (two ticket offices, one seat)"),
+    "A4": N_("分布式锁用Redis or Zookeeper? (oversold stock; Redlock; watchdog; Curator)"),
 }
 
 BROKEN, FIX = "broken", "fix"

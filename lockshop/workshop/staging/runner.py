@@ -15,6 +15,10 @@ from pathlib import Path
 
 from lockshop.workshop.staging.record import Lab, LabRecord, Step
 from lockshop.workshop.staging.stage import Parts, running
+from shop.i18n import N_, _
+
+#: How a half is named where it is printed (the records keep "broken", "fix", "measure").
+HALVES = {"broken": N_("broken"), "fix": N_("fix"), "measure": N_("measure")}
 
 
 def run_labs(labs: Iterable[Lab], *, as_json: bool = False, out=None,
@@ -38,26 +42,30 @@ def _run_one(lab: Lab, parts: Parts, as_json: bool, out) -> LabRecord:
             print(text, file=out, flush=True)
 
     def on_half(half: str, version: str) -> None:
-        say(f"  {half}: {version}")
+        say(f"  {_(HALVES.get(half, half))}: {version}")
 
     def on_step(record: LabRecord, step: Step) -> None:
         say(f"    {step.number}. {step.action}")
-        say(f"       expected: {step.expected} · observed: {step.observed}  "
-            f"{'✓' if step.agrees else '✗ DIFFERS'}")
+        say("       " + _("expected: %(expected)s · observed: %(observed)s",
+                          expected=step.expected, observed=step.observed)
+            + "  " + ("✓" if step.agrees else _("✗ DIFFERS")))
 
-    say(f"{lab.id} {lab.name}: {lab.title}  ({', '.join(lab.articles)})")
+    say(f"{lab.id} {lab.name}: {_(lab.title)}  ({', '.join(lab.articles)})")
     with running(lab, parts, on_step, on_half) as run:
         lab.stage(run)
     record = run.record
     if as_json:
         print(json.dumps(record.as_dict(), ensure_ascii=False), file=out, flush=True)
     elif record.holds and lab.measured:
-        say(f"  => holds ({record.seconds:g} s): the figures point the article's way\n")
+        say("  => " + _("holds (%(seconds)s s): the figures point the article's way",
+                        seconds=f"{record.seconds:g}") + "\n")
     elif record.holds:
-        say(f"  => holds ({record.seconds:g} s): the broken version failed as the article "
-            "says, and the fix held under the same steps\n")
+        say("  => " + _("holds (%(seconds)s s): the broken version failed as the article "
+                        "says, and the fix held under the same steps",
+                        seconds=f"{record.seconds:g}") + "\n")
     elif record.verdict == "skipped":
-        say(f"  => SKIPPED: {record.reason}\n")
+        say("  => " + _("SKIPPED: %(reason)s", reason=record.reason) + "\n")
     else:
-        say(f"  => DOES NOT HOLD ({record.seconds:g} s): {record.reason}\n")
+        say("  => " + _("DOES NOT HOLD (%(seconds)s s): %(reason)s",
+                        seconds=f"{record.seconds:g}", reason=record.reason) + "\n")
     return record

@@ -26,6 +26,7 @@ from lockshop.cluster.redis_servers import RedisServer
 from lockshop.cluster.zookeeper_servers import ZooKeeperEnsemble, ZooKeeperServer
 from lockshop.workshop.staging.record import BROKEN, FIX, MEASURE, Lab, LabRecord, Step
 from shop.app import create_schema
+from shop.i18n import _
 from shop.store.db import make_engine, make_sessions
 from shop.store.models import ProductKind
 from shop.store.products import ProductSpec, reset_products
@@ -139,7 +140,8 @@ class LabRun:
 
     def fix(self, version: str, how: str) -> None:
         if _stand_in is not None:
-            how = f"your lock, {_stand_in}, standing in for {version} ({how})"
+            how = _("your lock, %(lock)s, standing in for %(version)s (%(how)s)",
+                    lock=_stand_in, version=version, how=how)
         self._start_half(FIX, version, how)
 
     def version(self, strategy: str) -> str:
@@ -160,7 +162,7 @@ class LabRun:
 
     def check(self, action: str, *, expected: str, observed: str, agrees: bool) -> bool:
         if self._half is None:
-            raise LabFailed("a step before run.broken() or run.fix()")
+            raise LabFailed(_("a step before run.broken() or run.fix()"))
         step = Step(self._half, len(self.record.steps) + 1, action, expected, observed,
                     bool(agrees))
         self.record.steps.append(step)
@@ -207,18 +209,19 @@ class LabRun:
         if disagreed:
             first = disagreed[0]
             record.verdict = "does not hold"
-            record.reason = (f"step {first.number} ({first.half}): expected {first.expected}; "
-                             f"observed {first.observed}")
+            record.reason = _("step %(number)s (%(half)s): expected %(expected)s; observed "
+                              "%(observed)s", number=first.number, half=first.half,
+                              expected=first.expected, observed=first.observed)
         elif self.lab.measured and halves != {MEASURE}:
             record.verdict = "does not hold"
-            record.reason = "the measured lab measured nothing"
+            record.reason = _("the measured lab measured nothing")
         elif not self.lab.measured and halves != {BROKEN, FIX}:
             record.verdict = "does not hold"
-            record.reason = "the lab did not stage both halves"
+            record.reason = _("the lab did not stage both halves")
         elif _stand_in is not None and not self.stood_in:
             record.verdict = "skipped"
-            record.reason = (f"its fix half takes no lock of the family of {_stand_in}: "
-                             "your lock had nothing to stand in for")
+            record.reason = _("its fix half takes no lock of the family of %(lock)s: your "
+                              "lock had nothing to stand in for", lock=_stand_in)
         else:
             record.verdict = "holds"
 
