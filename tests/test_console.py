@@ -112,7 +112,7 @@ class Console:
 
 @pytest.fixture
 def console(browser, tmp_path):
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page = browser.new_page(viewport={"width": 1400, "height": 1000}, locale="en-US")
     page.set_default_timeout(WAIT_MS)
     shots = tmp_path / "screenshots"
     shots.mkdir()
@@ -219,8 +219,8 @@ def test_a_lab_runs_from_its_button_and_draws_its_two_holders(console, workshop)
     fix = page.locator("#lab-run .half.fix li")
     assert broken.count() >= 3 and fix.count() >= 3
     assert page.locator("#lab-run li.differs").count() == 0
-    assert "two holders: True; oversold 1" in broken.last.inner_text()
-    assert "two holders: False; oversold 0" in fix.last.inner_text()
+    assert "two holders: yes; oversold 1" in broken.last.inner_text()
+    assert "two holders: no; oversold 0" in fix.last.inner_text()
     # A and B (and B and C) held product:1 at once, by their own records.
     page.wait_for_function("Number(document.getElementById('overlaps').dataset.overlaps) > 0")
     assert page.locator("#timeline rect.hold.overlap").count() >= 2

@@ -165,7 +165,9 @@ CODE = re.compile(r"%\(\w+\)[-#0 +]?\d*(?:\.\d+)?[a-z]|(?<!\w)'[^']*'(?!\w)|<[^>
                   r"|\blockshop(?: [a-z]+){1,2}|\b\w+(?:[._]\w+)+(?:\([^)]*\))?|\b\w+ = \w+")
 #: A term's word in another sense: a credential, a lab's verdict, a key that contains.
 OTHER_SENSES = ("admin token", "did not hold", "does not hold", "holds (", "still holds it",
-                "that holds its", "key holds")
+                "that holds its", "key holds", "holds back")
+#: A lab's verdict said alone, as the console shows it.
+VERDICTS = ("holds",)
 
 
 def glossary_mismatches(catalog: Catalog, entries: list[dict]) -> list[str]:
@@ -175,7 +177,7 @@ def glossary_mismatches(catalog: Catalog, entries: list[dict]) -> list[str]:
     terms = sorted(glossary_terms(entries), key=lambda t: -len(t[0]))
     found = []
     for message in catalog:
-        if not message.id or not message.string:
+        if not message.id or not message.string or message.id in VERDICTS:
             continue
         english = CODE.sub(" ", " ".join(catalogs._all(message.id)))
         for phrase in OTHER_SENSES:

@@ -107,7 +107,7 @@ def test_the_console_shows_the_board_as_text(room):
     with playwright_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=shutil.which("chromium"),
                                              args=["--no-sandbox"])
-        page = browser.new_page()
+        page = browser.new_page(locale="en-US")
         dialogs, errors = [], []
         page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
         page.on("pageerror", lambda error: errors.append(str(error)))

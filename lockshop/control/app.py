@@ -47,6 +47,7 @@ from lockshop.exercises import catalogue as catalogue_of_exercises
 from lockshop.control.sales import BadSale, SaleRequest, SaleRunner
 from lockshop.control.timeline import collect_holds
 from shop.config import Config
+from shop.i18n.web import init_app as init_languages
 
 ROOM_RESULTS = "/control/room/results"
 INSTANCE_ACTIONS = ("pause", "resume", "kill", "restart", "expire-session")
@@ -228,6 +229,8 @@ def server_state(server: ServerProcess) -> str:
 
 def control_app(control: Control) -> Flask:
     app = Flask(__name__, static_folder=None)
+    # The console's lab list and texts in the language of the page that asks.
+    init_languages(app)
     app.json.sort_keys = False
     token = control.config.admin_token
 
@@ -247,7 +250,7 @@ def control_app(control: Control) -> Flask:
     def allow_the_console(response: Response) -> Response:
         response.headers["Access-Control-Allow-Origin"] = "*"
         response.headers["Access-Control-Allow-Headers"] = ("Authorization, Content-Type, "
-                                                            "X-Room-Code")
+                                                            "Accept-Language, X-Room-Code")
         response.headers["Access-Control-Allow-Methods"] = "GET, POST"
         return response
 

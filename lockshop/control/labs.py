@@ -20,7 +20,7 @@ from lockshop.control import Busy
 from lockshop.workshop import labs
 from lockshop.workshop.staging.record import Lab, LabRecord, Step
 from lockshop.workshop.staging.stage import Parts, running
-from shop.i18n import _
+from shop.i18n import _, current_language, language
 
 
 def missing_parts(lab: Lab) -> str | None:
@@ -83,8 +83,10 @@ class LabRunner:
                 raise Busy(f"lab {self._current.lab.id} is still running")
             run = self._current = LabRun(next(self._numbers), lab)
             self._runs[run.number] = run
-        threading.Thread(target=self._stage, args=(run,), name=f"lab-{lab.id}",
-                         daemon=True).start()
+        # Its steps are written in the language of whoever started it: the thread has
+        # no request to ask.
+        threading.Thread(target=self._stage, args=(run, current_language()),
+                         name=f"lab-{lab.id}", daemon=True).start()
         return run
 
     def run(self, number: int) -> LabRun:
@@ -97,7 +99,11 @@ class LabRunner:
         if self._parts is not None:
             self._parts.close()
 
-    def _stage(self, run: LabRun) -> None:
+    def _stage(self, run: LabRun, reader: str) -> None:
+        with language(reader):
+            self._stage_in_language(run)
+
+    def _stage_in_language(self, run: LabRun) -> None:
         # A lab drops connections and kills servers on purpose: the warnings would
         # drown the launcher's own output.
         logging.getLogger("kazoo").setLevel(logging.CRITICAL)

@@ -8,6 +8,8 @@ const CONTROL = root.dataset.control;          // "" when not started by `locksh
 const TOKEN_REQUIRED = root.dataset.tokenRequired === "yes";
 const TOKEN_KEY = "lockshop-admin-token";
 const view = {state: null, labRun: null, lockWindow: 30, pids: new Map()};
+// Every word a person reads goes through the catalog (static/i18n.js): _("English").
+const {_} = i18n;
 
 // --- talking to the shop and to the control -------------------------------------
 
@@ -15,7 +17,9 @@ function token() { return sessionStorage.getItem(TOKEN_KEY) || ""; }
 function instructor() { return !TOKEN_REQUIRED || token() !== ""; }
 
 async function call(url, options) {
-  const headers = {"Content-Type": "application/json"};
+  // The control is another origin: it learns the page's language from this header.
+  const headers = {"Content-Type": "application/json",
+                   "Accept-Language": document.documentElement.lang || "en"};
   if (token()) headers.Authorization = `Bearer ${token()}`;
   const response = await fetch(url, {...options, headers});
   const body = await response.json().catch(() => ({}));
@@ -35,12 +39,12 @@ function say(text, bad) {
 
 // Run an action from a button: say what happened, never leave an error uncaught.
 async function act(what, action) {
-  say(`${what}…`);
+  say(_("%(what)s…", {what}));
   try {
     await action();
-    say(`${what}: done`);
+    say(_("%(what)s: done", {what}));
   } catch (error) {
-    say(`${what}: ${error.message}`, true);
+    say(_("%(what)s: %(error)s", {what, error: error.message}), true);
   }
 }
 
@@ -60,7 +64,7 @@ const button = (label, onclick, extra) => element("button", {type: "button", onc
 function showRole() {
   document.body.classList.toggle("student", !instructor());
   document.getElementById("role").textContent = instructor()
-    ? "instructor: every control is yours" : "student: read-only, and the shop's buy pages";
+    ? _("instructor: every control is yours") : _("student: read-only, and the shop's buy pages");
 }
 const tokenForm = document.getElementById("token-form");
 if (tokenForm) {
@@ -73,25 +77,30 @@ if (tokenForm) {
 
 // --- cluster: instances, servers, settings ------------------------------------------
 
+// What each fault button says; the control's URLs keep the English names.
+const ACTIONS = {pause: i18n.N_("pause"), resume: i18n.N_("resume"), kill: i18n.N_("kill"),
+                 restart: i18n.N_("restart"), "expire-session": i18n.N_("expire-session"),
+                 stop: i18n.N_("stop"), start: i18n.N_("start")};
+
 function drawCluster(state) {
   // With 'lockshop up --hosts' every part is a host of its own: an instance can be cut
   // off from every server (Redis, Redlock's five, ZooKeeper) while the others reach them.
   const lan = state.network;
   const serverHosts = lan ? Object.keys(lan.hosts).filter(h => !h.startsWith("shop-")) : [];
-  const cutOff = i => lan ? [button("cut off", () => act(`cut ${i.name} off from the servers`,
+  const cutOff = i => lan ? [button(_("cut off"), () => act(_("cut %(name)s off from the servers", {name: i.name}),
     () => control("/control/network/partition", post({from: [i.name], to: serverHosts}))
       .then(refreshState)), {"data-action": "cut-off"}),
-    button("slow", () => act(`slow what ${i.name} sends`,
+    button(_("slow"), () => act(_("slow what %(name)s sends", {name: i.name}),
       () => control("/control/network/slow", post({host: i.name, ...linkForm()}))
         .then(refreshState)), {"data-action": "slow"})] : [];
   const instances = document.querySelector("#instances tbody");
   instances.replaceChildren(...state.instances.map(i => element("tr", {"data-instance": i.name},
     element("td", {}, i.name),
-    element("td", {}, element("span", {class: `badge ${i.state}`}, i.state)),
+    element("td", {}, element("span", {class: `badge ${i.state}`}, _(i.state))),
     element("td", {}, element("a", {href: i.url + "/console"}, i.url)),
     element("td", {class: "act"},
       ...["pause", "resume", "kill", "restart", "expire-session"].map(action =>
-        button(action, () => act(`${action} ${i.name}`,
+        button(_(ACTIONS[action]), () => act(_("%(action)s %(name)s", {action: _(ACTIONS[action]), name: i.name}),
           () => control(`/control/instances/${i.name}/${action}`, post()).then(refreshState)),
           {"data-action": action})), ...cutOff(i)))));
   const network = document.getElementById("network");
@@ -99,19 +108,19 @@ function drawCluster(state) {
   if (lan) {
     const slow = Object.entries(lan.slow).map(([host, link]) =>
       `${host} → ${link.to.join(", ")}: ${link.delay_ms} ms ± ${link.jitter_ms}, ` +
-      `${link.loss_percent}% lost`);
+      _("%(percent)s%% lost", {percent: link.loss_percent}));
     document.getElementById("cut-links").textContent =
       lan.cut.length || slow.length
-        ? [lan.cut.length ? `cut: ${lan.cut.join(", ")}` : "",
-           slow.length ? `slow: ${slow.join("; ")}` : ""].filter(Boolean).join(" · ")
-        : "every link works, at full speed";
+        ? [lan.cut.length ? _("cut: %(links)s", {links: lan.cut.join(", ")}) : "",
+           slow.length ? _("slow: %(links)s", {links: slow.join("; ")}) : ""].filter(Boolean).join(" · ")
+        : _("every link works, at full speed");
   }
   const servers = document.querySelector("#servers tbody");
   servers.replaceChildren(...state.servers.map(s => element("tr", {"data-server": s.name},
     element("td", {}, s.name),
-    element("td", {}, element("span", {class: `badge ${s.state}`}, s.state)),
+    element("td", {}, element("span", {class: `badge ${s.state}`}, _(s.state))),
     element("td", {class: "act"}, ...["stop", "start"].map(action =>
-      button(action, () => act(`${action} ${s.name}`,
+      button(_(ACTIONS[action]), () => act(_("%(action)s %(name)s", {action: _(ACTIONS[action]), name: s.name}),
         () => control(`/control/servers/${s.name}/${action}`, post()).then(refreshState)),
         {"data-action": action}))))));
 }
@@ -124,7 +133,7 @@ function linkForm() {
 }
 
 document.getElementById("heal").addEventListener("click", () =>
-  act("heal every link", () => control("/control/network/heal", post()).then(refreshState)));
+  act(_("heal every link"), () => control("/control/network/heal", post()).then(refreshState)));
 
 document.getElementById("settings").addEventListener("submit", event => {
   event.preventDefault();
@@ -132,14 +141,16 @@ document.getElementById("settings").addEventListener("submit", event => {
   const change = {strategy: form.get("strategy"), job_guard: form.get("job_guard"),
                   business_delay_ms: Number(form.get("business_delay_ms")),
                   job_interval_ms: Number(form.get("job_interval_ms"))};
-  act("change the settings", async () => {
+  act(_("change the settings"), async () => {
     const now = await shopApi("/api/admin/settings", {method: "PUT", body: JSON.stringify(change)});
     document.getElementById("current-settings").textContent =
-      `strategy ${now.strategy}, delay ${now.business_delay_ms} ms, jobs every ${now.job_interval_ms} ms (${now.job_guard})`;
+      _("strategy %(strategy)s, delay %(delay)s ms, jobs every %(interval)s ms (%(guard)s)",
+        {strategy: now.strategy, delay: now.business_delay_ms, interval: now.job_interval_ms,
+         guard: now.job_guard});
   });
 });
 document.getElementById("reset").addEventListener("click", () =>
-  act("reset the products", () => shopApi("/api/admin/reset", post())));
+  act(_("reset the products"), () => shopApi("/api/admin/reset", post())));
 
 // --- the live sale --------------------------------------------------------------------
 
@@ -149,7 +160,7 @@ document.getElementById("sale-form").addEventListener("submit", event => {
   const sale = {strategy: form.get("strategy"), product: form.get("product"),
                 buyers: Number(form.get("buyers")), seconds: Number(form.get("seconds")),
                 business_delay_ms: Number(form.get("business_delay_ms"))};
-  act(`start a sale under ${sale.strategy}`, () => control("/control/sales", post(sale)).then(refreshSales));
+  act(_("start a sale under %(strategy)s", {strategy: sale.strategy}), () => control("/control/sales", post(sale)).then(refreshSales));
 });
 
 async function refreshSales() {
@@ -164,36 +175,37 @@ function drawSale(sale) {
   const at = key => samples.map(s => [s.t, s[key]]);
   const panel = element("div", {class: "sale", "data-sale": sale.sale, "data-state": sale.state,
                                 "data-strategy": sale.request.strategy, "data-samples": samples.length});
-  const verdict = sale.state === "running" ? element("p", {class: "verdict running"}, "running…")
-    : sale.state === "failed" ? element("p", {class: "verdict bad"}, `stopped: ${sale.problem}`)
+  const verdict = sale.state === "running" ? element("p", {class: "verdict running"}, _("running…"))
+    : sale.state === "failed" ? element("p", {class: "verdict bad"}, _("stopped: %(problem)s", {problem: sale.problem}))
     : element("p", {class: `verdict ${sale.audit.correct ? "ok" : "bad"}`},
-        sale.audit.correct ? "Audit: correct" : "Audit: NOT correct");
+        sale.audit.correct ? _("Audit: correct") : _("Audit: NOT correct"));
   const last = samples.length ? samples[samples.length - 1] : {};
   const final = sale.audit ? totals(sale.audit) : last;
   panel.append(
-    element("h3", {}, `Sale ${sale.sale}: ${sale.request.strategy}`),
-    element("p", {class: "muted"}, `${sale.request.buyers} buyers, ${sale.request.seconds} s, ` +
-      `delay ${sale.request.business_delay_ms} ms, on ${sale.instances.join(", ")}`),
+    element("h3", {}, _("Sale %(number)s: %(strategy)s", {number: sale.sale, strategy: sale.request.strategy})),
+    element("p", {class: "muted"}, _("%(buyers)s buyers, %(seconds)s s, delay %(delay)s ms, on %(instances)s",
+      {buyers: sale.request.buyers, seconds: sale.request.seconds,
+       delay: sale.request.business_delay_ms, instances: sale.instances.join(", ")})),
     verdict,
     element("p", {class: "figures"},
-      element("span", {}, "oversold "), element("strong", {class: "oversold"}, String(final.oversold ?? 0)),
-      element("span", {}, " · lost updates "), element("strong", {class: "lost"}, String(final.lost_updates ?? 0)),
-      element("span", {}, " · double-booked seats "), element("strong", {}, String(final.double_booked_seats ?? 0)),
-      sale.locust ? element("span", {}, ` · Locust: ${sale.locust.requests} requests, ` +
-        `${sale.locust.failures} failures, p95 ${sale.locust.p95_ms} ms`) : null));
+      element("span", {}, _("oversold") + " "), element("strong", {class: "oversold"}, String(final.oversold ?? 0)),
+      element("span", {}, " · " + _("lost updates") + " "), element("strong", {class: "lost"}, String(final.lost_updates ?? 0)),
+      element("span", {}, " · " + _("double-booked seats") + " "), element("strong", {}, String(final.double_booked_seats ?? 0)),
+      sale.locust ? element("span", {}, " · " + _("Locust: %(requests)s requests, %(failures)s failures, p95 %(p95)s ms",
+        {requests: sale.locust.requests, failures: sale.locust.failures, p95: sale.locust.p95_ms})) : null));
   const charts = element("div", {class: "charts"});
   const chart = () => { const c = element("div", {class: "chart-box"}); charts.append(c); return c; };
   const xMax = sale.request.seconds + 2;
-  lineChart(chart(), "stock remaining", [{name: "stock", points: at("stock")}], {xMax});
-  lineChart(chart(), "orders/s per instance", sale.instances.map(name => ({
+  lineChart(chart(), _("stock remaining"), [{name: _("stock"), points: at("stock")}], {xMax});
+  lineChart(chart(), _("orders/s per instance"), sale.instances.map(name => ({
     name, points: samples.map(s => [s.t, s.orders_per_second[name] ?? null])})), {xMax});
-  lineChart(chart(), "oversold and lost updates", [
-    {name: "oversold", points: at("oversold"), colour: "#b42318"},
-    {name: "lost updates", points: at("lost_updates"), colour: "#d97706"}], {xMax});
-  lineChart(chart(), "lock wait p95 (ms)", [{name: "p95", points: at("lock_wait_p95_ms")}], {xMax});
-  lineChart(chart(), "Locust requests/s", [
-    {name: "requests", points: at("locust_requests_per_second")},
-    {name: "failures", points: at("locust_failures_per_second"), colour: "#b42318"}], {xMax});
+  lineChart(chart(), _("oversold and lost updates"), [
+    {name: _("oversold"), points: at("oversold"), colour: "#b42318"},
+    {name: _("lost updates"), points: at("lost_updates"), colour: "#d97706"}], {xMax});
+  lineChart(chart(), _("lock wait p95 (ms)"), [{name: "p95", points: at("lock_wait_p95_ms")}], {xMax});
+  lineChart(chart(), _("Locust requests/s"), [
+    {name: _("requests"), points: at("locust_requests_per_second")},
+    {name: _("failures"), points: at("locust_failures_per_second"), colour: "#b42318"}], {xMax});
   panel.append(charts);
   return panel;
 }
@@ -218,13 +230,14 @@ function whoIs(owner) {
 
 function describeHolder(holder) {
   const parts = [whoIs(holder.owner)];
-  if (holder.token) parts.push(`token ${holder.token.split(":")[0].slice(0, 12)}`);
-  if (holder.node) parts.push(`node ${holder.node.split("/").pop()}`);
-  if (holder.since) parts.push(`since ${new Date(holder.since * 1000).toLocaleTimeString()}`);
+  if (holder.token) parts.push(_("token %(token)s", {token: holder.token.split(":")[0].slice(0, 12)}));
+  if (holder.node) parts.push(_("node %(node)s", {node: holder.node.split("/").pop()}));
+  if (holder.since) parts.push(_("since %(time)s", {time: new Date(holder.since * 1000).toLocaleTimeString()}));
   if (holder.expires_in_ms !== undefined) {
-    parts.push(holder.expires_in_ms === null ? "no expiry" : `expires in ${holder.expires_in_ms} ms`);
+    parts.push(holder.expires_in_ms === null ? _("no expiry")
+      : _("expires in %(ms)s ms", {ms: holder.expires_in_ms}));
   }
-  if (holder.servers) parts.push(`on ${holder.servers} servers`);
+  if (holder.servers) parts.push(_("on %(count)s servers", {count: holder.servers}));
   return parts.join(", ");
 }
 
@@ -232,17 +245,17 @@ async function refreshLocks() {
   // The lock view says the strategy too: no second request (and /api/strategies would
   // probe every backend, every second, to say which are available).
   const answer = await shopApi("/api/locks");
-  document.getElementById("current-settings").textContent = `strategy ${answer.strategy}`;
+  document.getElementById("current-settings").textContent = _("strategy %(strategy)s", {strategy: answer.strategy});
   const rows = answer.locks.map(l => element("tr", {"data-lock": l.lock},
     element("td", {}, element("a", {href: `/products/${l.product_id}`}, l.lock)),
-    element("td", {class: "muted"}, l.view ? l.view.where : (l.problem || `${answer.strategy}: in each process only`)),
-    element("td", {}, l.view ? (l.view.holders.map(describeHolder).join("; ") || "nobody")
+    element("td", {class: "muted"}, l.view ? l.view.where : (l.problem || _("%(strategy)s: in each process only", {strategy: answer.strategy}))),
+    element("td", {}, l.view ? (l.view.holders.map(describeHolder).join("; ") || _("nobody"))
                              : (l.held_here.length ? `${answer.instance} (${l.held_here.length})` : "–")),
     element("td", {}, l.view ? (l.view.waiting.map(w => whoIs(w.owner)).join(", ") || "–") : "–")));
   document.querySelector("#lock-table tbody").replaceChildren(...rows);
   document.getElementById("wakeups").textContent =
-    `Herd wake-ups on ${answer.instance} under ${answer.strategy} since it started: ${answer.herd_wakeups} ` +
-    "(waiters woken by a release: under zk_simple every waiter wakes, under zk_fair only the next).";
+    _("Herd wake-ups on %(instance)s under %(strategy)s since it started: %(count)s (waiters woken by a release: under zk_simple every waiter wakes, under zk_fair only the next).",
+      {instance: answer.instance, strategy: answer.strategy, count: answer.herd_wakeups});
   const since = Date.now() / 1000 - view.lockWindow;
   const timeline = CONTROL ? await control(`/control/holds?since=${since}`)
     : await shopApi(`/api/locks/holds?since=${since}`).then(own => ({
@@ -253,9 +266,10 @@ async function refreshLocks() {
   holdTimeline(document.getElementById("timeline"), rowsToDraw, red, timeline.now - view.lockWindow, timeline.now);
   const overlapText = document.getElementById("overlaps");
   overlapText.textContent = timeline.overlaps.length
-    ? `${timeline.overlaps.length} overlap(s): two holders of one lock at once, ` +
-      `the longest ${Math.max(...timeline.overlaps.map(o => o.seconds * 1000)).toFixed(0)} ms`
-    : "No two holds of one lock overlapped in this window.";
+    ? _("%(count)s overlap(s): two holders of one lock at once, the longest %(ms)s ms",
+        {count: timeline.overlaps.length,
+         ms: Math.max(...timeline.overlaps.map(o => o.seconds * 1000)).toFixed(0)})
+    : _("No two holds of one lock overlapped in this window.");
   overlapText.className = timeline.overlaps.length ? "overlap-text" : "muted";
   overlapText.dataset.overlaps = timeline.overlaps.length;
 }
@@ -268,15 +282,17 @@ async function loadLabs() {
   // One fold per article, the first one open: 43 labs would not fit on one screen.
   list.replaceChildren(...articles.map((group, index) => element("details",
     {class: "article", "data-article": group.article, open: index === 0 ? "open" : null},
-    element("summary", {}, `${group.article} ${group.title} (${group.labs.length} labs)`),
+    element("summary", {}, _("%(article)s %(title)s (%(count)s labs)",
+      {article: group.article, title: group.title, count: group.labs.length})),
     element("ul", {}, ...group.labs.map(lab => element("li", {"data-lab": lab.id},
-      button("Run", () => act(`run lab ${lab.id}`, async () => {
+      button(_("Run"), () => act(_("run lab %(id)s", {id: lab.id}), async () => {
         view.labRun = (await control(`/control/labs/${lab.id}/run`, post())).run;
         await refreshLabRun();
       }), {class: "act", disabled: lab.missing ? "disabled" : null}),
       element("strong", {}, ` ${lab.id} `), lab.title,
-      element("span", {class: "muted"}, ` ~${lab.seconds} s` + (lab.needs.length ? `, needs ${lab.needs.join(", ")}` : "")),
-      lab.missing ? element("span", {class: "bad"}, ` cannot run here: ${lab.missing}`) : null))))));
+      element("span", {class: "muted"}, ` ~${lab.seconds} s` +
+        (lab.needs.length ? _(", needs %(parts)s", {parts: lab.needs.join(", ")}) : "")),
+      lab.missing ? element("span", {class: "bad"}, " " + _("cannot run here: %(why)s", {why: lab.missing})) : null))))));
 }
 
 async function refreshLabRun() {
@@ -289,17 +305,18 @@ async function refreshLabRun() {
   const panel = document.getElementById("lab-run");
   panel.replaceChildren(
     element("h3", {}, `${record.id} ${record.title}`),
-    element("p", {class: "muted"}, `articles ${record.articles.join(", ") || "–"}`),
+    element("p", {class: "muted"}, _("articles %(articles)s", {articles: record.articles.join(", ") || "–"})),
     ...halves.map(half => element("div", {class: `half ${half}`, "data-half": half},
-      element("h4", {}, `${half}: ${record.versions[half] || ""}`),
+      element("h4", {}, `${_(half)}: ${record.versions[half] || ""}`),
       element("ol", {}, ...record.steps.filter(s => s.half === half).map(step =>
         element("li", {class: step.agrees ? "agrees" : "differs"},
           element("div", {}, step.action),
-          element("div", {class: "expected"}, `expected: ${step.expected}`),
-          element("div", {class: "observed"}, `observed: ${step.observed} ${step.agrees ? "✓" : "✗ differs"}`)))))),
+          element("div", {class: "expected"}, _("expected: %(text)s", {text: step.expected})),
+          element("div", {class: "observed"}, _("observed: %(text)s", {text: step.observed}) + " " +
+                  (step.agrees ? "✓" : _("✗ differs")))))))),
     element("p", {class: `verdict ${verdictClass}`, id: "lab-verdict", "data-verdict": record.verdict},
-      record.verdict === "running" ? "running…"
-        : `${record.verdict}${record.reason ? ": " + record.reason : ""} (${record.seconds} s)`));
+      record.verdict === "running" ? _("running…")
+        : `${_(record.verdict)}${record.reason ? ": " + record.reason : ""} (${record.seconds} s)`));
 }
 
 // --- exercises and the room board ---------------------------------------------------------
@@ -322,22 +339,27 @@ async function refreshRoom() {
   if (!view.exercises) return;
   const board = await control("/control/room");
   const code = view.state && view.state.room_code;
-  document.getElementById("room-code").textContent = code ? `Room code: ${code}` : "";
+  document.getElementById("room-code").textContent = code ? _("Room code: %(code)s", {code}) : "";
   const latest = new Map(board.results.map(r => [`${r.name}\u0000${r.exercise}`, r]));
   const cell = (name, exercise) => {
     const result = latest.get(`${name}\u0000${exercise.id}`);
     if (!result) return element("td", {class: "muted"}, "–");
     const when = new Date(result.at * 1000).toLocaleTimeString();
     return element("td", {class: result.passed ? "ok" : "bad", title: when},
-                   result.passed ? `passed ${when}` : `${result.lesson || "failed"} ${when}`);
+                   result.passed ? _("passed %(when)s", {when}) : `${result.lesson || _("failed")} ${when}`);
   };
   document.getElementById("room-board").replaceChildren(
-    element("tr", {}, element("th", {}, "student"),
+    element("tr", {}, element("th", {}, _("student")),
             ...view.exercises.map(e => element("th", {}, e.id))),
     ...board.students.map(name => element("tr", {"data-student": name},
       element("td", {}, name), ...view.exercises.map(e => cell(name, e)))));
   document.getElementById("room-empty").hidden = board.students.length > 0;
 }
+
+// States and verdicts the control sends in English, said through the catalog.
+i18n.N_("up"); i18n.N_("paused"); i18n.N_("down");
+i18n.N_("holds"); i18n.N_("does not hold"); i18n.N_("skipped"); i18n.N_("measure");
+i18n.N_("broken"); i18n.N_("fix");
 
 // --- the refresh loop -------------------------------------------------------------------
 
@@ -360,19 +382,22 @@ async function tick() {
     }
   }
   const problem = document.getElementById("refresh-problem");
-  problem.textContent = problems.length ? `Could not refresh: ${problems.join("; ")}` : "";
+  problem.textContent = problems.length ? _("Could not refresh: %(problems)s", {problems: problems.join("; ")}) : "";
   problem.hidden = !problems.length;
   setTimeout(tick, 1000);
 }
 
-showRole();
-if (CONTROL) {
-  loadLabs().catch(error => say(`could not list the labs: ${error.message}`, true));
-  loadExercises().catch(error => say(`could not list the exercises: ${error.message}`, true));
-} else {
-  document.getElementById("no-control").hidden = false;
-  for (const id of ["cluster", "sale", "labs", "exercises"]) {
-    document.getElementById(id).classList.add("unavailable");
+// Start once the catalog is here (or failed: then English), so nothing is drawn twice.
+i18n.ready.then(() => {
+  showRole();
+  if (CONTROL) {
+    loadLabs().catch(error => say(_("could not list the labs: %(error)s", {error: error.message}), true));
+    loadExercises().catch(error => say(_("could not list the exercises: %(error)s", {error: error.message}), true));
+  } else {
+    document.getElementById("no-control").hidden = false;
+    for (const id of ["cluster", "sale", "labs", "exercises"]) {
+      document.getElementById(id).classList.add("unavailable");
+    }
   }
-}
-tick();
+  tick();
+});
