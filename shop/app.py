@@ -11,7 +11,7 @@ from sqlalchemy.exc import DBAPIError
 from locks.custom import register_spec
 from shop.config import Config, locks_backends
 from shop.i18n.web import init_app as init_languages
-from shop.orders.strategies import Strategies
+from shop.orders.order_strategies import Strategies
 from shop.state import ShopState
 from shop.store.db import backend_name, make_engine, make_sessions
 from shop.store.models import Base

@@ -19,7 +19,7 @@ from shop.metrics import counters
 from shop.orders.idempotency import KeySweeper, Placed, place_once
 from shop.orders.order_path import OrderContext, OrderRequest, check_request
 from shop.orders.stocktake import Stocktake, take_stocktake
-from shop.orders.strategies import Strategies
+from shop.orders.order_strategies import Strategies
 from shop.store.models import PlacedOrder
 from shop.store.settings import (
     JOB_GUARDS,

@@ -25,7 +25,7 @@ from lockshop.cluster.launcher import Cluster
 from lockshop.cluster.zookeeper_servers import zookeeper_installed
 from shop.errors import SeatTaken, SoldOut
 from shop.orders.order_path import OrderContext, OrderRequest
-from shop.orders.strategies import Strategies
+from shop.orders.order_strategies import Strategies
 from shop.store.db import engine_of
 from shop.store.models import Order, Product, Setting
 

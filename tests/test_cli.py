@@ -16,7 +16,7 @@ import requests
 from helpers import wait_for
 from lockshop.cli import main
 from lockshop.cluster.processes import port_is_free
-from shop.orders.strategies import all_strategies
+from shop.orders.order_strategies import all_strategies
 
 
 def run_cli(*args: str, cwd: Path, env: dict | None = None, timeout: float = 60):

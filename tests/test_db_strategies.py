@@ -14,7 +14,7 @@ from helpers import concurrent_sale, runner_for
 from locks import Backends, LockNotAcquired
 from shop.errors import Unprocessable
 from shop.orders.order_path import OrderContext, OrderRequest
-from shop.orders.strategies import Strategies
+from shop.orders.order_strategies import Strategies
 from shop.store.audit import take_audit
 from shop.store.db import backend_name, engine_of
 from shop.store.models import ProductKind, Seat

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 
 from helpers import wait_for
-from lockshop.cluster.faults import end_session
+from lockshop.cluster.zookeeper_sessions import end_session
 
 
 def test_a_waiter_whose_session_expired_queues_again(zookeeper, open_lock_factory):

@@ -30,7 +30,7 @@ from lockshop.cluster.scratch import scratch_database, server_error
 from lockshop.table import format_table
 from lockshop.workshop.runs import usable
 from shop.config import Config, locks_backends
-from shop.orders.strategies import Strategies
+from shop.orders.order_strategies import Strategies
 
 LAYOUTS = {
     "hot": [{"sku": "hot", "stock": 1_000_000}],

@@ -33,7 +33,7 @@ from lockshop.cluster.servers import own_servers
 from lockshop.table import format_table
 from lockshop.workshop.runs import usable
 from shop.config import Config, locks_backends
-from shop.orders.strategies import Strategies
+from shop.orders.order_strategies import Strategies
 
 DEFAULT_STRATEGIES = ("none", "atomic", "for_update", "optimistic", "local", "table", "redis",
                       "redis_fair", "redlock", "zk_fair")

@@ -23,7 +23,7 @@ from lockshop.table import format_table
 from shop.app import create_schema
 from shop.config import Config, locks_backends
 from shop.i18n import N_, _
-from shop.orders.strategies import Strategies, all_strategies
+from shop.orders.order_strategies import Strategies, all_strategies
 from shop.store.audit import take_audit
 from shop.store.db import backend_name, make_engine, make_sessions, normalise_url
 from shop.store.models import Product

@@ -35,16 +35,16 @@ from werkzeug.exceptions import HTTPException
 from werkzeug.serving import make_server
 
 from lockshop.cluster.client import ShopClient, ShopClientError
-from lockshop.cluster.faults import end_session
+from lockshop.cluster.zookeeper_sessions import end_session
 from lockshop.cluster.launcher import Cluster
 from lockshop.cluster.network import Link, NetworkError
 from lockshop.cluster.processes import ServerProcess, process_state
 from lockshop.control import Busy
 from lockshop.control.handbook import Handbook
-from lockshop.control.labs import LabRunner, catalogue
+from lockshop.control.lab_runs import LabRunner, catalogue
 from lockshop.control.room import MAX_BYTES, Room, RoomRefused
 from lockshop.exercises import catalogue as catalogue_of_exercises
-from lockshop.control.sales import BadSale, SaleRequest, SaleRunner
+from lockshop.control.live_sales import BadSale, SaleRequest, SaleRunner
 from lockshop.control.timeline import collect_holds
 from shop.config import Config
 from shop.i18n.web import init_app as init_languages

@@ -47,7 +47,7 @@ from lockshop.soak.faults import Fault, Injector, schedule
 from lockshop.table import format_table
 from lockshop.workshop.runs import usable
 from shop.config import Config, locks_backends
-from shop.orders.strategies import Strategies
+from shop.orders.order_strategies import Strategies
 from shop.store.db import backend_name, make_engine
 from shop.store.models import Order, OrderKey
 

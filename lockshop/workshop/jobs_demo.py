@@ -21,7 +21,7 @@ from lockshop.table import format_table
 from lockshop.workshop.runs import say
 from shop.config import Config
 from shop.i18n import N_, _
-from shop.orders.strategies import Strategies
+from shop.orders.order_strategies import Strategies
 
 CATALOGUE = (
     {"sku": "keyboard", "name": "Mechanical keyboard", "kind": "item", "stock": 400},

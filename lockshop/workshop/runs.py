@@ -30,7 +30,7 @@ from lockshop.control.timeline import begun_since, collect_holds, overlap_audit
 from shop.config import DEFAULT_DATABASE_URL, Config, locks_backends
 from shop.errors import Unprocessable
 from shop.i18n import lazy_gettext
-from shop.orders.strategies import ShopStrategy, Strategies
+from shop.orders.order_strategies import ShopStrategy, Strategies
 from shop.store.db import backend_name
 
 

@@ -33,7 +33,7 @@ from sqlalchemy import Connection, Engine, exists, insert, select, update
 from locks import LockNotAcquired
 from shop.errors import StaleWriteRejected
 from shop.orders.order_path import add_stock
-from shop.orders.strategies import OrderExclusion
+from shop.orders.order_strategies import OrderExclusion
 from shop.store.models import Order, OrderStatus, Reminder, Seat, StockRestoration
 
 log = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 
 from locks import LockError, LockLost
-from lockshop.cluster.faults import end_session
+from lockshop.cluster.zookeeper_sessions import end_session
 from lockshop.cluster.zookeeper_servers import four_letter_word
 from lockshop.exercises.grading import (
     Background,

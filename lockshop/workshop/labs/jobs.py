@@ -22,7 +22,7 @@ from shop.config import Config
 from shop.errors import SoldOut
 from shop.jobs.tasks import JobContext, expire_unpaid, send_reminders
 from shop.orders.order_path import OrderContext, OrderRequest
-from shop.orders.strategies import Strategies
+from shop.orders.order_strategies import Strategies
 from shop.store.audit import take_audit
 from shop.store.db import engine_of
 from shop.store.models import ProductKind, utcnow

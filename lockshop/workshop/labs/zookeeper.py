@@ -12,7 +12,7 @@ import threading
 import time
 
 from locks import Backends
-from lockshop.cluster.faults import expire_session
+from lockshop.cluster.zookeeper_sessions import expire_session
 from lockshop.workshop.staging import steps
 from lockshop.workshop.staging.holders import holder_process
 from lockshop.workshop.staging.record import Lab
@@ -20,7 +20,7 @@ from shop.orders.order_path import (
     OrderContext,
     OrderRequest,
 )
-from shop.orders.strategies import Strategies
+from shop.orders.order_strategies import Strategies
 from shop.store.audit import take_audit
 from shop.store.db import engine_of
 from shop.store.models import ProductKind

@@ -72,7 +72,7 @@ class Lab:
     needs: tuple[str, ...]
     #: About how long it takes, for ``lockshop lab list``.
     seconds: int
-    #: Stages both halves; see ``lockshop.workshop.labs.stage.LabRun``.
+    #: Stages both halves; see ``lockshop.workshop.staging.stage.Stage``.
     stage: Callable
     #: A measured lesson (C23, C34, C43): figures, not a failure and its fix.
     measured: bool = False

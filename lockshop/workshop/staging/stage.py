@@ -117,7 +117,7 @@ def standing_in(strategy: str) -> Iterator[None]:
         _stand_in = None
 
 
-class LabRun:
+class Stage:
     """One lab being staged: what its steps call."""
 
     def __init__(self, lab: Lab, parts: Parts, on_step: Callable[[LabRecord, Step], None],
@@ -227,8 +227,8 @@ class LabRun:
 
 
 @contextmanager
-def running(lab: Lab, parts: Parts, on_step, on_half) -> Iterator[LabRun]:
-    run = LabRun(lab, parts, on_step, on_half)
+def running(lab: Lab, parts: Parts, on_step, on_half) -> Iterator[Stage]:
+    run = Stage(lab, parts, on_step, on_half)
     started = time.monotonic()
     try:
         yield run
