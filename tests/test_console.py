@@ -154,6 +154,22 @@ def test_a_sale_under_none_oversells_and_under_redis_does_not(console, workshop)
     none = finished_sale(console, number)
     assert int(none.locator(".oversold").inner_text()) > 0
     assert "NOT correct" in none.locator(".verdict").inner_text()
+    # Its five charts, drawn by uPlot: a canvas each, a title, and a legend that names
+    # the series; the oversold line ends above zero, as the audit says.
+    charts = none.locator(".chart-box")
+    assert charts.count() == 5
+    assert none.locator(".chart-box .uplot canvas").count() == 5
+    titles = [charts.nth(n).get_attribute("aria-label") for n in range(5)]
+    assert titles == ["stock remaining", "orders/s per instance", "oversold and lost updates",
+                      "lock wait p95 (ms)", "Locust requests/s"]
+    legend = charts.nth(2).locator(".u-legend").inner_text()
+    assert "oversold" in legend and "lost updates" in legend
+    per_instance = charts.nth(1).locator(".u-legend").inner_text()
+    assert all(name in per_instance for name in ("shop-1", "shop-2", "shop-3"))
+    oversold_line = console.page.evaluate(
+        f"""() => {{ const box = document.querySelectorAll(".sale[data-sale='{number}'] .chart-box")[2];
+                    return [...drawn].find(chart => box.contains(chart.root)).data[1]; }}""")
+    assert max(value for value in oversold_line if value is not None) > 0
     # Without a lock, holds of one product's lock overlap: drawn in red.
     console.page.wait_for_function(
         "Number(document.getElementById('overlaps').dataset.overlaps) > 0")

@@ -1,9 +1,13 @@
-// Plain SVG charts for the console: a line chart and a timeline of holds.
-// No library: a workshop room may have no internet, and these are small.
+// The console's charts: line charts drawn by uPlot (static/vendor/uplot, kept in the
+// project: a room may have no internet), and a timeline of holds drawn as plain SVG.
 "use strict";
 
 const SVG = "http://www.w3.org/2000/svg";
-const COLOURS = ["#2563eb", "#d97706", "#059669", "#7c3aed", "#db2777", "#0891b2"];
+// Okabe and Ito's palette: told apart by colour-blind readers too, and on a projector.
+const COLOURS = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9"];
+// Chinese glyphs need a CJK font; ./run installs WenQuanYi Zen Hei. Words come from the
+// catalog (static/i18n.js, loaded before this file): i18n._("English").
+const FONT_FAMILY = "system-ui, 'WenQuanYi Zen Hei', 'Noto Sans CJK SC', sans-serif";
 
 function svgElement(name, attributes, text) {
   const element = document.createElementNS(SVG, name);
@@ -12,37 +16,72 @@ function svgElement(name, attributes, text) {
   return element;
 }
 
-// series: [{name, points: [[x, y], ...]}]; draws into `container`, replacing what was there.
-function lineChart(container, title, series, options) {
-  const width = 360, height = 150, left = 40, right = 8, top = 22, bottom = 22;
-  const xs = series.flatMap(s => s.points.map(p => p[0]));
-  const ys = series.flatMap(s => s.points.map(p => p[1])).filter(y => y !== null);
-  const xMax = Math.max(1, (options && options.xMax) || 0, ...xs);
-  const yMax = Math.max(1, ...ys);
-  const x = value => left + (width - left - right) * value / xMax;
-  const y = value => top + (height - top - bottom) * (1 - value / yMax);
-  const svg = svgElement("svg", {viewBox: `0 0 ${width} ${height}`, class: "chart",
-                                 role: "img", "aria-label": title});
-  svg.append(svgElement("text", {x: left, y: 14, class: "title"}, title));
-  svg.append(svgElement("line", {x1: left, y1: y(0), x2: width - right, y2: y(0), class: "axis"}));
-  svg.append(svgElement("text", {x: left - 4, y: y(yMax) + 4, class: "tick", "text-anchor": "end"},
-                        String(Math.round(yMax * 10) / 10)));
-  svg.append(svgElement("text", {x: left - 4, y: y(0) + 4, class: "tick", "text-anchor": "end"}, "0"));
-  svg.append(svgElement("text", {x: width - right, y: height - 6, class: "tick", "text-anchor": "end"},
-                        `${Math.round(xMax)} s`));
-  series.forEach((s, index) => {
-    const colour = s.colour || COLOURS[index % COLOURS.length];
-    const points = s.points.filter(p => p[1] !== null);
-    if (points.length) {
-      svg.append(svgElement("polyline", {
-        points: points.map(p => `${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`).join(" "),
-        fill: "none", stroke: colour, "stroke-width": 2}));
+// Every chart drawn and not yet destroyed. The console replaces a sale's panel every
+// second; a chart whose panel left the page is destroyed, so that its listeners and
+// canvas go with it. Not at once: a panel is drawn before it is put on the page, so the
+// sweep waits for the end of the task that draws.
+const drawn = new Set();
+let sweepPlanned = false;
+
+function forgetChartsNoLongerShown() {
+  sweepPlanned = false;
+  for (const chart of drawn) {
+    if (!chart.root.isConnected) {
+      chart.observer.disconnect();
+      chart.destroy();
+      drawn.delete(chart);
     }
-    const last = points.length ? Math.round(points[points.length - 1][1] * 10) / 10 : "–";
-    svg.append(svgElement("text", {x: left + 6 + 100 * index, y: height - 6, class: "legend",
-                                   fill: colour}, `${s.name}: ${last}`));
+  }
+}
+
+// series: [{name, points: [[x, y], ...], colour?}], x in seconds, y may be null;
+// options.xMax: where the x axis ends. Draws into `container`, replacing what was there.
+function lineChart(container, title, series, options) {
+  if (!sweepPlanned) {
+    sweepPlanned = true;
+    setTimeout(forgetChartsNoLongerShown, 0);
+  }
+  const xs = [...new Set(series.flatMap(s => s.points.map(p => p[0])))].sort((a, b) => a - b);
+  const columns = series.map(s => {
+    const at = new Map(s.points.map(p => [p[0], p[1]]));
+    return xs.map(x => (at.has(x) ? at.get(x) : null));
   });
-  container.replaceChildren(svg);
+  const xMax = Math.max(1, (options && options.xMax) || 0, ...xs);
+  const font = `14px ${FONT_FAMILY}`;
+  const axis = {font, labelFont: `bold 14px ${FONT_FAMILY}`, stroke: "#333",
+                grid: {stroke: "#e5e7eb", width: 1}, ticks: {stroke: "#9ca3af", width: 1}};
+  container.setAttribute("role", "img");
+  container.setAttribute("aria-label", title);
+  container.replaceChildren();
+  const chart = new uPlot({
+    title,
+    width: Math.max(280, container.clientWidth || 360),
+    height: 230,
+    scales: {x: {time: false, range: [0, xMax]},
+             y: {range: (u, min, max) => [0, Math.max(1, max || 0) * 1.05]}},
+    axes: [{...axis, label: i18n._("seconds"), values: (u, ticks) => ticks.map(t => `${t}`)},
+           {...axis, size: 56}],
+    series: [{label: i18n._("s")}, ...series.map((s, index) => ({
+      label: s.name,
+      stroke: s.colour || COLOURS[index % COLOURS.length],
+      width: 3,
+      spanGaps: false,
+      points: {show: xs.length < 3},
+      value: (u, value) => (value === null || value === undefined ? "–"
+                                                                  : String(Math.round(value * 10) / 10)),
+    }))],
+    legend: {live: true},
+    cursor: {drag: {x: false, y: false}},
+  }, [xs, ...columns], container);
+  // The panel may be laid out after it is drawn, and windows are resized: follow the box.
+  chart.observer = new ResizeObserver(() => {
+    const width = Math.max(280, container.clientWidth);
+    if (width && Math.abs(width - chart.width) > 4) chart.setSize({width, height: 230});
+  });
+  chart.observer.observe(container);
+  if (xs.length) chart.setLegend({idx: xs.length - 1});  // the latest figures, until pointed at
+  drawn.add(chart);
+  return chart;
 }
 
 // rows: [{name, holds: [{id, lock, acquired, released, owner, fencing_token}]}];
@@ -52,7 +91,7 @@ function holdTimeline(container, rows, red, from, to) {
   const height = top + rowHeight * rows.length + 18;
   const x = t => left + (width - left - right) * (Math.min(Math.max(t, from), to) - from) / (to - from);
   const svg = svgElement("svg", {viewBox: `0 0 ${width} ${height}`, class: "timeline",
-                                 role: "img", "aria-label": "holds per instance over time"});
+                                 role: "img", "aria-label": i18n._("holds per instance over time")});
   for (let second = Math.ceil(from); second <= to; second += Math.max(1, Math.round((to - from) / 10))) {
     svg.append(svgElement("line", {x1: x(second), y1: top - 4, x2: x(second), y2: height - 16, class: "grid"}));
     svg.append(svgElement("text", {x: x(second), y: height - 4, class: "tick", "text-anchor": "middle"},
@@ -80,10 +119,11 @@ function holdTimeline(container, rows, red, from, to) {
         width: Math.max(2, x(end) - x(hold.acquired)), height: Math.max(0.5, laneHeight - 1),
         class: overlapped ? "hold overlap" : (hold.released ? "hold" : "hold open"),
         "data-lock": hold.lock});
-      bar.append(svgElement("title", {}, `${row.name} held ${hold.lock}` +
-        (hold.fencing_token ? ` (token ${hold.fencing_token})` : "") +
-        ` for ${((end - hold.acquired) * 1000).toFixed(0)} ms` +
-        (hold.released ? `, ${hold.ended}` : ", still held") + (overlapped ? ": TWO HOLDERS" : "")));
+      bar.append(svgElement("title", {}, i18n._("%(who)s held %(lock)s for %(ms)s ms",
+        {who: row.name, lock: hold.lock, ms: ((end - hold.acquired) * 1000).toFixed(0)}) +
+        (hold.fencing_token ? " " + i18n._("(fencing token %(token)s)", {token: hold.fencing_token}) : "") +
+        (hold.released ? `, ${hold.ended}` : i18n._(", still held")) +
+        (overlapped ? i18n._(": TWO HOLDERS") : "")));
       svg.append(bar);
     }
   });

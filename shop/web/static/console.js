@@ -200,12 +200,12 @@ function drawSale(sale) {
   lineChart(chart(), _("orders/s per instance"), sale.instances.map(name => ({
     name, points: samples.map(s => [s.t, s.orders_per_second[name] ?? null])})), {xMax});
   lineChart(chart(), _("oversold and lost updates"), [
-    {name: _("oversold"), points: at("oversold"), colour: "#b42318"},
-    {name: _("lost updates"), points: at("lost_updates"), colour: "#d97706"}], {xMax});
+    {name: _("oversold"), points: at("oversold"), colour: "#D55E00"},
+    {name: _("lost updates"), points: at("lost_updates"), colour: "#56B4E9"}], {xMax});
   lineChart(chart(), _("lock wait p95 (ms)"), [{name: "p95", points: at("lock_wait_p95_ms")}], {xMax});
   lineChart(chart(), _("Locust requests/s"), [
     {name: _("requests"), points: at("locust_requests_per_second")},
-    {name: _("failures"), points: at("locust_failures_per_second"), colour: "#b42318"}], {xMax});
+    {name: _("failures"), points: at("locust_failures_per_second"), colour: "#D55E00"}], {xMax});
   panel.append(charts);
   return panel;
 }
