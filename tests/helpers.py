@@ -80,9 +80,12 @@ def send(client, method: str, path: str, body):
 
 
 @contextmanager
-def lockshop_up(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Iterator[str]:
-    """``lockshop up *args`` as a user starts it: what it printed until "Ctrl-C stops them
-    all"; then SIGTERM, as Ctrl-C would, and a wait for it to clean up."""
+def lockshop_up(*args: str, cwd: Path, env: dict[str, str] | None = None,
+                language: str = "en") -> Iterator[str]:
+    """``lockshop up *args`` as a user starts it, in ``language`` (English unless asked,
+    whatever the shell's LANG: the tests read what it prints): what it printed until
+    "Ctrl-C stops them all"; then SIGTERM, as Ctrl-C would, and a wait for it to clean up."""
+    env = {**(os.environ if env is None else env), "LANGUAGE": language}
     process = subprocess.Popen([sys.executable, "-m", "lockshop.cli", "up", *args], cwd=cwd,
                                env=env, text=True, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT)

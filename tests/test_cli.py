@@ -22,7 +22,8 @@ from shop.orders.order_strategies import all_strategies
 def run_cli(*args: str, cwd: Path, env: dict | None = None, timeout: float = 60):
     return subprocess.run([sys.executable, "-m", "lockshop.cli", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})})
+                          # English, whatever the shell's LANG: the tests read the words
+                          env={**os.environ, "LANGUAGE": "en", **(env or {})})
 
 
 @pytest.mark.parametrize("args,needle", [
@@ -106,7 +107,7 @@ def test_up_starts_instances_and_stops_them_all_on_sigterm(tmp_path):
     process = subprocess.Popen(
         [sys.executable, "-m", "lockshop.cli", "up", "--instances", "2", "--port", str(port),
          "--strategy", "local"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True)
+        text=True, env={**os.environ, "LANGUAGE": "en"})
     try:
         lines = []
         for line in process.stdout:

@@ -35,9 +35,12 @@ def console_url(tmp_path_factory):
     require(redis_server_binary() is not None, "redis-server is not installed")
     folder = tmp_path_factory.mktemp("console-language")
     with lockshop_up("--instances", "1", "--port", str(free_port()), cwd=folder,
-                     env={**os.environ, "LOCKSHOP_ADMIN_TOKEN": "language-test"}) as text:
-        console = re.search(r"console: (\S+)", text)
-        assert console, text
+                     env={**os.environ, "LOCKSHOP_ADMIN_TOKEN": "language-test"},
+                     language="zh_CN") as text:
+        # up itself speaks the shell's language: here, Chinese
+        console = re.search(r"控制台：(\S+)", text)
+        assert console and "控制端（实验、故障、秒杀）：http" in text, text
+        assert "个实例，数据库" in text and text.rstrip().endswith("Ctrl-C 全部停止。")
         yield console.group(1)
 
 

@@ -22,7 +22,7 @@ from lockshop.cluster.scratch import DEFAULT_SERVERS
 from lockshop.table import format_table
 from shop.app import create_schema
 from shop.config import Config, locks_backends
-from shop.i18n import N_, _
+from shop.i18n import N_, _, ngettext
 from shop.orders.order_strategies import Strategies, all_strategies
 from shop.store.audit import take_audit
 from shop.store.db import backend_name, make_engine, make_sessions, normalise_url
@@ -103,30 +103,37 @@ def _serve(servers, args: argparse.Namespace, network=None) -> int:
 
 
 def _say_what_runs(cluster, config: Config, control_url: str, room_code: str) -> None:
-    print(f"lockshop: {len(cluster.instances)} instance(s) on "
-          f"{_describe_db(cluster.config.database_url)}")
+    print(ngettext("lockshop: %(count)s instance on %(database)s",
+                   "lockshop: %(count)s instances on %(database)s", len(cluster.instances),
+                   count=len(cluster.instances),
+                   database=_describe_db(cluster.config.database_url)))
     if config.redis_url:
         print(f"  redis: {config.redis_url}")
     if config.redis_urls:
-        print(f"  redlock servers: {', '.join(config.redis_urls)}")
+        print("  " + _("redlock servers: %(urls)s", urls=", ".join(config.redis_urls)))
     if config.zk_hosts:
         print(f"  zookeeper: {config.zk_hosts}")
     for instance in cluster.instances:
-        print(f"  {instance.name}  {instance.url}   (log: {instance.log_path})")
-    print(f"  control (labs, faults, sales): {control_url}")
+        print(f"  {instance.name}  {instance.url}   "
+              + _("(log: %(path)s)", path=instance.log_path))
+    print("  " + _("control (labs, faults, sales): %(url)s", url=control_url))
     print("  " + _("room code %(code)s: students post their exercise checks to the board with "
                    "lockshop exercise check N FILE --report %(url)s --room %(code)s --name NAME",
                    code=room_code, url=control_url))
     if cluster.network is not None:
         lan = cluster.network.as_dict()
-        print(f"  hosts on bridge {lan['bridge']} (this machine: {lan['machine']}): "
-              + ", ".join(f"{name} {address}" for name, address in lan["hosts"].items()))
-    print(f"console: {cluster.urls[0]}/console    dashboard: {cluster.urls[0]}/    "
-          f"API: {cluster.urls[0]}/api/openapi.json")
+        print("  " + _("hosts on bridge %(bridge)s (this machine: %(machine)s): %(hosts)s",
+                       bridge=lan["bridge"], machine=lan["machine"],
+                       hosts=", ".join(f"{name} {address}"
+                                       for name, address in lan["hosts"].items())))
+    print(_("console: %(console)s    dashboard: %(dashboard)s    API: %(api)s",
+            console=f"{cluster.urls[0]}/console", dashboard=f"{cluster.urls[0]}/",
+            api=f"{cluster.urls[0]}/api/openapi.json"))
     if not config.admin_token:
-        print("  no admin token (LOCKSHOP_ADMIN_TOKEN): anyone who reaches the console "
-              "can act on the cluster")
-    print("Ctrl-C stops them all.", flush=True)
+        print("  " + _("no admin token (LOCKSHOP_ADMIN_TOKEN): anyone who reaches the "
+                       "console can act on the cluster"))
+    # tests/helpers.lockshop_up reads up to this line: every language starts it "Ctrl-C".
+    print(_("Ctrl-C stops them all."), flush=True)
 
 
 def _watch(cluster) -> int:
@@ -138,14 +145,16 @@ def _watch(cluster) -> int:
             for instance in cluster.instances:
                 stopped = instance.process.poll() is not None
                 if stopped and instance.name not in down:
-                    print(f"{instance.name} is down (exit {instance.process.returncode}); "
-                          f"the console can restart it; log: {instance.log_path}", flush=True)
+                    print(_("%(name)s is down (exit %(code)s); the console can restart it; "
+                            "log: %(path)s", name=instance.name,
+                            code=instance.process.returncode, path=instance.log_path),
+                          flush=True)
                     down.add(instance.name)
                 elif not stopped:
                     down.discard(instance.name)
             time.sleep(0.5)
     except KeyboardInterrupt:
-        print("\nstopping…", flush=True)
+        print("\n" + _("stopping…"), flush=True)
         return 0
 
 
