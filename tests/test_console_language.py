@@ -10,12 +10,16 @@ import re
 import shutil
 
 import pytest
+import requests
 
 from helpers import lockshop_up, require
 from lockshop.cluster.processes import free_port
 from lockshop.cluster.redis_servers import redis_server_binary
 
 pytestmark = [pytest.mark.cluster, pytest.mark.browser]
+
+#: The control's address, as the module's ``lockshop up`` printed it.
+CONTROL: list[str] = []
 
 #: What a reader sees of each language, drawn by the template (tabs, headings), by the
 #: script (the role line, the Run buttons) and by the control (a lab's title).
@@ -39,8 +43,10 @@ def console_url(tmp_path_factory):
                      language="zh_CN") as text:
         # up itself speaks the shell's language: here, Chinese
         console = re.search(r"控制台：(\S+)", text)
-        assert console and "控制端（实验、故障、秒杀）：http" in text, text
+        control = re.search(r"控制端（实验、故障、秒杀）：(\S+)", text)
+        assert console and control, text
         assert "个实例，数据库" in text and text.rstrip().endswith("Ctrl-C 全部停止。")
+        CONTROL.append(control.group(1))
         yield console.group(1)
 
 
@@ -106,3 +112,16 @@ def test_the_switch_on_the_page_changes_the_language_and_keeps_it(browser, conso
     assert "Live sale" in text_of(page) and "实时秒杀" not in text_of(page)
     assert errors == []
     context.close()
+
+
+def test_the_control_refuses_in_the_language_asked_and_keeps_an_english_code(console_url):
+    asked = {"Authorization": "Bearer language-test"}
+    chinese = requests.post(f"{CONTROL[0]}/control/labs/C99/run", timeout=10,
+                            headers={**asked, "Accept-Language": "zh-CN"})
+    assert chinese.status_code == 404
+    assert chinese.json() == {"error": "no lab named 'C99'", "message": "没有名为 'C99' 的实验"}
+    english = requests.post(f"{CONTROL[0]}/control/labs/C99/run", headers=asked, timeout=10)
+    assert english.json() == {"error": "no lab named 'C99'", "message": "no lab named 'C99'"}
+    room = requests.post(f"{CONTROL[0]}/control/room/results", data=b"{}", timeout=10,
+                         headers={"Accept-Language": "zh", "Content-Type": "application/json"})
+    assert room.status_code == 401 and room.json()["message"].startswith("这需要教室码")

@@ -47,6 +47,8 @@ from lockshop.exercises import catalogue as catalogue_of_exercises
 from lockshop.control.live_sales import BadSale, SaleRequest, SaleRunner
 from lockshop.control.timeline import collect_holds
 from shop.config import Config
+from shop.i18n import ENGLISH, N_, language
+from shop.i18n import lazy_gettext
 from shop.i18n.web import init_app as init_languages
 
 ROOM_RESULTS = "/control/room/results"
@@ -58,13 +60,15 @@ def json_object(fields: str) -> dict:
     """The request's JSON body, which must be an object (400 naming ``fields`` if not)."""
     body = request.get_json(silent=True)
     if not isinstance(body, dict):
-        raise ControlError(400, f"send a JSON object: {fields}")
+        raise ControlError(400, lazy_gettext("send a JSON object: %(fields)s", fields=fields))
     return body
 
 
 class ControlError(Exception):
     def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
+        super().__init__(str(message))
+        #: Lazy (lazy_gettext) where it can be: said in English as the stable ``error``,
+        #: and in the request's language as ``message``.
         self.status, self.message = status, message
 
 
@@ -102,42 +106,46 @@ class Control:
     def partition(self, side_a: object, side_b: object, one_way: object = False) -> None:
         """Cut the links from the hosts of ``side_a`` to those of ``side_b`` (and back)."""
         if self.network is None:
-            raise ControlError(409, "this cluster runs on one loopback: start it with "
-                                    "'lockshop up --hosts' to cut links")
+            raise ControlError(409, lazy_gettext("this cluster runs on one loopback: start it with "
+                                                 "'lockshop up --hosts' to cut links"))
         for side in (side_a, side_b):
             if (not isinstance(side, list) or not side
                     or not all(isinstance(h, str) for h in side)):
-                raise ControlError(400, "'from' and 'to' must be non-empty lists of host names")
+                raise ControlError(400, lazy_gettext(
+                        "'from' and 'to' must be non-empty lists of host names"))
             self._refuse_unknown(set(side) - {"machine"})
         if set(side_a) & set(side_b):
-            raise ControlError(422, "a host cannot be cut off from itself")
+            raise ControlError(422, lazy_gettext("a host cannot be cut off from itself"))
         if not isinstance(one_way, bool):
-            raise ControlError(400, "'one_way' must be true or false")
+            raise ControlError(400, lazy_gettext("'one_way' must be true or false"))
         if "machine" in side_b or ("machine" in side_a and not one_way):
-            raise ControlError(422, "the machine's side can only be cut one way, from it: "
-                                    "'from': ['machine'], 'one_way': true")
+            raise ControlError(422, lazy_gettext(
+                    "the machine's side can only be cut one way, from it: "
+                    "'from': ['machine'], 'one_way': true"))
         with self._acting:
             self.network.partition(side_a, side_b, one_way=one_way)
 
     def slow(self, body: dict) -> None:
         """Slow what one host sends (to ``to`` only, if given): delay, jitter, loss."""
         if self.network is None:
-            raise ControlError(409, "this cluster runs on one loopback: start it with "
-                                    "'lockshop up --hosts' to slow links")
+            raise ControlError(409, lazy_gettext("this cluster runs on one loopback: start it with "
+                                                 "'lockshop up --hosts' to slow links"))
         host, receivers = body.get("host"), body.get("to")
         if not isinstance(host, str):
-            raise ControlError(400, "'host' must be the name of a host")
+            raise ControlError(400, lazy_gettext("'host' must be the name of a host"))
         if receivers is not None and (not isinstance(receivers, list) or not receivers or
                                       not all(isinstance(r, str) for r in receivers)):
-            raise ControlError(400, "'to' must be a non-empty list of host names, or absent")
+            raise ControlError(400, lazy_gettext(
+                    "'to' must be a non-empty list of host names, or absent"))
         if host == "machine":
-            raise ControlError(422, "only a host's link can be slowed, not the machine's")
+            raise ControlError(422, lazy_gettext(
+                    "only a host's link can be slowed, not the machine's"))
         self._refuse_unknown({host, *(receivers or ())} - {"machine"})
         figures = {}
         for name in ("delay_ms", "jitter_ms", "loss_percent"):
             value = body.get(name, 0)
             if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise ControlError(400, f"'{name}' must be a number")
+                raise ControlError(400, lazy_gettext("'%(name)s' must be a number", name=name))
             figures[name] = value
         try:
             link = Link(**figures)
@@ -149,12 +157,15 @@ class Control:
     def _refuse_unknown(self, names: set[str]) -> None:
         unknown = sorted(names - set(self.network.hosts))
         if unknown:
-            raise ControlError(422, f"no host named {', '.join(unknown)}; the hosts are "
-                                    f"{', '.join(sorted(self.network.hosts))} and machine")
+            raise ControlError(422, lazy_gettext(
+                    "no host named %(unknown)s; the hosts are %(hosts)s and "
+                    "machine", unknown=", ".join(unknown),
+                    hosts=", ".join(sorted(self.network.hosts))))
 
     def heal(self) -> None:
         if self.network is None:
-            raise ControlError(409, "this cluster runs on one loopback: nothing to heal")
+            raise ControlError(409, lazy_gettext(
+                    "this cluster runs on one loopback: nothing to heal"))
         with self._acting:
             self.network.heal()
 
@@ -162,10 +173,11 @@ class Control:
         try:
             self.cluster.instance(name)
         except KeyError:
-            raise ControlError(404, f"no instance named {name!r}") from None
+            raise ControlError(404, lazy_gettext("no instance named %(name)r", name=name)) from None
         if action not in INSTANCE_ACTIONS:
-            raise ControlError(404, f"no action {action!r}; choose from "
-                                    f"{', '.join(INSTANCE_ACTIONS)}")
+            raise ControlError(404, lazy_gettext("no action %(action)r; choose from %(actions)s",
+                                                 action=action,
+                                                 actions=", ".join(INSTANCE_ACTIONS)))
         with self._acting:
             if action == "expire-session":
                 self._expire_sessions(name)
@@ -175,11 +187,12 @@ class Control:
     def act_on_server(self, name: str, action: str) -> None:
         server = self.servers.get(name)
         if server is None:
-            raise ControlError(404, f"no server named {name!r}; this launcher started "
-                                    f"{', '.join(self.servers) or 'none'}")
+            raise ControlError(404, lazy_gettext("no server named %(name)r; this launcher started "
+                                                 "%(servers)s", name=name,
+                                                 servers=", ".join(self.servers) or "none"))
         if action not in SERVER_ACTIONS:
-            raise ControlError(404, f"no action {action!r}; choose from "
-                                    f"{', '.join(SERVER_ACTIONS)}")
+            raise ControlError(404, lazy_gettext("no action %(action)r; choose from %(actions)s",
+                                                 action=action, actions=", ".join(SERVER_ACTIONS)))
         with self._acting:
             if action == "stop":
                 server.stop()
@@ -191,28 +204,33 @@ class Control:
         try:
             listed = ShopClient(self.cluster.urls[0], timeout=5).get("/api/strategies")
         except ShopClientError as error:
-            raise ControlError(503, f"the shop does not answer: {error}") from None
+            raise ControlError(503, lazy_gettext(
+                    "the shop does not answer: %(error)s", error=error)) from None
         strategy = next((s for s in listed["strategies"] if s["name"] == name), None)
         if strategy is None:
-            raise ControlError(422, f"no strategy named {name!r}")
+            raise ControlError(422, lazy_gettext("no strategy named %(name)r", name=name))
         if not strategy["available"]:
-            raise ControlError(422, f"strategy {name!r} cannot run here now "
-                                    f"(it needs {', '.join(strategy['requires'])})")
+            raise ControlError(422, lazy_gettext("strategy %(name)r cannot run here now (it needs "
+                                                 "%(needs)s)", name=name,
+                                      needs=", ".join(strategy["requires"])))
 
     def holds(self, since: float) -> dict:
         return collect_holds({i.name: i.url for i in self.cluster.instances}, since)
 
     def _expire_sessions(self, name: str) -> None:
         if not self.config.zk_hosts:
-            raise ControlError(409, "this cluster has no ZooKeeper")
+            raise ControlError(409, lazy_gettext("this cluster has no ZooKeeper"))
         client = ShopClient(self.cluster.instance(name).url, self.config.admin_token, timeout=5)
         try:
             sessions = client.get("/api/admin/zookeeper-sessions")["sessions"]
         except ShopClientError as error:
-            raise ControlError(503, f"{name} did not say its sessions: {error}") from None
+            raise ControlError(503, lazy_gettext(
+                    "%(name)s did not say its sessions: %(error)s", name=name,
+                    error=error)) from None
         if not sessions:
-            raise ControlError(409, f"{name} has no ZooKeeper session open yet "
-                                    "(no ZooKeeper strategy or leader election used)")
+            raise ControlError(409, lazy_gettext("%(name)s has no ZooKeeper session open yet (no "
+                                                 "ZooKeeper strategy or leader election used)",
+                                                 name=name))
         for session in sessions:
             end_session(int(session["session_id"], 16), bytes.fromhex(session["password"]),
                         self.config.zk_hosts)
@@ -243,7 +261,9 @@ def control_app(control: Control) -> Flask:
         scheme, _, given = request.headers.get("Authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(),
                                                                  token.encode()):
-            raise ControlError(401, "this needs the admin token (Authorization: Bearer <token>)")
+            raise ControlError(401, lazy_gettext(
+                    "this needs the admin token (Authorization: Bearer "
+                    "<token>)"))
         return None
 
     @app.after_request
@@ -256,7 +276,9 @@ def control_app(control: Control) -> Flask:
 
     @app.errorhandler(ControlError)
     def refuse(error: ControlError):
-        return jsonify({"error": error.message}), error.status
+        with language(ENGLISH):
+            english = str(error.message)
+        return jsonify({"error": english, "message": str(error.message)}), error.status
 
     @app.errorhandler(HTTPException)
     def http_error(error: HTTPException):
@@ -285,14 +307,14 @@ def control_app(control: Control) -> Flask:
         try:
             run = control.labs.start(name)
         except KeyError:
-            raise ControlError(404, f"no lab named {name!r}") from None
+            raise ControlError(404, lazy_gettext("no lab named %(name)r", name=name)) from None
         except Busy as busy:
-            raise ControlError(409, str(busy)) from None
+            raise ControlError(409, busy.args[0]) from None
         return jsonify(run.as_dict()), 202
 
     @app.get("/control/labs/runs/<int:number>")
     def lab_run(number: int):
-        return jsonify(found(control.labs.run, number, "lab run").as_dict())
+        return jsonify(found(control.labs.run, number, N_("lab run")).as_dict())
 
     @app.post("/control/sales")
     def start_sale():
@@ -300,14 +322,14 @@ def control_app(control: Control) -> Flask:
         try:
             sale_request = SaleRequest(**body)
         except TypeError as error:
-            raise ControlError(400, f"not a sale: {error}") from None
+            raise ControlError(400, lazy_gettext("not a sale: %(error)s", error=error)) from None
         except BadSale as bad:
-            raise ControlError(422, str(bad)) from None
+            raise ControlError(422, bad.args[0]) from None
         control.check_strategy(sale_request.strategy)
         try:
             sale = control.sales.start(sale_request)
         except Busy as busy:
-            raise ControlError(409, str(busy)) from None
+            raise ControlError(409, busy.args[0]) from None
         return jsonify(sale.as_dict()), 202
 
     @app.get("/control/sales")
@@ -316,7 +338,7 @@ def control_app(control: Control) -> Flask:
 
     @app.get("/control/sales/<int:number>")
     def sale(number: int):
-        return jsonify(found(control.sales.sale, number, "sale").as_dict())
+        return jsonify(found(control.sales.sale, number, N_("sale")).as_dict())
 
     @app.post("/control/network/partition")
     def partition():
@@ -339,7 +361,8 @@ def control_app(control: Control) -> Flask:
     def handbook(page: str = "index.html"):
         folder = control.handbook.folder()
         if folder is None:
-            raise ControlError(404, "the handbook is not built here: ./run docs build")
+            raise ControlError(404, lazy_gettext(
+                    "the handbook is not built here: ./run docs build"))
         if page.endswith("/"):
             page += "index.html"
         return send_from_directory(folder, page)
@@ -351,7 +374,8 @@ def control_app(control: Control) -> Flask:
     @app.post(ROOM_RESULTS)
     def room_result():
         if (request.content_length or 0) > MAX_BYTES:
-            raise ControlError(400, f"a result is at most {MAX_BYTES} bytes")
+            raise ControlError(400, lazy_gettext(
+                    "a result is at most %(bytes)s bytes", bytes=MAX_BYTES))
         try:
             kept = control.room.post(request.headers.get("X-Room-Code"),
                                      request.get_data(cache=False))
@@ -368,7 +392,8 @@ def control_app(control: Control) -> Flask:
         try:
             since = float(request.args.get("since", "0"))
         except ValueError:
-            raise ControlError(400, "since must be a number of seconds (time.time())") from None
+            raise ControlError(400, lazy_gettext(
+                    "since must be a number of seconds (time.time())")) from None
         return jsonify(control.holds(since))
 
     return app
@@ -379,7 +404,8 @@ def found(lookup, number: int, what: str):
     try:
         return lookup(number)
     except KeyError:
-        raise ControlError(404, f"no {what} {number}") from None
+        raise ControlError(404, lazy_gettext(
+                "no %(what)s %(number)s", what=lazy_gettext(what), number=number)) from None
 
 
 class ControlServer:

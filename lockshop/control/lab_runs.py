@@ -20,7 +20,7 @@ from lockshop.control import Busy
 from lockshop.workshop import labs
 from lockshop.workshop.staging.record import Lab, LabRecord, Step
 from lockshop.workshop.staging.stage import Parts, running
-from shop.i18n import _, current_language, language
+from shop.i18n import _, current_language, language, lazy_gettext
 
 
 def missing_parts(lab: Lab) -> str | None:
@@ -80,7 +80,7 @@ class LabRunner:
         lab = labs.find(name)  # KeyError: no such lab
         with self._guard:
             if self._current is not None and not self._current.done:
-                raise Busy(f"lab {self._current.lab.id} is still running")
+                raise Busy(lazy_gettext("lab %(id)s is still running", id=self._current.lab.id))
             run = self._current = LabRun(next(self._numbers), lab)
             self._runs[run.number] = run
         # Its steps are written in the language of whoever started it: the thread has

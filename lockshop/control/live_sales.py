@@ -21,6 +21,7 @@ from lockshop.cluster.launcher import Cluster
 from lockshop.cluster.processes import process_state
 from lockshop.control import Busy
 from lockshop.workshop.runs import lock_figures, parse_lock_metrics
+from shop.i18n import lazy_gettext
 
 #: What can be sold, and the locustfile that buys it.
 PRODUCTS = {
@@ -46,11 +47,13 @@ class SaleRequest:
 
     def __post_init__(self) -> None:
         if self.product not in PRODUCTS:
-            raise BadSale(f"product must be one of {', '.join(PRODUCTS)}")
+            raise BadSale(lazy_gettext("product must be one of %(products)s",
+                                       products=", ".join(PRODUCTS)))
         for name, (low, high) in LIMITS.items():
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-                raise BadSale(f"{name} must be a whole number from {low} to {high}")
+                raise BadSale(lazy_gettext("%(name)s must be a whole number from %(low)s to "
+                                           "%(high)s", name=name, low=low, high=high))
 
 
 @dataclass
@@ -85,13 +88,14 @@ class SaleRunner:
         with self._guard:
             running = [s for s in self._sales.values() if s.state == "running"]
             if running:
-                raise Busy(f"sale {running[0].number} is still running")
+                raise Busy(lazy_gettext("sale %(number)s is still running",
+                                        number=running[0].number))
             # As a load balancer's health check would: a paused or stopped instance
             # gets no buyers, and the others answer its share.
             up = [i.name for i in self.cluster.instances
                   if process_state(i.process.pid, i.process.poll()) == "up"]
             if not up:
-                raise Busy("no instance is up")
+                raise Busy(lazy_gettext("no instance is up"))
             sale = Sale(next(self._numbers), request, up)
             self._sales[sale.number] = sale
         threading.Thread(target=self._run, args=(sale,), name=f"sale-{sale.number}",

@@ -23,7 +23,7 @@ async function call(url, options) {
   if (token()) headers.Authorization = `Bearer ${token()}`;
   const response = await fetch(url, {...options, headers});
   const body = await response.json().catch(() => ({}));
-  if (!response.ok) throw new Error(body.error || body.message || `${response.status} ${response.statusText}`);
+  if (!response.ok) throw new Error(body.message || body.error || `${response.status} ${response.statusText}`);
   return body;
 }
 const shopApi = (path, options) => call(path, options);
