@@ -7,10 +7,17 @@ from __future__ import annotations
 
 from .registry import Strategy, register
 
+
+def N_(text: str) -> str:  # noqa: N802 - gettext's name for "mark only"
+    """Marks a summary for the message catalog (pybabel finds ``N_``). The locks never
+    import the shop, where translation lives: whoever shows a summary translates it."""
+    return text
+
+
 NONE = register(Strategy(
     name="none",
     family="none",
-    summary="No guard: the read-check-write runs unprotected.",
+    summary=N_("No guard: the read-check-write runs unprotected."),
     correct_across_instances=False,
     factory="locks.no_lock:NoLockFactory",
     failure_mode="Concurrent buyers read the same stock and each writes stock - 1: "
@@ -20,7 +27,7 @@ NONE = register(Strategy(
 LOCAL = register(Strategy(
     name="local",
     family="in-process",
-    summary="A threading.Lock per product, per process.",
+    summary=N_("A threading.Lock per product, per process."),
     correct_across_instances=False,
     correct_within_one_process=True,
     factory="locks.local_lock:LocalLockFactory",
@@ -31,8 +38,8 @@ LOCAL = register(Strategy(
 TABLE = register(Strategy(
     name="table",
     family="database",
-    summary="A row in a lock table with a unique key: insert to lock, delete to unlock; "
-            "a lease lets a crashed holder's lock be taken over; fencing tokens.",
+    summary=N_("A row in a lock table with a unique key: insert to lock, delete to unlock; "
+            "a lease lets a crashed holder's lock be taken over; fencing tokens."),
     correct_across_instances=True,
     factory="locks.table_lock:TableLockFactory",
     requires=("database",),
@@ -42,7 +49,7 @@ TABLE = register(Strategy(
 
 TABLE_NO_EXPIRY = register(Strategy(
     name="table_no_expiry", family="database-broken",
-    summary="A row with a unique key: insert to lock, delete to unlock; no expiry column.",
+    summary=N_("A row with a unique key: insert to lock, delete to unlock; no expiry column."),
     correct_across_instances=False, factory="locks.table_broken:NoExpiryTableFactory",
     requires=("database",),
     failure_mode="A holder that dies before its delete leaves its row: every later order for "
@@ -53,7 +60,7 @@ TABLE_NO_EXPIRY = register(Strategy(
 
 REDIS_SETNX = register(Strategy(
     name="redis_setnx", family="redis-broken",
-    summary="SETNX key token; DEL to release. No expiry.",
+    summary=N_("SETNX key token; DEL to release. No expiry."),
     correct_across_instances=False, factory="locks.redis_broken:SetnxNoExpiryFactory",
     requires=("redis",),
     failure_mode="A holder that dies in its critical section never releases: every later "
@@ -62,7 +69,7 @@ REDIS_SETNX = register(Strategy(
 
 REDIS_SETNX_EXPIRE = register(Strategy(
     name="redis_setnx_expire", family="redis-broken",
-    summary="SETNX, then EXPIRE as a second command.",
+    summary=N_("SETNX, then EXPIRE as a second command."),
     correct_across_instances=False, factory="locks.redis_broken:SetnxThenExpireFactory",
     requires=("redis",),
     failure_mode="A crash between SETNX and EXPIRE leaves a lock that never expires "
@@ -71,7 +78,7 @@ REDIS_SETNX_EXPIRE = register(Strategy(
 
 REDIS_PLAIN_DEL = register(Strategy(
     name="redis_plain_del", family="redis-broken",
-    summary="SET NX PX, but released by a plain DEL without checking the owner.",
+    summary=N_("SET NX PX, but released by a plain DEL without checking the owner."),
     correct_across_instances=False, factory="locks.redis_broken:PlainDelFactory",
     requires=("redis",),
     failure_mode="A holder slower than the lease deletes the next holder's lock: two "
@@ -80,7 +87,7 @@ REDIS_PLAIN_DEL = register(Strategy(
 
 REDIS_GET_DEL = register(Strategy(
     name="redis_get_del", family="redis-broken",
-    summary="SET NX PX; release by GET, compare, then DEL: two commands.",
+    summary=N_("SET NX PX; release by GET, compare, then DEL: two commands."),
     correct_across_instances=False, factory="locks.redis_broken:GetThenDelFactory",
     requires=("redis",),
     failure_mode="If the lease expires between GET and DEL, the DEL removes someone "
@@ -89,7 +96,7 @@ REDIS_GET_DEL = register(Strategy(
 
 REDIS_REENTRANT_DEL = register(Strategy(
     name="redis_reentrant_del", family="redis-broken",
-    summary="Reentrant (a hash of owner to count), but released by DEL.",
+    summary=N_("Reentrant (a hash of owner to count), but released by DEL."),
     correct_across_instances=False, factory="locks.redis_broken:ReentrantDeleteFactory",
     requires=("redis",),
     failure_mode="A holder that re-enters frees the whole lock at its inner release: the "
@@ -98,7 +105,7 @@ REDIS_REENTRANT_DEL = register(Strategy(
 
 REDIS_REENTRANT_STEPS = register(Strategy(
     name="redis_reentrant_steps", family="redis-broken",
-    summary="Reentrant acquire as separate commands: EXISTS, HSET, PEXPIRE.",
+    summary=N_("Reentrant acquire as separate commands: EXISTS, HSET, PEXPIRE."),
     correct_across_instances=False, factory="locks.redis_broken:ReentrantInStepsFactory",
     requires=("redis",),
     failure_mode="Two owners that both see EXISTS say 0 both HSET their name: two holders "
@@ -107,7 +114,7 @@ REDIS_REENTRANT_STEPS = register(Strategy(
 
 REDIS_REENTRANT_THREAD_ID = register(Strategy(
     name="redis_reentrant_thread_id", family="redis-broken",
-    summary="Reentrant (a hash of owner to count, in Lua), the owner named by thread id.",
+    summary=N_("Reentrant (a hash of owner to count, in Lua), the owner named by thread id."),
     correct_across_instances=False, factory="locks.redis_broken:ThreadIdOwnerFactory",
     requires=("redis",),
     failure_mode="A thread that ends holding the lock leaves it to the next thread given "
@@ -116,7 +123,7 @@ REDIS_REENTRANT_THREAD_ID = register(Strategy(
 
 REDIS_RW_READERS_FIRST = register(Strategy(
     name="redis_rw_readers_first", family="redis-broken",
-    summary="A read/write lock that lets readers in whenever no writer holds it.",
+    summary=N_("A read/write lock that lets readers in whenever no writer holds it."),
     correct_across_instances=False, factory="locks.redis_broken:ReadersFirstFactory",
     requires=("redis",),
     failure_mode="Readers that keep arriving while a writer waits go ahead of it: as long "
@@ -127,7 +134,7 @@ REDIS_RW_READERS_FIRST = register(Strategy(
 
 REDIS = register(Strategy(
     name="redis", family="redis",
-    summary="SET key token NX PX lease; Lua compare-and-delete; INCR fencing token.",
+    summary=N_("SET key token NX PX lease; Lua compare-and-delete; INCR fencing token."),
     correct_across_instances=True, factory="locks.redis_lock:RedisLockFactory",
     requires=("redis",),
     failure_mode="A holder paused past its lease overlaps the next holder; fencing "
@@ -136,7 +143,7 @@ REDIS = register(Strategy(
 
 REDIS_REENTRANT = register(Strategy(
     name="redis_reentrant", family="redis",
-    summary="A hash of owner (thread) to count, in Lua: acquire again, release down to zero.",
+    summary=N_("A hash of owner (thread) to count, in Lua: acquire again, release down to zero."),
     correct_across_instances=True, factory="locks.redis_reentrant:ReentrantRedisFactory",
     requires=("redis",),
     failure_mode="As redis: a holder paused past its lease; fencing rejects its write.",
@@ -144,7 +151,7 @@ REDIS_REENTRANT = register(Strategy(
 
 REDIS_WATCHDOG = register(Strategy(
     name="redis_watchdog", family="redis",
-    summary="SET NX PX with a watchdog renewing the lease every third of it while held.",
+    summary=N_("SET NX PX with a watchdog renewing the lease every third of it while held."),
     correct_across_instances=True, factory="locks.redis_watchdog:WatchdogRedisFactory",
     requires=("redis",),
     failure_mode="A failed renewal loses the lock: the holder gets LockLost before it "
@@ -153,7 +160,7 @@ REDIS_WATCHDOG = register(Strategy(
 
 REDISSON = register(Strategy(
     name="redisson", family="redis",
-    summary="Redisson's lock: the reentrant hash in Lua, and a watchdog renewing its lease.",
+    summary=N_("Redisson's lock: the reentrant hash in Lua, and a watchdog renewing its lease."),
     correct_across_instances=True, factory="locks.redisson:RedissonFactory",
     requires=("redis",),
     failure_mode="A whole process paused past its lease pauses its watchdog too; fencing "
@@ -162,8 +169,8 @@ REDISSON = register(Strategy(
 
 REDIS_FAIR = register(Strategy(
     name="redis_fair", family="redis",
-    summary="Waiters queue and sleep on BLPOP until a release wakes the head one; a head "
-            "that waited over 20 ms is handed the lock (Go's mutex starvation mode).",
+    summary=N_("Waiters queue and sleep on BLPOP until a release wakes the head one; a head "
+            "that waited over 20 ms is handed the lock (Go's mutex starvation mode)."),
     correct_across_instances=True, factory="locks.redis_fair:FairRedisFactory",
     requires=("redis",),
     failure_mode="As redis: a holder paused past its lease; fencing rejects its write.",
@@ -171,8 +178,8 @@ REDIS_FAIR = register(Strategy(
 
 REDLOCK = register(Strategy(
     name="redlock", family="redis",
-    summary="Redlock over N independent Redis servers: a majority, within the validity "
-            "time less clock drift.",
+    summary=N_("Redlock over N independent Redis servers: a majority, within the validity "
+            "time less clock drift."),
     correct_across_instances=True, factory="locks.redlock:RedlockFactory",
     requires=("redis",),
     failure_mode="No fencing token; a pause longer than the validity time leaves two "
@@ -184,7 +191,7 @@ REDLOCK = register(Strategy(
 
 ZK_SIMPLE = register(Strategy(
     name="zk_simple", family="zookeeper",
-    summary="One ephemeral node; waiters watch it and race again when it goes (herd effect).",
+    summary=N_("One ephemeral node; waiters watch it and race again when it goes (herd effect)."),
     correct_across_instances=True, factory="locks.zk_simple:ZkSimpleFactory",
     requires=("zookeeper",),
     failure_mode="Correct, but every release wakes every waiter (see herd wake-ups). "
@@ -193,8 +200,8 @@ ZK_SIMPLE = register(Strategy(
 
 ZK_FAIR = register(Strategy(
     name="zk_fair", family="zookeeper",
-    summary="Ephemeral sequential nodes: the lowest holds, each waiter watches its "
-            "predecessor only; first come, first served; re-entrant.",
+    summary=N_("Ephemeral sequential nodes: the lowest holds, each waiter watches its "
+            "predecessor only; first come, first served; re-entrant."),
     correct_across_instances=True, factory="locks.zk_fair:ZkFairFactory",
     requires=("zookeeper",),
     failure_mode="A lost session loses the lock: LockLost before commit, and fencing "
@@ -203,8 +210,8 @@ ZK_FAIR = register(Strategy(
 
 ZK_RW = register(Strategy(
     name="zk_rw", family="zookeeper",
-    summary="Read/write lock of sequential nodes: sales take the write lock, stocktakes "
-            "the read lock, so stocktakes share it and never see half a sale.",
+    summary=N_("Read/write lock of sequential nodes: sales take the write lock, stocktakes "
+            "the read lock, so stocktakes share it and never see half a sale."),
     correct_across_instances=True, factory="locks.zk_rw:ZkReadWriteFactory",
     requires=("zookeeper",),
     failure_mode="As zk_fair.",
@@ -214,7 +221,7 @@ ZK_RW = register(Strategy(
 
 ZK_FAIR_TRUSTING = register(Strategy(
     name="zk_fair_trusting", family="zookeeper-broken",
-    summary="The fair lock, but a waiter takes any deletion ahead of it as 'the lock is mine'.",
+    summary=N_("The fair lock, but a waiter takes any deletion ahead of it as 'the lock is mine'."),
     correct_across_instances=False, factory="locks.zk_broken:TrustingQueueFactory",
     requires=("zookeeper",),
     failure_mode="When the waiter ahead gives up (a timeout), the one behind it walks in "

@@ -388,7 +388,7 @@ def cmd_settings(args: argparse.Namespace, config: Config) -> int:
 
 def cmd_strategies(args: argparse.Namespace, config: Config) -> int:
     rows = [(s.name, s.family, _("yes") if s.correct_across_instances else _("no"),
-             ", ".join(s.requires) or "-", s.summary) for s in all_strategies()]
+             ", ".join(s.requires) or "-", _(s.summary)) for s in all_strategies()]
     print(format_table([_(h) for h in STRATEGY_HEADERS], rows))
     return 0
 

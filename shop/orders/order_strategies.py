@@ -31,7 +31,7 @@ from locks import (
     UnknownStrategy,
 )
 from shop.errors import Unprocessable
-from shop.i18n import lazy_gettext
+from shop.i18n import N_, _, lazy_gettext
 from shop.orders.order_path import OrderContext, OrderRequest, lock_name, place_order
 from shop.orders.transactions import (
     advisory_locked,
@@ -87,23 +87,23 @@ class ShopStrategy:
 TRANSACTION_STRATEGIES = (
     ShopStrategy(
         name="for_update", family="database",
-        summary="SELECT ... FOR UPDATE on the product row, held to commit "
-                "(BEGIN IMMEDIATE on SQLite).",
+        summary=N_("SELECT ... FOR UPDATE on the product row, held to commit "
+                "(BEGIN IMMEDIATE on SQLite)."),
         correct_across_instances=True, runner=place_for_update,
         exclude_orders=row_locked),
     ShopStrategy(
         name="pg_advisory", family="database",
-        summary="pg_advisory_xact_lock per product, released by the commit.",
+        summary=N_("pg_advisory_xact_lock per product, released by the commit."),
         correct_across_instances=True, requires=("postgresql",), runner=place_pg_advisory,
         exclude_orders=advisory_locked),
     ShopStrategy(
         name="optimistic", family="lock-free",
-        summary="Version column and compare-and-set, retried on conflict (bounded).",
+        summary=N_("Version column and compare-and-set, retried on conflict (bounded)."),
         correct_across_instances=True, runner=place_optimistic),
     ShopStrategy(
         name="atomic", family="lock-free",
-        summary="One conditional UPDATE: stock = stock - q WHERE stock >= q "
-                "(a seat: WHERE order_id IS NULL).",
+        summary=N_("One conditional UPDATE: stock = stock - q WHERE stock >= q "
+                "(a seat: WHERE order_id IS NULL)."),
         correct_across_instances=True, runner=place_atomic),
 )
 
@@ -199,7 +199,7 @@ class Strategies:
 
     def describe(self) -> list[dict]:
         """Every strategy, as ``GET /api/strategies`` lists it."""
-        return [{"name": s.name, "family": s.family, "summary": s.summary,
+        return [{"name": s.name, "family": s.family, "summary": _(s.summary),
                  "correct_across_instances": s.correct_across_instances,
                  "failure_mode": s.failure_mode, "requires": list(s.requires),
                  "available": self._available(s)} for s in self._by_name.values()]
