@@ -23,7 +23,7 @@ from shop.store.audit import take_audit
 from shop.store.db import engine_of
 from shop.store.models import ProductKind
 from shop.store.products import ProductSpec
-from shop.i18n import N_
+from shop.i18n import N_, _, join
 
 STOCK = 5
 BUYERS = 12
@@ -59,26 +59,39 @@ def flash_sale(run, strategy: str, **backends) -> dict:
             "retries": product.retries}
 
 
+#: The figures' names, as a lab's observation says them.
+FIGURES = {"sold": N_("sold"), "remaining": N_("remaining"), "oversold": N_("oversold"),
+           "lost updates": N_("lost updates"), "refused": N_("refused"),
+           "retries": N_("retries")}
+
+
 def _described(figures: dict, *keys: str) -> str:
-    return ", ".join(f"{key} {figures[key]}" for key in keys)
+    return join(f"{_(FIGURES[key])} {figures[key]}" for key in keys)
+
+
+def _buyers_at_once() -> str:
+    return _("%(buyers)s buyers order at the same moment; %(stock)s units for sale",
+             buyers=BUYERS, stock=STOCK)
 
 
 def _no_guard_first(run) -> None:
-    run.broken("none", "read the stock, check it, wait, write stock - 1: nothing guards it")
+    run.broken("none", _("read the stock, check it, wait, write stock - 1: nothing guards it"))
     figures = flash_sale(run, "none")
-    run.check(f"{BUYERS} buyers order at the same moment; {STOCK} units for sale",
-              expected="every buyer reads the same stock and sells: more sold than there was",
+    run.check(_buyers_at_once(),
+              expected=_("every buyer reads the same stock and sells: more sold than there "
+                         "was"),
               observed=_described(figures, "sold", "oversold", "lost updates"),
               agrees=figures["oversold"] > 0)
 
 
 def stage_no_lock(run) -> None:
     _no_guard_first(run)
-    run.fix("redis", "the read-check-write inside a Redis lock per product")
+    run.fix("redis", _("the read-check-write inside a Redis lock per product"))
     server, = run.parts.redis()
     figures = flash_sale(run, "redis", redis_url=server.url)
-    run.check(f"{BUYERS} buyers order at the same moment; {STOCK} units for sale",
-              expected=f"one at a time: {STOCK} sold, the rest refused as sold out",
+    run.check(_buyers_at_once(),
+              expected=_("one at a time: %(stock)s sold, the rest refused as sold out",
+                         stock=STOCK),
               observed=_described(figures, "sold", "oversold", "refused"),
               agrees=(figures["sold"], figures["oversold"], figures["refused"])
               == (STOCK, 0, BUYERS - STOCK))
@@ -86,11 +99,12 @@ def stage_no_lock(run) -> None:
 
 def stage_optimistic(run) -> None:
     _no_guard_first(run)
-    run.fix("optimistic", "a version column: write only WHERE version = what was read, "
-                          "else read again")
+    run.fix("optimistic", _("a version column: write only WHERE version = what was read, "
+                            "else read again"))
     figures = flash_sale(run, "optimistic")
-    run.check(f"{BUYERS} buyers order at the same moment; {STOCK} units for sale",
-              expected=f"conflicts become retries: {STOCK} sold, nothing oversold",
+    run.check(_buyers_at_once(),
+              expected=_("conflicts become retries: %(stock)s sold, nothing oversold",
+                         stock=STOCK),
               observed=_described(figures, "sold", "oversold", "retries", "refused"),
               agrees=figures["sold"] == STOCK and figures["oversold"] == 0
               and figures["retries"] > 0)
@@ -98,12 +112,12 @@ def stage_optimistic(run) -> None:
 
 def stage_atomic(run) -> None:
     _no_guard_first(run)
-    run.fix("atomic", "one statement: UPDATE ... SET stock = stock - 1 WHERE stock >= 1; "
-                      "no lock at all")
+    run.fix("atomic", _("one statement: UPDATE ... SET stock = stock - 1 WHERE stock >= 1; "
+                        "no lock at all"))
     figures = flash_sale(run, "atomic")
-    run.check(f"{BUYERS} buyers order at the same moment; {STOCK} units for sale",
-              expected=f"the database checks and writes at once: {STOCK} sold, the rest "
-                       "refused",
+    run.check(_buyers_at_once(),
+              expected=_("the database checks and writes at once: %(stock)s sold, the rest "
+                         "refused", stock=STOCK),
               observed=_described(figures, "sold", "oversold", "refused"),
               agrees=(figures["sold"], figures["oversold"], figures["refused"])
               == (STOCK, 0, BUYERS - STOCK))
@@ -133,23 +147,26 @@ def stage_thread_lock(run) -> None:
     with Cluster(config, instances=2, runtime_dir=folder) as cluster:
         admin = ShopClient(cluster.urls[0])
         for half, strategy, how in (
-                ("broken", "local", "a threading.Lock per product, in each process"),
-                ("fix", "redis", "a Redis lock per product, shared by every process")):
+                ("broken", "local", _("a threading.Lock per product, in each process")),
+                ("fix", "redis", _("a Redis lock per product, shared by every process"))):
             getattr(run, half)(strategy, how)
-            for spread, urls in (("one instance", cluster.urls[:1]),
-                                 ("two instances (two processes)", cluster.urls)):
+            for spread, urls in ((_("one instance"), cluster.urls[:1]),
+                                 (_("two instances (two processes)"), cluster.urls)):
                 admin.reset([{"sku": "x", "stock": STOCK}])
                 admin.set_settings(strategy=run.version(strategy), business_delay_ms=DELAY_MS,
                                    job_interval_ms=0)
                 _sale_over_http(urls)
                 product = admin.audit()["products"][0]
-                observed = f"sold {product['sold']}, oversold {product['oversold']}"
-                action = f"10 buyers at once on {spread}; {STOCK} units for sale"
+                observed = _described(product, "sold", "oversold")
+                action = _("10 buyers at once on %(where)s; %(stock)s units for sale",
+                           where=spread, stock=STOCK)
                 if half == "broken" and len(urls) == 2:
-                    run.check(action, expected="each process has its own lock: they overlap "
-                              "and oversell", observed=observed, agrees=product["oversold"] > 0)
+                    run.check(action, expected=_("each process has its own lock: they overlap "
+                                                 "and oversell"),
+                              observed=observed, agrees=product["oversold"] > 0)
                 else:
-                    run.check(action, expected=f"one at a time: {STOCK} sold, none oversold",
+                    run.check(action, expected=_("one at a time: %(stock)s sold, none oversold",
+                                                 stock=STOCK),
                               observed=observed,
                               agrees=(product["sold"], product["oversold"]) == (STOCK, 0))
 
