@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -77,6 +78,21 @@ def send(client, method: str, path: str, body):
     if isinstance(body, bytes):
         return client.open(path, method=method, data=body, content_type="application/json")
     return client.open(path, method=method, json=body)
+
+
+@contextmanager
+def chromium() -> Iterator:
+    """A real Chromium (Debian's, which ./run installs) driven by Playwright; the test is
+    skipped where it is missing (failed under LOCKSHOP_REQUIRE_SERVERS, as in CI)."""
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    require(path is not None, "Chromium is not installed (Debian: chromium)")
+    playwright_api = pytest.importorskip("playwright.sync_api")
+    with playwright_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=path, args=["--no-sandbox"])
+        try:
+            yield browser
+        finally:
+            browser.close()
 
 
 @contextmanager

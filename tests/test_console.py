@@ -13,15 +13,13 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import time
 from pathlib import Path
 
 import pytest
 import requests
 
-from helpers import require
-from helpers import lockshop_up
+from helpers import chromium, lockshop_up, require
 from lockshop.cluster.processes import free_port
 from lockshop.cluster.redis_servers import redis_server_binary
 
@@ -32,19 +30,10 @@ TOKEN = "console-test-token"
 WAIT_MS = 90_000
 
 
-def chromium_path() -> str | None:
-    return shutil.which("chromium") or shutil.which("chromium-browser")
-
-
 @pytest.fixture(scope="module")
 def browser():
-    require(chromium_path() is not None, "Chromium is not installed (Debian: chromium)")
-    playwright_api = pytest.importorskip("playwright.sync_api")
-    with playwright_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium_path(),
-                                             args=["--no-sandbox"])
+    with chromium() as browser:
         yield browser
-        browser.close()
 
 
 @pytest.fixture(scope="module")

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 
 import pytest
 import requests
 
-from helpers import lockshop_up, require
+from helpers import chromium, lockshop_up, require
 from lockshop.cluster.processes import free_port
 from lockshop.cluster.redis_servers import redis_server_binary
 
@@ -52,13 +51,8 @@ def console_url(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser():
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    require(chromium is not None, "Chromium is not installed (Debian: chromium)")
-    playwright_api = pytest.importorskip("playwright.sync_api")
-    with playwright_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+    with chromium() as browser:
         yield browser
-        browser.close()
 
 
 def open_console(browser, url: str, locale: str):

@@ -20,7 +20,7 @@ import pytest
 from babel.messages import Catalog
 from babel.messages.extract import extract_from_file
 
-from helpers import require
+from helpers import chromium, require
 from lockshop.cluster.redis_servers import redis_server_binary
 from lockshop import catalog as catalogs
 from lockshop.table import format_table, width
@@ -609,17 +609,12 @@ def served(app):
 
 @pytest.fixture
 def page():
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    require(chromium is not None, "Chromium is not installed (Debian: chromium)")
-    playwright_api = pytest.importorskip("playwright.sync_api")
-    with playwright_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+    with chromium() as browser:
         errors: list[str] = []
         page = browser.new_page()
         page.on("pageerror", lambda error: errors.append(str(error)))
         yield page
-        browser.close()
-        assert errors == []
+    assert errors == []
 
 
 SAY = """async () => {

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +13,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from helpers import lockshop_up, require
+from helpers import chromium, lockshop_up, require
 from lockshop.cluster.processes import free_port
 from lockshop.cluster.redis_servers import redis_server_binary
 
@@ -100,13 +99,9 @@ def test_the_grader_posts_to_the_board(room, tmp_path):
 
 
 def test_the_console_shows_the_board_as_text(room):
-    require(shutil.which("chromium") is not None, "Chromium is not installed (Debian: chromium)")
     assert post(room, result(XSS)).status_code == 201
     assert post(room, result("Ada", exercise="2", passed=True, lesson=None)).status_code == 201
-    playwright_api = pytest.importorskip("playwright.sync_api")
-    with playwright_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=shutil.which("chromium"),
-                                             args=["--no-sandbox"])
+    with chromium() as browser:
         page = browser.new_page(locale="en-US")
         dialogs, errors = [], []
         page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
@@ -123,7 +118,6 @@ def test_the_console_shows_the_board_as_text(room):
         assert room["code"] in page.locator("#room-code").text_content()
         page.screenshot(path=str(Path(os.environ.get("TMPDIR", "/tmp")) / "room-board.png"),
                         full_page=True)
-        browser.close()
     assert dialogs == [] and errors == []
 
 
