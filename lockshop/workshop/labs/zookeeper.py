@@ -25,7 +25,7 @@ from shop.store.audit import take_audit
 from shop.store.db import engine_of
 from shop.store.models import ProductKind
 from shop.store.products import ProductSpec
-from shop.i18n import N_
+from shop.i18n import N_, _
 
 #: The shortest session ZooKeeper allows here (tickTime 500 ms): the lock's lease.
 SESSION_MS = 1000
@@ -36,8 +36,9 @@ SESSION_MS = 1000
 def stage_ticket_offices(run) -> None:
     zk = run.parts.zookeeper()
     for half, strategy, how in (
-            ("broken", "none", "each office reads the free seats, takes the first, writes"),
-            ("fix", "zk_fair", "each office sells inside the fair ZooKeeper lock of the show")):
+            ("broken", "none", _("each office reads the free seats, takes the first, writes")),
+            ("fix", "zk_fair", _("each office sells inside the fair ZooKeeper lock of the "
+                                 "show"))):
         getattr(run, half)(strategy, how)
         seats = tuple(f"A{n}" for n in range(1, 7))
         sessions = run.shop_database(ProductSpec("show", "Show", ProductKind.TICKET,
@@ -60,16 +61,17 @@ def stage_ticket_offices(run) -> None:
             thread.join()
         strategies.close()
         audit = take_audit(sessions).products[0]
-        observed = (f"seats sold {sorted(sold)}; free seats left {audit.remaining}; "
-                    f"double-booked {audit.double_booked_seats}")
+        observed = _("seats sold %(seats)s; free seats left %(left)s; double-booked "
+                     "%(twice)s", seats=", ".join(sorted(sold)), left=audit.remaining,
+                     twice=audit.double_booked_seats)
+        action = _("two offices sell the show's next free seat at the same moment (6 free)")
         if half == "broken":
-            run.check("two offices sell the show's next free seat at the same moment (6 free)",
-                      expected="both read 6 free and sell A1: one seat sold twice, 5 left",
+            run.check(action,
+                      expected=_("both read 6 free and sell A1: one seat sold twice, 5 left"),
                       observed=observed,
                       agrees=sold == ["A1", "A1"] and audit.double_booked_seats == 1)
         else:
-            run.check("two offices sell the show's next free seat at the same moment (6 free)",
-                      expected="one after the other: A1, then A2; 4 left",
+            run.check(action, expected=_("one after the other: A1, then A2; 4 left"),
                       observed=observed,
                       agrees=sorted(sold) == ["A1", "A2"] and audit.double_booked_seats == 0)
 
@@ -80,30 +82,32 @@ def stage_ephemeral(run) -> None:
     redis_server, = run.parts.redis()
     zk = run.parts.zookeeper()
     for half, strategy, how in (
-            ("broken", "redis_setnx", "SETNX with no expiry: the key lives until someone "
-                                      "deletes it"),
-            ("fix", "zk_simple", "an ephemeral node: it lives as long as its holder's session")):
+            ("broken", "redis_setnx", _("SETNX with no expiry: the key lives until someone "
+                                        "deletes it")),
+            ("fix", "zk_simple", _("an ephemeral node: it lives as long as its holder's "
+                                   "session"))):
         getattr(run, half)(strategy, how)
         with holder_process(run.version(strategy), redis_url=redis_server.url,
                             zk_hosts=zk.address, lease_ms=SESSION_MS) as said:
             pass  # it holds the lock; leaving the block kills it
-        run.check("a process takes the lock of product:1 and is killed (SIGKILL)",
-                  expected="it held the lock, and dies without releasing it",
-                  observed=f"it said {said!r}, and was killed", agrees=said == "held")
+        run.check(_("a process takes the lock of product:1 and is killed (SIGKILL)"),
+                  expected=_("it held the lock, and dies without releasing it"),
+                  observed=_("it said %(said)r, and was killed", said=said),
+                  agrees=said == "held")
         factory = run.open_locks(strategy, redis_url=redis_server.url, zk_hosts=zk.address,
                                  lease_ms=SESSION_MS)
         waiter = factory.lock("product:1", timeout=4)
         got, waited = steps.timed_acquire(waiter)
+        action = _("another process asks for the lock, and waits up to 4 s")
+        observed = _("acquired: %(got)s after %(seconds)s s", got=_("yes") if got else _("no"),
+                     seconds=f"{waited:.1f}")
         if half == "broken":
-            run.check("another process asks for the lock, and waits up to 4 s",
-                      expected="refused: the dead holder's key never goes",
-                      observed=f"acquired: {got} after {waited:.1f} s", agrees=not got)
+            run.check(action, expected=_("refused: the dead holder's key never goes"),
+                      observed=observed, agrees=not got)
         else:
-            run.check("another process asks for the lock, and waits up to 4 s",
-                      expected=f"granted once the dead session times out ({SESSION_MS} ms "
-                               "and a tick or two)",
-                      observed=f"acquired: {got} after {waited:.1f} s",
-                      agrees=got and waited < 4)
+            run.check(action, expected=_("granted once the dead session times out (%(ms)s ms "
+                                         "and a tick or two)", ms=SESSION_MS),
+                      observed=observed, agrees=got and waited < 4)
             waiter.release()
 
 
