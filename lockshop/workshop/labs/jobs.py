@@ -27,7 +27,7 @@ from shop.store.audit import take_audit
 from shop.store.db import engine_of
 from shop.store.models import ProductKind, utcnow
 from shop.store.products import ProductSpec
-from shop.i18n import N_
+from shop.i18n import N_, _
 
 ORDERS = 4
 INTERVAL_MS = 1000
@@ -85,93 +85,105 @@ def _jobs_on_three_instances(run, halves) -> None:
             check(run_jobs(admin))
 
 
+def _expired(audit: dict) -> str:
+    jobs = audit["jobs"]
+    return _("orders expired %(expired)s; restorations too many %(extra)s; stock now %(now)s "
+             "of %(of)s", expired=jobs["orders_expired"],
+             extra=jobs["stock_restored_more_than_once"], now=audit["totals"]["remaining"],
+             of=STOCK + 10)
+
+
 def stage_cleanup_job(run) -> None:
+    def action() -> str:
+        return _("%(orders)s unpaid orders expire; the cleanup job fires on all %(instances)s "
+                 "instances", orders=ORDERS, instances=INSTANCES)
+
     def broken(audit: dict) -> None:
         jobs = audit["jobs"]
-        run.check(f"{ORDERS} unpaid orders expire; the cleanup job fires on all "
-                  f"{INSTANCES} instances",
-                  expected=f"each instance gives the stock back: {ORDERS} orders restored "
-                           f"{INSTANCES} times, {ORDERS * (INSTANCES - 1)} restorations too many",
-                  observed=f"orders expired {jobs['orders_expired']}; restorations too many "
-                           f"{jobs['stock_restored_more_than_once']}; stock now "
-                           f"{audit['totals']['remaining']} of {STOCK + 10}",
+        run.check(action(),
+                  expected=_("each instance gives the stock back: %(orders)s orders restored "
+                             "%(instances)s times, %(extra)s restorations too many",
+                             orders=ORDERS, instances=INSTANCES,
+                             extra=ORDERS * (INSTANCES - 1)),
+                  observed=_expired(audit),
                   agrees=jobs["stock_restored_more_than_once"] == ORDERS * (INSTANCES - 1))
 
     def fixed(audit: dict) -> None:
         jobs = audit["jobs"]
-        run.check(f"{ORDERS} unpaid orders expire; the cleanup job fires on all "
-                  f"{INSTANCES} instances",
-                  expected="one instance holds the job's lock per fire time: each order's "
-                           "stock comes back once",
-                  observed=f"orders expired {jobs['orders_expired']}; restorations too many "
-                           f"{jobs['stock_restored_more_than_once']}; stock now "
-                           f"{audit['totals']['remaining']} of {STOCK + 10}",
+        run.check(action(),
+                  expected=_("one instance holds the job's lock per fire time: each order's "
+                             "stock comes back once"),
+                  observed=_expired(audit),
                   agrees=jobs["orders_expired"] == ORDERS
                   and jobs["stock_restored_more_than_once"] == 0
                   and audit["totals"]["remaining"] == STOCK + 10)
 
     _jobs_on_three_instances(run, (
-        ("broken", "none", "every instance runs the job at every fire time", "none", {},
+        ("broken", "none", _("every instance runs the job at every fire time"), "none", {},
          broken),
-        ("fix", "redis", "the job takes a Redis lock per job, tried once, skipped if held",
+        ("fix", "redis", _("the job takes a Redis lock per job, tried once, skipped if held"),
          "redis", {}, fixed)))
 
 
 def _reminders(audit: dict) -> str:
     jobs = audit["jobs"]
-    return f"reminders sent {jobs['reminders']}; duplicates {jobs['duplicate_reminders']}"
+    return _("reminders sent %(sent)s; duplicates %(twice)s", sent=jobs["reminders"],
+             twice=jobs["duplicate_reminders"])
 
 
 def stage_reminders(run) -> None:
+    def action() -> str:
+        return _("%(orders)s customers have not paid; the reminder job fires on all "
+                 "%(instances)s instances", orders=ORDERS, instances=INSTANCES)
+
     def broken(audit: dict) -> None:
-        run.check(f"{ORDERS} customers have not paid; the reminder job fires on all "
-                  f"{INSTANCES} instances",
-                  expected=f"every customer gets {INSTANCES} reminders "
-                           f"({ORDERS * INSTANCES} in all)",
+        run.check(action(),
+                  expected=_("every customer gets %(instances)s reminders (%(all)s in all)",
+                             instances=INSTANCES, all=ORDERS * INSTANCES),
                   observed=_reminders(audit),
                   agrees=audit["jobs"]["reminders"] == ORDERS * INSTANCES)
 
     def fixed(audit: dict) -> None:
-        run.check(f"{ORDERS} customers have not paid; the reminder job fires on all "
-                  f"{INSTANCES} instances",
-                  expected=f"one reminder each: {ORDERS}",
+        run.check(action(),
+                  expected=_("one reminder each: %(orders)s", orders=ORDERS),
                   observed=_reminders(audit),
                   agrees=audit["jobs"]["reminders"] == ORDERS
                   and audit["jobs"]["duplicate_reminders"] == 0)
 
     _jobs_on_three_instances(run, (
-        ("broken", "none", "every instance sends the reminders at every fire time", "none", {},
-         broken),
-        ("fix", "redis", "the job takes a Redis lock per job, tried once, skipped if held",
+        ("broken", "none", _("every instance sends the reminders at every fire time"), "none",
+         {}, broken),
+        ("fix", "redis", _("the job takes a Redis lock per job, tried once, skipped if held"),
          "redis", {}, fixed)))
 
 
 def stage_leader(run) -> None:
     def runs_per_fire_time(audit: dict) -> str:
         jobs = audit["jobs"]
-        return (f"{jobs['runs']} runs for {jobs['fire_times']} fire times; "
-                f"duplicates {jobs['duplicate_runs']}")
+        return _("%(runs)s runs for %(fire_times)s fire times; duplicates %(twice)s",
+                 runs=jobs["runs"], fire_times=jobs["fire_times"], twice=jobs["duplicate_runs"])
 
     def broken(audit: dict) -> None:
         # A fire time at the very edge of the window (the switch is seen at an instance's
         # next tick, later on a busy machine) may run on fewer instances than the rest.
-        run.check(f"the jobs fire twice on {INSTANCES} instances",
-                  expected=f"every fire time runs on each of the {INSTANCES} instances (one at "
-                           "the window's edge may catch fewer): at least twice as many runs as "
-                           "fire times",
+        run.check(_("the jobs fire twice on %(instances)s instances", instances=INSTANCES),
+                  expected=_("every fire time runs on each of the %(instances)s instances (one "
+                             "at the window's edge may catch fewer): at least twice as many "
+                             "runs as fire times", instances=INSTANCES),
                   observed=runs_per_fire_time(audit),
                   agrees=audit["jobs"]["duplicate_runs"] >= audit["jobs"]["fire_times"] > 0)
 
     def fixed(audit: dict) -> None:
-        run.check(f"the jobs fire twice on {INSTANCES} instances",
-                  expected="only the elected leader runs them: once per fire time",
+        run.check(_("the jobs fire twice on %(instances)s instances", instances=INSTANCES),
+                  expected=_("only the elected leader runs them: once per fire time"),
                   observed=runs_per_fire_time(audit),
                   agrees=audit["jobs"]["duplicate_runs"] == 0
                   and audit["jobs"]["fire_times"] > 0 and audit["jobs"]["correct"])
 
     _jobs_on_three_instances(run, (
-        ("broken", "none", "every instance runs its own scheduler", "none", {}, broken),
-        ("fix", "leader election", "instances queue for one ZooKeeper lock; its holder leads",
+        ("broken", "none", _("every instance runs its own scheduler"), "none", {}, broken),
+        ("fix", "leader election", _("instances queue for one ZooKeeper lock; its holder "
+                                     "leads"),
          "none", {"job_guard": "leader"}, fixed)))
 
 
