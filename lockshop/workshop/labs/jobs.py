@@ -194,19 +194,21 @@ def stage_job_longer_than_lease(run) -> None:
     instance, fires 400 ms in, takes the lock A's lease let go of, and works fast."""
     server, = run.parts.redis()
     for half, how, recheck in (
-            ("broken", "the job checks its lock when it starts, and then writes", False),
-            ("fix", "the job checks its lock again before every write", True)):
+            ("broken", _("the job checks its lock when it starts, and then writes"), False),
+            ("fix", _("the job checks its lock again before every write"), True)):
         getattr(run, half)("redis", how)
         sessions = run.shop_database(ProductSpec("x", "Lab item", ProductKind.ITEM, stock=10))
-        for _ in range(ORDERS):
+        for _order in range(ORDERS):
             place_order_unguarded(sessions)
         factory = run.open_locks("redis", redis_url=server.url, lease_ms=300)
         outcomes: dict[str, str] = {}
+        sent: dict[str, int] = {}
+        stopped: set[str] = set()
 
         def job_run(name: str, work_ms: int) -> None:
             lock = factory.lock("job:send_reminders")
             if not lock.acquire(blocking=False):
-                outcomes[name] = "skipped: the lock is held"
+                outcomes[name] = _("skipped: the lock is held")
                 return
             context = JobContext(name, fire_time=utcnow(), now=utcnow(),
                                  business_delay_ms=work_ms,
@@ -214,9 +216,11 @@ def stage_job_longer_than_lease(run) -> None:
                                  else (lambda db: None),
                                  exclude_orders=lambda product: nullcontext())
             try:
-                outcomes[name] = f"sent {send_reminders(engine_of(sessions), context, 0)}"
+                sent[name] = send_reminders(engine_of(sessions), context, 0)
+                outcomes[name] = _("sent %(count)s", count=sent[name])
             except LockLost:
-                outcomes[name] = "stopped before writing: its lock was gone"
+                stopped.add(name)
+                outcomes[name] = _("stopped before writing: its lock was gone")
             try:
                 lock.release()
             except LockLost:
@@ -228,19 +232,20 @@ def stage_job_longer_than_lease(run) -> None:
         job_run("B", 0)
         a.join()
         jobs = take_audit(sessions).jobs
-        observed = (f"A {outcomes['A']}; B {outcomes['B']}; reminders {jobs.reminders}, "
-                    f"duplicates {jobs.duplicate_reminders}")
-        action = (f"{ORDERS} unpaid orders; A's run takes the lock and works 600 ms; B's run "
-                  "fires 400 ms later")
+        observed = _("A %(a)s; B %(b)s; reminders %(sent)s, duplicates %(twice)s",
+                     a=outcomes["A"], b=outcomes["B"], sent=jobs.reminders,
+                     twice=jobs.duplicate_reminders)
+        action = _("%(orders)s unpaid orders; A's run takes the lock and works 600 ms; B's run "
+                   "fires 400 ms later", orders=ORDERS)
         if half == "broken":
-            run.check(action, expected="both runs send: every customer reminded twice",
-                      observed=observed, agrees=outcomes["A"] == outcomes["B"] == f"sent {ORDERS}"
+            run.check(action, expected=_("both runs send: every customer reminded twice"),
+                      observed=observed, agrees=sent.get("A") == sent.get("B") == ORDERS
                       and jobs.duplicate_reminders == ORDERS)
         else:
-            run.check(action, expected="B sends; A finds its lock gone before writing and "
-                      "stops: one reminder each", observed=observed,
-                      agrees=outcomes["A"].startswith("stopped") and jobs.reminders == ORDERS
-                      and jobs.duplicate_reminders == 0)
+            run.check(action, expected=_("B sends; A finds its lock gone before writing and "
+                                         "stops: one reminder each"), observed=observed,
+                      agrees="A" in stopped and sent.get("B") == ORDERS
+                      and jobs.reminders == ORDERS and jobs.duplicate_reminders == 0)
 
 
 def place_order_unguarded(sessions) -> None:
@@ -252,16 +257,18 @@ def place_order_unguarded(sessions) -> None:
 
 def stage_unpaid_orders(run) -> None:
     for half, how, expire in (
-            ("broken", "the stock is taken when the order is placed, and nothing gives it "
-                       "back", False),
-            ("fix", "the same, and a job expires unpaid orders and returns their stock", True)):
+            ("broken", _("the stock is taken when the order is placed, and nothing gives it "
+                         "back"), False),
+            ("fix", _("the same, and a job expires unpaid orders and returns their stock"),
+             True)):
         getattr(run, half)("atomic", how)
         sessions = run.shop_database(ProductSpec("x", "Lab item", ProductKind.ITEM, stock=3))
-        for _ in range(3):
+        for _order in range(3):
             place_order_unguarded(sessions)
-        run.check("3 buyers order the last 3 units, and never pay",
-                  expected="the stock reads 0: the units are held by the unpaid orders",
-                  observed=f"stock {_stock(sessions)}", agrees=_stock(sessions) == 0)
+        run.check(_("3 buyers order the last 3 units, and never pay"),
+                  expected=_("the stock reads 0: the units are held by the unpaid orders"),
+                  observed=_("stock %(stock)s", stock=_stock(sessions)),
+                  agrees=_stock(sessions) == 0)
         if expire:
             context = JobContext("lab", fire_time=utcnow(), now=utcnow(), business_delay_ms=0,
                                  still_ours=lambda db: None,
@@ -269,22 +276,24 @@ def stage_unpaid_orders(run) -> None:
                                      Backends(), "sqlite").excluding_orders(
                                      "atomic", product, OrderContext("lab", "atomic", 0, 1000)))
             expired = expire_unpaid(engine_of(sessions), context, 0)
-            run.check("the expiry job fires (unpaid for longer than the allowed time)",
-                      expected="it expires the 3 orders and gives their units back",
-                      observed=f"expired {expired}; stock {_stock(sessions)}",
+            run.check(_("the expiry job fires (unpaid for longer than the allowed time)"),
+                      expected=_("it expires the 3 orders and gives their units back"),
+                      observed=_("expired %(expired)s; stock %(stock)s", expired=expired,
+                                 stock=_stock(sessions)),
                       agrees=expired == 3 and _stock(sessions) == 3)
         try:
             place_order_unguarded(sessions)
-            answer = "sold"
+            sold = True
         except SoldOut:
-            answer = "sold out"
+            sold = False
+        answer = _("sold") if sold else _("sold out")
+        action = _("a fourth buyer, who would pay, orders one unit")
         if half == "broken":
-            run.check("a fourth buyer, who would pay, orders one unit",
-                      expected="sold out: nobody paid, and yet nothing can be sold",
-                      observed=answer, agrees=answer == "sold out")
+            run.check(action, expected=_("sold out: nobody paid, and yet nothing can be sold"),
+                      observed=answer, agrees=not sold)
         else:
-            run.check("a fourth buyer, who would pay, orders one unit",
-                      expected="sold: the unit came back", observed=answer, agrees=answer == "sold")
+            run.check(action, expected=_("sold: the unit came back"), observed=answer,
+                      agrees=sold)
 
 
 def _stock(sessions) -> int:
