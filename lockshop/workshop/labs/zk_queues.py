@@ -15,7 +15,7 @@ import locks
 from lockshop.cluster.zookeeper_servers import four_letter_word
 from lockshop.workshop.staging import steps
 from lockshop.workshop.staging.record import Lab
-from shop.i18n import N_
+from shop.i18n import N_, _
 
 # --- C19: the herd, and the queue that avoids it ------------------------------------------------
 
@@ -25,16 +25,20 @@ WAITERS = 5
 def stage_herd(run) -> None:
     zk = run.parts.zookeeper()
     for half, strategy, how, expected, agrees in (
-            ("broken", "zk_simple", "every waiter watches the one lock node",
-             "every release wakes every waiter still waiting: 5+4+3+2+1, about 15",
+            ("broken", "zk_simple", _("every waiter watches the one lock node"),
+             _("every release wakes every waiter still waiting: 5+4+3+2+1, about 15"),
              lambda wakeups: wakeups >= 12),
-            ("fix", "zk_fair", "sequential nodes, each waiter watching the one just before it",
-             "each release wakes one waiter: 5", lambda wakeups: wakeups == WAITERS)):
+            ("fix", "zk_fair", _("sequential nodes, each waiter watching the one just before "
+                                 "it"),
+             _("each release wakes one waiter: 5"), lambda wakeups: wakeups == WAITERS)):
         getattr(run, half)(strategy, how)
         wakeups, served = waiters_take_turns(
             zk, lambda: run.open_locks(strategy, zk_hosts=zk.address))
-        run.check(f"a holder and {WAITERS} waiters, each with its own session; they take turns",
-                  expected=expected, observed=f"{wakeups} wake-ups ({served} served)",
+        run.check(_("a holder and %(waiters)s waiters, each with its own session; they take "
+                    "turns", waiters=WAITERS),
+                  expected=expected,
+                  observed=_("%(wakeups)s wake-ups (%(served)s served)", wakeups=wakeups,
+                             served=served),
                   agrees=agrees(wakeups) and served == WAITERS)
 
 
@@ -110,9 +114,9 @@ def stage_arrival_order(run) -> None:
     """The first waiter is descheduled (SIGSTOP) just as the lock frees; a newcomer asks."""
     zk = run.parts.zookeeper()
     for half, strategy, how in (
-            ("broken", "zk_simple", "waiters race to create the one node when it goes"),
-            ("fix", "zk_fair", "waiters queue as sequential nodes; the lock passes down the "
-                               "queue")):
+            ("broken", "zk_simple", _("waiters race to create the one node when it goes")),
+            ("fix", "zk_fair", _("waiters queue as sequential nodes; the lock passes down the "
+                                 "queue"))):
         getattr(run, half)(strategy, how)
         holder = run.open_locks(strategy, zk_hosts=zk.address).lock("product:1")
         holder.acquire()
@@ -130,15 +134,16 @@ def stage_arrival_order(run) -> None:
                 newcomer.release()
             said = first.stdout.readline().strip()
             first.wait(10)
-        observed = f"the newcomer got in first: {jumped}; the first waiter then: {said!r}"
+        observed = _("the newcomer got in first: %(jumped)s; the first waiter then: %(said)r",
+                     jumped=_("yes") if jumped else _("no"), said=said)
+        action = _("a waiter queues first; it is paused as the holder releases; a newcomer "
+                   "asks")
         if half == "broken":
-            run.check("a waiter queues first; it is paused as the holder releases; a newcomer "
-                      "asks", expected="the newcomer gets in ahead of the first waiter",
+            run.check(action, expected=_("the newcomer gets in ahead of the first waiter"),
                       observed=observed, agrees=jumped and said == "held")
         else:
-            run.check("a waiter queues first; it is paused as the holder releases; a newcomer "
-                      "asks", expected="the lock is the first waiter's, paused or not: the "
-                      "newcomer waits its turn", observed=observed,
+            run.check(action, expected=_("the lock is the first waiter's, paused or not: the "
+                                         "newcomer waits its turn"), observed=observed,
                       agrees=not jumped and said == "held")
 
 
@@ -148,9 +153,9 @@ def stage_look_again(run) -> None:
     """H holds; W1 queues and gives up after 0.5 s; W2 queued behind W1 is woken by that."""
     zk = run.parts.zookeeper()
     for half, strategy, how in (
-            ("broken", "zk_fair_trusting", "a waiter woken by any deletion ahead of it takes "
-                                           "the lock"),
-            ("fix", "zk_fair", "a waiter woken by a deletion looks at the queue again")):
+            ("broken", "zk_fair_trusting", _("a waiter woken by any deletion ahead of it "
+                                             "takes the lock")),
+            ("fix", "zk_fair", _("a waiter woken by a deletion looks at the queue again"))):
         getattr(run, half)(strategy, how)
         holder = run.open_locks(strategy, zk_hosts=zk.address).lock("product:1")
         holder.acquire()
@@ -170,21 +175,23 @@ def stage_look_again(run) -> None:
         _wait_until(lambda: len(queue()) == 3)
         gave_up.join()
         left = len(queue())
-        run.check("W1 queues behind the holder, W2 behind W1; W1 gives up after 0.5 s",
-                  expected="W1 deletes its own node: it would block the queue otherwise",
-                  observed=f"nodes left in the queue: {left} (the holder's and W2's)",
+        run.check(_("W1 queues behind the holder, W2 behind W1; W1 gives up after 0.5 s"),
+                  expected=_("W1 deletes its own node: it would block the queue otherwise"),
+                  observed=_("nodes left in the queue: %(left)s (the holder's and W2's)",
+                             left=left),
                   agrees=left == 2)
         entered = w2_holds.wait(1.0)
+        observed = _("W2 holds: %(w2)s; the holder holds: %(holder)s",
+                     w2=_("yes") if entered else _("no"),
+                     holder=_("yes") if holder.held else _("no"))
         if half == "broken":
-            run.check("W2 is woken by W1's node going",
-                      expected="W2 takes it for the lock: W2 and the holder hold it at once",
-                      observed=f"W2 holds: {entered}; the holder holds: {holder.held}",
-                      agrees=entered and holder.held)
+            run.check(_("W2 is woken by W1's node going"),
+                      expected=_("W2 takes it for the lock: W2 and the holder hold it at once"),
+                      observed=observed, agrees=entered and holder.held)
         else:
-            run.check("W2 is woken by W1's node going",
-                      expected="W2 looks again, sees the holder ahead, and waits",
-                      observed=f"W2 holds: {entered}; the holder holds: {holder.held}",
-                      agrees=not entered and holder.held)
+            run.check(_("W2 is woken by W1's node going"),
+                      expected=_("W2 looks again, sees the holder ahead, and waits"),
+                      observed=observed, agrees=not entered and holder.held)
         holder.release()
         w2_holds.wait(5)
         if w2.held:
