@@ -45,7 +45,8 @@ def holder_dies(run, *, broken: str, how: str, faults: tuple[str, ...]) -> None:
             if half == "broken":
                 run.broken(broken, how)
             else:
-                run.fix("redis", "SET key token NX PX lease: one command, the expiry with it")
+                run.fix("redis", _("SET key token NX PX lease: one command, the expiry with "
+                                   "it"))
             server_client(server).flushall()
             for instance in list(cluster.instances):  # the last half killed one
                 if instance.process.poll() is not None:
@@ -59,7 +60,8 @@ def holder_dies(run, *, broken: str, how: str, faults: tuple[str, ...]) -> None:
             if crash_hook:
                 shop2.set_settings(business_delay_ms=0)
                 answer = shop1.order()
-                action = "shop-1 takes an order; its process dies between SETNX and EXPIRE"
+                action = _("shop-1 takes an order; its process dies between SETNX and "
+                           "EXPIRE")
             else:
                 holder = threading.Thread(target=shop1.order)
                 holder.start()
@@ -67,46 +69,51 @@ def holder_dies(run, *, broken: str, how: str, faults: tuple[str, ...]) -> None:
                 cluster.kill("shop-1")
                 holder.join()
                 shop2.set_settings(business_delay_ms=0)
-                answer = "killed"
-                action = "shop-1 takes the lock and is killed (SIGKILL) inside its critical section"
+                answer = _("killed")
+                action = _("shop-1 takes the lock and is killed (SIGKILL) inside its critical "
+                           "section")
             ttl = server_client(server).pttl(KEY)
             if half == "broken":
-                run.check(action, expected="the lock key is left with no expiry (TTL -1)",
-                          observed=f"TTL {ttl} (shop-1's order: {answer})", agrees=ttl == -1)
+                run.check(action, expected=_("the lock key is left with no expiry (TTL -1)"),
+                          observed=_("TTL %(ttl)s (shop-1's order: %(answer)s)", ttl=ttl,
+                                     answer=answer),
+                          agrees=ttl == -1)
             else:
-                run.check(action, expected="the lock key is left, but with its lease running",
-                          observed=f"TTL {ttl} ms", agrees=0 < ttl <= 1500)
+                run.check(action,
+                          expected=_("the lock key is left, but with its lease running"),
+                          observed=_("TTL %(ttl)s ms", ttl=ttl), agrees=0 < ttl <= 1500)
             answer = shop2.order()
-            run.check("an order on shop-2 waits for the lock (300 ms)",
-                      expected="503: the lock cannot be had", observed=str(answer),
+            run.check(_("an order on shop-2 waits for the lock (300 ms)"),
+                      expected=_("503: the lock cannot be had"), observed=str(answer),
                       agrees=answer == 503)
             time.sleep(1.6)
             later = shop2.order()
             if half == "broken":
-                run.check("1.6 s later, another order on shop-2",
-                          expected="503 still: nobody will ever delete the key",
+                run.check(_("1.6 s later, another order on shop-2"),
+                          expected=_("503 still: nobody will ever delete the key"),
                           observed=str(later), agrees=later == 503)
                 if crash_hook:
                     continue  # every instance has the hook: a new holder would crash too
                 server_client(server).delete(KEY)
                 after = shop2.order()
-                run.check(f"an admin runs DEL {KEY} by hand; the next order",
-                          expected="201: only a person could free it", observed=str(after),
+                run.check(_("an admin runs DEL %(key)s by hand; the next order", key=KEY),
+                          expected=_("201: only a person could free it"), observed=str(after),
                           agrees=after == 201)
             else:
-                run.check("1.6 s later (past the 1.5 s lease), another order on shop-2",
-                          expected="201: the key expired by itself", observed=str(later),
+                run.check(_("1.6 s later (past the 1.5 s lease), another order on shop-2"),
+                          expected=_("201: the key expired by itself"), observed=str(later),
                           agrees=later == 201)
 
 
 def stage_setnx(run) -> None:
-    holder_dies(run, broken="redis_setnx", how="SETNX key token, DEL to release; no expiry",
+    holder_dies(run, broken="redis_setnx", how=_("SETNX key token, DEL to release; no expiry"),
                 faults=())
 
 
 def stage_setnx_expire(run) -> None:
     holder_dies(run, broken="redis_setnx_expire",
-                how="SETNX, then EXPIRE as a second command (fault hook: crash between them)",
+                how=_("SETNX, then EXPIRE as a second command (fault hook: crash between "
+                      "them)"),
                 faults=("crash_after_setnx",))
 
 
@@ -230,8 +237,9 @@ class ThreeOwners:
 
 def stage_fencing(run) -> None:
     """A checks it holds the lock, is paused (GC, SIGSTOP) past its lease, then writes."""
-    versions = (("redis, unfenced write", "the write trusts the holder's last check"),
-                ("redis, fenced write", "the write carries the lock's token: stale ones refused"))
+    versions = ((_("redis, unfenced write"), _("the write trusts the holder's last check")),
+                (_("redis, fenced write"), _("the write carries the lock's fencing token: stale "
+                                             "ones refused")))
     for half, (strategy, how) in zip(("broken", "fix"), versions, strict=True):
         getattr(run, half)(strategy, how)
         server, = run.parts.redis()
@@ -242,21 +250,25 @@ def stage_fencing(run) -> None:
         a_read = steps.read(sessions)
         a.ensure_held()
         time.sleep(LEASE_MS * 1.5 / 1000)
-        run.check(f"A reads stock {a_read}, checks it still holds the lock, and is paused "
-                  f"for {LEASE_MS * 1.5:g} ms (its lease: {LEASE_MS} ms)",
-                  expected="the lease runs out during the pause",
-                  observed=f"key exists: {bool(server_client(server).exists(KEY))}",
+        run.check(_("A reads stock %(read)s, checks it still holds the lock, and is paused "
+                    "for %(paused)s ms (its lease: %(lease)s ms)", read=a_read,
+                    paused=f"{LEASE_MS * 1.5:g}", lease=LEASE_MS),
+                  expected=_("the lease runs out during the pause"),
+                  observed=_("key exists: %(exists)s",
+                             exists=yes_no(bool(server_client(server).exists(KEY)))),
                   agrees=not server_client(server).exists(KEY))
         b.acquire(blocking=False)
         b_read = steps.read(sessions)
         steps.sell(sessions, b_read, b.fencing_token)
         b.release()
-        run.check("B takes the lock and sells one unit",
-                  expected="B writes stock 4", observed=f"B read {b_read}, wrote {b_read - 1}",
+        run.check(_("B takes the lock and sells one unit"),
+                  expected=_("B writes stock 4"),
+                  observed=_("B read %(read)s, wrote %(wrote)s", read=b_read, wrote=b_read - 1),
                   agrees=b_read == 5)
         steps.late_write(run, sessions, a_read, a.fencing_token if half == "fix" else None,
-                         action="A wakes up and writes what it computed before the pause: "
-                                "stock 4", refused="A's token is older than B's")
+                         action=_("A wakes up and writes what it computed before the pause: "
+                                  "stock 4"),
+                         refused=_("A's fencing token is older than B's"))
 
 
 # --- small helpers ---------------------------------------------------------------------------

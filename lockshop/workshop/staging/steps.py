@@ -20,6 +20,7 @@ from shop.orders.order_path import (
 from shop.store.audit import take_audit
 from shop.store.db import engine_of
 from shop.store.models import ProductKind
+from shop.i18n import N_, _
 
 CONTEXT = OrderContext("lab", "lab", business_delay_ms=0, lock_timeout_ms=1000)
 
@@ -49,15 +50,21 @@ def late_write(run, sessions, stock_read: int, fencing_token: int | None, *, act
     (one update lost); with its token it is refused, and ``refused`` says why."""
     outcome = sell(sessions, stock_read, fencing_token)
     product = take_audit(sessions).products[0]
-    observed = (f"A's write {outcome}; sold {product.sold}, stock {product.remaining}, "
-                f"lost updates {product.lost_updates}")
+    observed = _("A's write %(outcome)s; sold %(sold)s, stock %(stock)s, lost updates "
+                 "%(lost)s", outcome=_(OUTCOMES[outcome]), sold=product.sold,
+                 stock=product.remaining, lost=product.lost_updates)
     if fencing_token is None:
-        run.check(action, expected="written over B's sale: 2 sold, stock 4, one update lost",
+        run.check(action, expected=_("written over B's sale: 2 sold, stock 4, one update lost"),
                   observed=observed, agrees=outcome == "written" and product.lost_updates == 1)
     else:
-        run.check(action, expected=f"refused as stale: 1 sold, stock 4, nothing lost; {refused}",
+        run.check(action, expected=_("refused as stale: 1 sold, stock 4, nothing lost; "
+                                     "%(why)s", why=refused),
                   observed=observed, agrees=outcome == "refused as stale"
                   and product.lost_updates == 0 and product.sold == 1)
+
+
+#: What ``sell`` says, as a step's observation says it.
+OUTCOMES = {"written": N_("written"), "refused as stale": N_("refused as stale")}
 
 
 def timed_acquire(lock, blocking: bool = True) -> tuple[bool, float]:
