@@ -159,6 +159,11 @@ def test_a_sale_under_none_oversells_and_under_redis_does_not(console, workshop)
         f"""() => {{ const box = document.querySelectorAll(".sale[data-sale='{number}'] .chart-box")[2];
                     return [...drawn].find(chart => box.contains(chart.root)).data[1]; }}""")
     assert max(value for value in oversold_line if value is not None) > 0
+    # Locust's rate follows the sale from its second sample on (its own windowed figure
+    # read 0 for the first four seconds of five).
+    sampled = next(sale for sale in console.control("/control/sales")["sales"]
+                   if sale["sale"] == number)["samples"]
+    assert all(sample["locust_requests_per_second"] > 0 for sample in sampled[1:4])
     # Without a lock, holds of one product's lock overlap: drawn in red.
     console.page.wait_for_function(
         "Number(document.getElementById('overlaps').dataset.overlaps) > 0")

@@ -141,20 +141,38 @@ class SaleRunner:
     def _sample(self, sale: Sale, admin: ShopClient, urls: dict[str, str], csv_prefix: Path,
                 done: threading.Event) -> None:
         previous = {name: _scrape(url) for name, url in urls.items()}
+        locust_before = {}
         while not done.wait(1.0):
             now = {name: _scrape(url) for name, url in urls.items()}
-            sale.samples.append(_sample(sale, admin, previous, now, csv_prefix))
-            previous = now
+            locust_now = latest_history_row(csv_prefix)
+            sale.samples.append(_sample(sale, admin, previous, now,
+                                        locust_rates(locust_before, locust_now)))
+            previous, locust_before = now, locust_now or locust_before
 
 
-def _sample(sale: Sale, admin: ShopClient, previous: dict, now: dict, csv_prefix: Path) -> dict:
+def locust_rates(before: dict, now: dict) -> dict[str, float]:
+    """Requests and failures per second between two rows of Locust's stats history, from
+    its running totals. (Its own "Requests/s" is an average over a window ending seconds
+    ago: it read 0 for the first four seconds of a five-second sale.)"""
+    if not now:
+        return {"requests": 0.0, "failures": 0.0}
+    elapsed = float(now["Timestamp"]) - float(before.get("Timestamp", now["Timestamp"]))
+    if not before or elapsed <= 0:
+        return {"requests": float(now.get("Requests/s") or 0),
+                "failures": float(now.get("Failures/s") or 0)}
+    return {kind: (float(now[column]) - float(before[column])) / elapsed
+            for kind, column in (("requests", "Total Request Count"),
+                                 ("failures", "Total Failure Count"))}
+
+
+def _sample(sale: Sale, admin: ShopClient, previous: dict, now: dict,
+            locust: dict[str, float]) -> dict:
     strategy = sale.request.strategy
     try:
         products = admin.audit()["products"]
     except ShopClientError:
         products = []
     answered = [n for n in now if now[n] is not None and previous[n] is not None]
-    locust = latest_history_row(csv_prefix)
     return {
         "t": round(time.time() - sale.started, 1),
         "stock": sum(p["remaining"] for p in products),
@@ -167,8 +185,8 @@ def _sample(sale: Sale, admin: ShopClient, previous: dict, now: dict, csv_prefix
         "lock_wait_p95_ms": lock_figures([previous[n] for n in answered],
                                          [now[n] for n in answered], strategy)["wait_p95_ms"]
         if answered else None,
-        "locust_requests_per_second": float(locust.get("Requests/s") or 0),
-        "locust_failures_per_second": float(locust.get("Failures/s") or 0),
+        "locust_requests_per_second": round(locust["requests"], 1),
+        "locust_failures_per_second": round(locust["failures"], 1),
     }
 
 

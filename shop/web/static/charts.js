@@ -72,6 +72,9 @@ function lineChart(container, title, series, options) {
     }))],
     legend: {live: true},
     cursor: {drag: {x: false, y: false}},
+    // The legend says the latest figures, and the ones under the cursor while it points:
+    // uPlot blanks it when the cursor is away, after it draws and when the cursor leaves.
+    hooks: {ready: [showLatest], setCursor: [u => { if (u.cursor.idx == null) showLatest(u); }]},
   }, [xs, ...columns], container);
   // The panel may be laid out after it is drawn, and windows are resized: follow the box.
   chart.observer = new ResizeObserver(() => {
@@ -79,9 +82,13 @@ function lineChart(container, title, series, options) {
     if (width && Math.abs(width - chart.width) > 4) chart.setSize({width, height: 230});
   });
   chart.observer.observe(container);
-  if (xs.length) chart.setLegend({idx: xs.length - 1});  // the latest figures, until pointed at
   drawn.add(chart);
   return chart;
+}
+
+function showLatest(chart) {
+  const count = chart.data[0].length;
+  if (count) chart.setLegend({idx: count - 1});
 }
 
 // rows: [{name, holds: [{id, lock, acquired, released, owner, fencing_token}]}];
