@@ -11,6 +11,8 @@ import json
 import urllib.error
 import urllib.request
 
+from shop.i18n import _
+
 
 class ShopClientError(RuntimeError):
     pass
@@ -48,7 +50,7 @@ class ShopClient:
         except urllib.error.HTTPError as error:
             return error.code, None
         except (urllib.error.URLError, ConnectionError, TimeoutError) as error:
-            return f"no answer ({getattr(error, 'reason', error)})", None
+            return _("no answer (%(reason)s)", reason=getattr(error, "reason", error)), None
 
     def get(self, path: str) -> dict:
         """Any JSON answer of the shop's, by path ("/api/strategies")."""

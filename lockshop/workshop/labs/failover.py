@@ -16,20 +16,21 @@ import redis
 
 from locks.redis_support import FENCE_EPOCH, KEY_PREFIX
 from lockshop.cluster.redis_servers import RedisSentinel, RedisServer
+from lockshop.workshop.labs.redis_leases import yes_no
 from lockshop.workshop.staging import steps
 from lockshop.workshop.staging.record import Lab
 from shop.store.models import ProductKind
 from shop.store.products import ProductSpec
-from shop.i18n import N_
+from shop.i18n import N_, _
 
 KEY = KEY_PREFIX + "product:1"
 
 
 def stage_failover(run) -> None:
     for half, how, fenced in (
-            ("broken", "the stock write trusts the lock", False),
-            ("fix", "the stock write carries the lock's fencing token", True)):
-        getattr(run, half)("redis, a replica and Sentinel", how)
+            ("broken", _("the stock write trusts the lock"), False),
+            ("fix", _("the stock write carries the lock's fencing token"), True)):
+        getattr(run, half)(_("redis, a replica and Sentinel"), how)
         folder = run.parts.folder(run.lab.name)
         with ExitStack() as stack:
             master = stack.enter_context(RedisServer(folder, "master"))
@@ -54,31 +55,34 @@ def _stage_one_failover(run, master, replica, sentinel, fenced: bool) -> None:
     a = factory.lock("product:1")
     a.acquire()
     a_read = steps.read(sessions)
-    run.check("A takes the lock on the master, before the replica has copied it (the replica "
-              "is paused)", expected="the master says OK: A holds the lock",
-              observed=f"A holds: {a.held}; the key on the master: "
-                       f"{bool(_client(master).exists(KEY))}", agrees=a.held)
+    run.check(_("A takes the lock on the master, before the replica has copied it (the "
+                "replica is paused)"), expected=_("the master says OK: A holds the lock"),
+              observed=_("A holds: %(held)s; the key on the master: %(key)s",
+                         held=yes_no(a.held), key=yes_no(bool(_client(master).exists(KEY)))),
+              agrees=a.held)
     master.kill()
     replica.resume()
     promoted = wait_for(lambda: _master_port(sentinel) == replica.port, seconds=20)
     on_new_master = bool(_client(replica).exists(KEY))
-    run.check("the master dies; Sentinel promotes the replica",
-              expected="the new master never had A's key",
-              observed=f"promoted: {promoted}; A's key on the new master: {on_new_master}",
+    run.check(_("the master dies; Sentinel promotes the replica"),
+              expected=_("the new master never had A's key"),
+              observed=_("promoted: %(promoted)s; A's key on the new master: %(key)s",
+                         promoted=yes_no(promoted), key=yes_no(on_new_master)),
               agrees=promoted and not on_new_master)
     b = run.open_locks("redis", redis_url=replica.url, lease_ms=10_000).lock("product:1")
     b_holds = b.acquire(blocking=False)
     b_read = steps.read(sessions)
     steps.sell(sessions, b_read, b.fencing_token)
-    run.check("B asks the new master for the lock, and sells one unit",
-              expected="B gets it while A still believes it holds it: two holders",
-              observed=f"B holds: {b_holds}; A holds: {a.held}; B wrote stock {b_read - 1}",
+    run.check(_("B asks the new master for the lock, and sells one unit"),
+              expected=_("B gets it while A still believes it holds it: two holders"),
+              observed=_("B holds: %(b)s; A holds: %(a)s; B wrote stock %(wrote)s",
+                         b=yes_no(b_holds), a=yes_no(a.held), wrote=b_read - 1),
               agrees=b_holds and a.held)
     steps.late_write(run, sessions, a_read, a.fencing_token if fenced else None,
-                     action="A writes what it computed: stock 4",
-                     refused="the new master counted tokens from what the replica had, so "
-                             "A's token is not newer than B's. Fencing closes it; Redlock or "
-                             "WAIT only make the window smaller")
+                     action=_("A writes what it computed: stock 4"),
+                     refused=_("the new master counted fencing tokens from what the replica "
+                               "had, so A's fencing token is not newer than B's. Fencing "
+                               "closes it; Redlock or WAIT only make the window smaller"))
 
 
 def _client(server) -> redis.Redis:
@@ -104,7 +108,7 @@ def wait_for(condition, seconds: float = 15.0) -> bool:
         if condition():
             return True
         time.sleep(0.1)
-    raise TimeoutError("the replication set-up did not get there in time")
+    raise TimeoutError(_("the replication set-up did not get there in time"))
 
 
 LABS = (

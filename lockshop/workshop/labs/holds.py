@@ -15,7 +15,7 @@ from sqlalchemy import create_engine, text
 from lockshop.workshop.staging import steps
 from lockshop.workshop.staging.holders import holder_process
 from lockshop.workshop.staging.record import Lab
-from shop.i18n import N_
+from shop.i18n import N_, _
 
 
 def _wait(factory, seconds: float) -> tuple[bool, float]:
@@ -27,39 +27,51 @@ def _wait(factory, seconds: float) -> tuple[bool, float]:
     return granted, waited
 
 
+def yes_no(value: bool) -> str:
+    return _("yes") if value else _("no")
+
+
+def _granted(granted: bool, waited: float, digits: int) -> str:
+    """What an ask for the lock came to: "granted: yes after 0.5 s"."""
+    return _("granted: %(granted)s after %(seconds)s s", granted=yes_no(granted),
+             seconds=f"{waited:.{digits}f}")
+
+
 # --- C06: a lock row with no expiry ---------------------------------------------------------
 
 def stage_lock_row(run) -> None:
     for half, strategy, how in (
-            ("broken", "table_no_expiry", "insert a row with a unique key to lock, delete it "
-                                          "to unlock"),
-            ("fix", "table", "the same row with an expiry column: a row past its lease is "
-                             "taken over")):
+            ("broken", "table_no_expiry", _("insert a row with a unique key to lock, delete "
+                                            "it to unlock")),
+            ("fix", "table", _("the same row with an expiry column: a row past its lease is "
+                               "taken over"))):
         getattr(run, half)(strategy, how)
         url = f"sqlite:///{run.parts.folder(run.lab.name) / 'locks.db'}"
         with holder_process(run.version(strategy), database_url=url, lease_ms=500) as said:
             pass  # leaving the block kills the holder
-        run.check("a process inserts the lock row of product:1 and is killed (SIGKILL)",
-                  expected="it held the lock and dies before its delete",
-                  observed=f"it said {said!r}, and was killed", agrees=said == "held")
+        run.check(_("a process inserts the lock row of product:1 and is killed (SIGKILL)"),
+                  expected=_("it held the lock and dies before its delete"),
+                  observed=_("it said %(said)r, and was killed", said=said),
+                  agrees=said == "held")
         factory = run.open_locks(strategy, database_url=url, lease_ms=500)
         granted, waited = _wait(factory, 1.5)
         if half == "broken":
-            run.check("another instance asks for the lock, waiting up to 1.5 s",
-                      expected="refused: the dead holder's row is there for good",
-                      observed=f"granted: {granted} after {waited:.1f} s", agrees=not granted)
+            run.check(_("another instance asks for the lock, waiting up to 1.5 s"),
+                      expected=_("refused: the dead holder's row is there for good"),
+                      observed=_granted(granted, waited, 1), agrees=not granted)
             engine = create_engine(url)
             with engine.begin() as db:
                 db.execute(text("DELETE FROM lockshop_locks WHERE name = 'product:1'"))
             engine.dispose()
             granted, waited = _wait(factory, 1.5)
-            run.check("a person deletes the row by hand; the instance asks again",
-                      expected="granted: only a person could free it",
-                      observed=f"granted: {granted}", agrees=granted)
+            run.check(_("a person deletes the row by hand; the instance asks again"),
+                      expected=_("granted: only a person could free it"),
+                      observed=_("granted: %(granted)s", granted=yes_no(granted)),
+                      agrees=granted)
         else:
-            run.check("another instance asks for the lock, waiting up to 1.5 s",
-                      expected="granted once the row's 500 ms lease has run out",
-                      observed=f"granted: {granted} after {waited:.1f} s",
+            run.check(_("another instance asks for the lock, waiting up to 1.5 s"),
+                      expected=_("granted once the row's 500 ms lease has run out"),
+                      observed=_granted(granted, waited, 1),
                       agrees=granted and waited < 1.5)
 
 
@@ -87,59 +99,64 @@ def _slow_holder_and_newcomer(run, factory, work_s: float, ask_after_s: float) -
 def stage_watchdog(run) -> None:
     server, = run.parts.redis()
     for half, strategy, how in (
-            ("broken", "redis", "SET NX PX with a fixed 300 ms lease"),
-            ("fix", "redis_watchdog", "the same lease, renewed every 100 ms by a watchdog "
-                                      "thread while the holder lives")):
+            ("broken", "redis", _("SET NX PX with a fixed 300 ms lease")),
+            ("fix", "redis_watchdog", _("the same lease, renewed every 100 ms by a watchdog "
+                                        "thread while the holder lives"))):
         getattr(run, half)(strategy, how)
         factory = run.open_locks(strategy, redis_url=server.url, lease_ms=300)
         got_in = _slow_holder_and_newcomer(run, factory, work_s=1.0, ask_after_s=0.6)
         if half == "broken":
-            run.check("A holds product:1 and works for 1 s; B asks after 0.6 s",
-                      expected="B gets in: A's lease ran out while A worked",
-                      observed=f"B got in: {got_in}", agrees=got_in)
+            run.check(_("A holds product:1 and works for 1 s; B asks after 0.6 s"),
+                      expected=_("B gets in: A's lease ran out while A worked"),
+                      observed=_("B got in: %(got_in)s", got_in=yes_no(got_in)),
+                      agrees=got_in)
         else:
-            run.check("A holds product:1 and works for 1 s; B asks after 0.6 s",
-                      expected="B is refused: the watchdog kept A's lease alive",
-                      observed=f"B got in: {got_in}", agrees=not got_in)
+            run.check(_("A holds product:1 and works for 1 s; B asks after 0.6 s"),
+                      expected=_("B is refused: the watchdog kept A's lease alive"),
+                      observed=_("B got in: %(got_in)s", got_in=yes_no(got_in)),
+                      agrees=not got_in)
         with holder_process(run.version(strategy), redis_url=server.url,
                             lease_ms=300) as said:
             pass  # killed on leaving the block: its watchdog dies with it
         granted, waited = _wait(factory, 3)
-        run.check(f"a process holding the lock is killed ({said}); B asks, waiting up to 3 s",
-                  expected="granted about one lease (300 ms) after the death",
-                  observed=f"granted: {granted} after {waited:.2f} s",
+        run.check(_("a process holding the lock is killed (%(said)s); B asks, waiting up to "
+                    "3 s", said=said),
+                  expected=_("granted about one lease (300 ms) after the death"),
+                  observed=_granted(granted, waited, 2),
                   agrees=granted and waited < 1.0)
 
 
 def stage_lease_length(run) -> None:
     server, = run.parts.redis()
-    run.broken("redis", "a fixed lease must be chosen once: short, or long")
+    run.broken("redis", _("a fixed lease must be chosen once: short, or long"))
     short = run.open_locks("redis", redis_url=server.url, lease_ms=200)
     got_in = _slow_holder_and_newcomer(run, short, work_s=0.6, ask_after_s=0.4)
-    run.check("lease 200 ms: A works for 0.6 s; B asks after 0.4 s",
-              expected="too short: B gets in while A still works", observed=f"B got in: {got_in}",
+    run.check(_("lease 200 ms: A works for 0.6 s; B asks after 0.4 s"),
+              expected=_("too short: B gets in while A still works"),
+              observed=_("B got in: %(got_in)s", got_in=yes_no(got_in)),
               agrees=got_in)
     with holder_process("redis", redis_url=server.url, lease_ms=3000):
         pass
     long = run.open_locks("redis", redis_url=server.url, lease_ms=3000)
     granted, waited = _wait(long, 5)
-    run.check("lease 3 s: the holder's process is killed; B asks, waiting up to 5 s",
-              expected="too long: B waits out the whole lease, about 3 s",
-              observed=f"granted: {granted} after {waited:.1f} s",
+    run.check(_("lease 3 s: the holder's process is killed; B asks, waiting up to 5 s"),
+              expected=_("too long: B waits out the whole lease, about 3 s"),
+              observed=_granted(granted, waited, 1),
               agrees=granted and waited >= 2.5)
 
-    run.fix("redis_watchdog", "a short lease (300 ms), renewed while the holder lives")
+    run.fix("redis_watchdog", _("a short lease (300 ms), renewed while the holder lives"))
     renewed = run.open_locks("redis_watchdog", redis_url=server.url, lease_ms=300)
     got_in = _slow_holder_and_newcomer(run, renewed, work_s=0.6, ask_after_s=0.4)
-    run.check("lease 300 ms, renewed: A works for 0.6 s; B asks after 0.4 s",
-              expected="B is refused: a slow holder keeps its lock",
-              observed=f"B got in: {got_in}", agrees=not got_in)
+    run.check(_("lease 300 ms, renewed: A works for 0.6 s; B asks after 0.4 s"),
+              expected=_("B is refused: a slow holder keeps its lock"),
+              observed=_("B got in: %(got_in)s", got_in=yes_no(got_in)), agrees=not got_in)
     with holder_process("redis_watchdog", redis_url=server.url, lease_ms=300):
         pass
     granted, waited = _wait(renewed, 5)
-    run.check("the holder's process is killed; B asks, waiting up to 5 s",
-              expected="a dead holder's lock frees after one short lease: well under a second",
-              observed=f"granted: {granted} after {waited:.2f} s",
+    run.check(_("the holder's process is killed; B asks, waiting up to 5 s"),
+              expected=_("a dead holder's lock frees after one short lease: well under a "
+                         "second"),
+              observed=_granted(granted, waited, 2),
               agrees=granted and waited < 1.0)
 
 
@@ -149,8 +166,8 @@ def stage_blocking(run) -> None:
     server, = run.parts.redis()
     factory = run.open_locks("redis", redis_url=server.url, lease_ms=5000)
     for half, how, blocking in (
-            ("broken", "try once: acquire(blocking=False)", False),
-            ("fix", "wait, up to a timeout: acquire(timeout=1 s)", True)):
+            ("broken", _("try once: acquire(blocking=False)"), False),
+            ("fix", _("wait, up to a timeout: acquire(timeout=1 s)"), True)):
         getattr(run, half)("redis", how)
         holder = factory.lock("product:1")
         holder.acquire()
@@ -160,24 +177,24 @@ def stage_blocking(run) -> None:
         if granted:
             buyer.release()
         if half == "broken":
-            run.check("A holds the lock for 100 ms; B asks at once",
-                      expected="B is refused at once, though the lock frees 100 ms later",
-                      observed=f"granted: {granted} after {waited:.2f} s",
+            run.check(_("A holds the lock for 100 ms; B asks at once"),
+                      expected=_("B is refused at once, though the lock frees 100 ms later"),
+                      observed=_granted(granted, waited, 2),
                       agrees=not granted and waited < 0.05)
         else:
-            run.check("A holds the lock for 100 ms; B asks at once",
-                      expected="B waits about 100 ms and gets it",
-                      observed=f"granted: {granted} after {waited:.2f} s",
+            run.check(_("A holds the lock for 100 ms; B asks at once"),
+                      expected=_("B waits about 100 ms and gets it"),
+                      observed=_granted(granted, waited, 2),
                       agrees=granted and 0.08 <= waited < 1.0)
             holder = factory.lock("product:1")
             holder.acquire()  # and this time it does not let go
             buyer = factory.lock("product:1", timeout=0.3)
             granted, waited = steps.timed_acquire(buyer)
             holder.release()
-            run.check("A holds the lock for good; B asks, waiting up to 0.3 s",
-                      expected="B gives up when its timeout ends (the shop answers 503 "
-                               "with Retry-After)",
-                      observed=f"granted: {granted} after {waited:.2f} s",
+            run.check(_("A holds the lock for good; B asks, waiting up to 0.3 s"),
+                      expected=_("B gives up when its timeout ends (the shop answers 503 "
+                                 "with Retry-After)"),
+                      observed=_granted(granted, waited, 2),
                       agrees=not granted and 0.3 <= waited < 0.5)
 
 

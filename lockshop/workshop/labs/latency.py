@@ -22,9 +22,9 @@ import time
 
 from lockshop.cluster.network import Link
 from lockshop.cluster.redis_servers import RedisServer
-from lockshop.workshop.labs.partitions import LEASE_MS, check_from_a, stage_late_write
+from lockshop.workshop.labs.partitions import LEASE_MS, check_from_a, said, stage_late_write
 from lockshop.workshop.staging.record import Lab
-from shop.i18n import N_
+from shop.i18n import N_, _
 
 LATENCY_MS = 900  # over lease - lease/3 = 667 ms: the renewals cannot keep up
 
@@ -35,19 +35,21 @@ def slowed(lan, service: str, lock) -> tuple[str, str, bool]:
     renewed = check_from_a(lock)  # past the first lease: held only thanks to the watchdog
     lan.slow(service, Link(delay_ms=LATENCY_MS), receivers=["machine"])
     time.sleep(LEASE_MS * 2.5 / 1000)
-    return (f"its watchdog renews the {LEASE_MS} ms lease every {LEASE_MS // 3} ms (after "
-            f"{LEASE_MS * 1.5:g} ms A asks: {renewed}); then {service}'s answers to A take "
-            f"{LATENCY_MS} ms, so renewals land {LATENCY_MS + LEASE_MS // 3} ms apart",
-            "a renewal lands after the lease has ended: A's watchdog saw it fail, so A "
-            "learns LockLost", renewed == "still held")
+    return (_("its watchdog renews the %(lease)s ms lease every %(every)s ms (after "
+              "%(after)s ms A asks: %(renewed)s); then %(service)s's answers to A take "
+              "%(latency)s ms, so renewals land %(apart)s ms apart", lease=LEASE_MS,
+              every=LEASE_MS // 3, after=f"{LEASE_MS * 1.5:g}", renewed=said(renewed),
+              service=service, latency=LATENCY_MS, apart=LATENCY_MS + LEASE_MS // 3),
+            _("a renewal lands after the lease has ended: A's watchdog saw it fail, so A "
+              "learns LockLost"), renewed == "still held")
 
 
 def stage_watchdog_latency(run) -> None:
     lan = run.parts.network()
     with RedisServer(run.parts.folder("servers"), "redis", host=lan.host("redis")) as server:
         stage_late_write(run, "redis", server, "redis_watchdog", fault=slowed,
-                         fix="A asks before it commits (its watchdog knows: LockLost), and "
-                             "its write carries the lock's fencing token")
+                         fix=_("A asks before it commits (its watchdog knows: LockLost), "
+                               "and its write carries the lock's fencing token"))
 
 
 LABS = (

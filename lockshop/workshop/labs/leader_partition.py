@@ -35,7 +35,7 @@ from shop.config import Config
 from shop.jobs.tasks import JOBS
 from shop.store.db import make_engine, make_sessions
 from shop.store.models import JobRun, utc_at
-from shop.i18n import N_
+from shop.i18n import N_, _
 
 SESSION_MS = 1000
 INTERVAL_MS = 500
@@ -90,8 +90,8 @@ def runs_between(sessions, start: float, end: float) -> dict[str, set[datetime]]
 
 def describe(ran: dict[str, set[datetime]]) -> str:
     both = ran.get(A, set()) & ran.get("shop-1", set())
-    return (f"fire times run by A: {len(ran.get(A, ()))}, by shop-1: "
-            f"{len(ran.get('shop-1', ()))}, by both: {len(both)}")
+    return _("fire times run by A: %(a)s, by shop-1: %(shop)s, by both: %(both)s",
+             a=len(ran.get(A, ())), shop=len(ran.get("shop-1", ())), both=len(both))
 
 
 def stage_partitioned_leader(run) -> None:
@@ -99,10 +99,11 @@ def stage_partitioned_leader(run) -> None:
     with ZooKeeperServer(run.parts.folder("servers"), "zookeeper",
                          host=lan.host("zookeeper")) as server:
         for half, how, trusts_memory in (
-                ("broken", "A runs the jobs from the moment it is elected", True),
-                ("fix", "A runs them only while it is connected and leads (Curator: "
-                        "SUSPENDED means stop), and asks the server before it writes", False)):
-            getattr(run, half)("leader election", how)
+                ("broken", _("A runs the jobs from the moment it is elected"), True),
+                ("fix", _("A runs them only while it is connected and leads (Curator: "
+                          "SUSPENDED means stop), and asks the server before it writes"),
+                 False)):
+            getattr(run, half)(_("leader election"), how)
             _half(run, lan, server, half, trusts_memory)
 
 
@@ -129,9 +130,9 @@ def _half(run, lan, server, half: str, trusts_memory: bool) -> None:
             start = time.time()
             time.sleep(2.0)
             before = runs_between(sessions, start, time.time())
-            run.check(f"A is elected first; shop-1 stands behind it; the jobs fire every "
-                      f"{INTERVAL_MS} ms for 2 s",
-                      expected="A leads and runs every fire time; shop-1 runs none",
+            run.check(_("A is elected first; shop-1 stands behind it; the jobs fire every "
+                        "%(interval)s ms for 2 s", interval=INTERVAL_MS),
+                      expected=_("A leads and runs every fire time; shop-1 runs none"),
                       observed=describe(before),
                       agrees=len(before.get(A, ())) >= 3 and "shop-1" not in before)
             cut = time.time()
@@ -140,16 +141,19 @@ def _half(run, lan, server, half: str, trusts_memory: bool) -> None:
             lan.heal()
             during = runs_between(sessions, cut, time.time())
             both = during.get(A, set()) & during.get("shop-1", set())
-            action = (f"A's link to ZooKeeper is cut for {CUT_S:g} s (session: {SESSION_MS} "
-                      "ms); A still reaches the database")
+            action = _("A's link to ZooKeeper is cut for %(cut)s s (session: %(session)s "
+                       "ms); A still reaches the database", cut=f"{CUT_S:g}",
+                       session=SESSION_MS)
             if half == "broken":
-                run.check(action, expected="A cannot hear that its session expired, and goes "
-                          "on leading; ZooKeeper elects shop-1, which leads too: fire times "
-                          "run twice", observed=describe(during), agrees=len(both) > 0)
+                run.check(action, expected=_("A cannot hear that its session expired, and "
+                                             "goes on leading; ZooKeeper elects shop-1, which "
+                                             "leads too: fire times run twice"),
+                          observed=describe(during), agrees=len(both) > 0)
             else:
-                run.check(action, expected="A stops at once (the server does not answer its "
-                          "question, and its connection is soon SUSPENDED); shop-1 is elected "
-                          "once A's session expires: no fire time runs twice",
+                run.check(action, expected=_("A stops at once (the server does not answer its "
+                                             "question, and its connection is soon "
+                                             "SUSPENDED); shop-1 is elected once A's session "
+                                             "expires: no fire time runs twice"),
                           observed=describe(during),
                           agrees=not both and len(during.get("shop-1", ())) > 0)
         finally:

@@ -20,7 +20,7 @@ from sqlalchemy.exc import OperationalError
 
 from lockshop.cluster.scratch import DEFAULT_SERVERS, scratch_database, server_error
 from lockshop.workshop.staging.record import Lab
-from shop.i18n import N_
+from shop.i18n import N_, _
 
 
 @contextmanager
@@ -29,7 +29,7 @@ def mariadb(run) -> Iterator[Engine]:
     admin_url = DEFAULT_SERVERS["mysql"]
     why = server_error(admin_url)
     if why is not None:
-        run.skip(f"no MariaDB server answers at {admin_url} ({why})")
+        run.skip(_("no MariaDB server answers at %(url)s (%(why)s)", url=admin_url, why=why))
     with scratch_database(admin_url, prefix="lockshop_lab") as url:
         engine = create_engine(url, isolation_level="REPEATABLE READ")  # InnoDB's default
         try:
@@ -40,11 +40,16 @@ def mariadb(run) -> Iterator[Engine]:
 
 # --- C08: FOR UPDATE, with and without a unique index ----------------------------------------
 
+#: What the second sale's FOR UPDATE did, as the observation says it.
+SALE_OF_P7 = {"locked it": N_("the sale of p7 locked it after %(waited)s s"),
+              "timed out": N_("the sale of p7 timed out after %(waited)s s")}
+
+
 def stage_for_update_index(run) -> None:
     with mariadb(run) as engine:
         for half, how, index in (
-                ("broken", "SELECT ... WHERE sku = ? FOR UPDATE, sku not indexed", ""),
-                ("fix", "the same query, with a unique index on sku", "UNIQUE KEY (sku)")):
+                ("broken", _("SELECT ... WHERE sku = ? FOR UPDATE, sku not indexed"), ""),
+                ("fix", _("the same query, with a unique index on sku"), "UNIQUE KEY (sku)")):
             getattr(run, half)("for_update", how)
             with engine.begin() as db:
                 db.execute(text("DROP TABLE IF EXISTS goods"))
@@ -69,15 +74,17 @@ def stage_for_update_index(run) -> None:
                 waited = time.monotonic() - started
                 second.rollback()
                 first.rollback()
-            observed = f"the sale of p7 {outcome} after {waited:.2f} s"
-            action = "a sale holds p1 FOR UPDATE; another sale asks for p7, a different product"
+            observed = _(SALE_OF_P7[outcome], waited=f"{waited:.2f}")
+            action = _("a sale holds p1 FOR UPDATE; another sale asks for p7, a different "
+                       "product")
             if half == "broken":
-                run.check(action, expected="p7 waits for p1's sale (1 s, then a lock wait "
-                          "timeout): with no index, InnoDB locked every row it scanned",
+                run.check(action, expected=_("p7 waits for p1's sale (1 s, then a lock wait "
+                                             "timeout): with no index, InnoDB locked every "
+                                             "row it scanned"),
                           observed=observed, agrees=outcome == "timed out")
             else:
-                run.check(action, expected="p7 is locked at once: the index finds one row, "
-                          "and only that row is locked", observed=observed,
+                run.check(action, expected=_("p7 is locked at once: the index finds one row, "
+                                             "and only that row is locked"), observed=observed,
                           agrees=outcome == "locked it" and waited < 0.5)
 
 
@@ -88,8 +95,8 @@ def stage_release_before_commit(run) -> None:
     factory = run.open_locks("redis", redis_url=server.url, lease_ms=10_000)
     with mariadb(run) as engine:
         for half, how, release_first in (
-                ("broken", "lock; read; write; release the lock; then commit", True),
-                ("fix", "lock; read; write; commit; then release the lock", False)):
+                ("broken", _("lock; read; write; release the lock; then commit"), True),
+                ("fix", _("lock; read; write; commit; then release the lock"), False)):
             getattr(run, half)("redis + MariaDB", how)
             with engine.begin() as db:
                 db.execute(text("DROP TABLE IF EXISTS goods"))
@@ -128,14 +135,15 @@ def stage_release_before_commit(run) -> None:
                 second.join()
             with engine.connect() as db:
                 final = db.execute(text("SELECT stock FROM goods WHERE id = 1")).scalar()
-            observed = f"A read 5 and wrote 4; B read {b_read[0]}; stock now {final}"
-            action = "A and B each sell one unit of 5 under the lock"
+            observed = _("A read 5 and wrote 4; B read %(read)s; stock now %(stock)s",
+                         read=b_read[0], stock=final)
+            action = _("A and B each sell one unit of 5 under the lock")
             if half == "broken":
-                run.check(action, expected="B reads the old stock (A had not committed) and "
-                          "writes 4 too: two sold, one decrement lost", observed=observed,
-                          agrees=b_read[0] == 5 and final == 4)
+                run.check(action, expected=_("B reads the old stock (A had not committed) and "
+                                             "writes 4 too: two sold, one decrement lost"),
+                          observed=observed, agrees=b_read[0] == 5 and final == 4)
             else:
-                run.check(action, expected="B reads A's committed 4 and writes 3",
+                run.check(action, expected=_("B reads A's committed 4 and writes 3"),
                           observed=observed, agrees=b_read[0] == 4 and final == 3)
 
 
@@ -152,10 +160,10 @@ def stage_lock_row_scheduling(run) -> None:
             db.execute(text("INSERT INTO qrtz_locks VALUES ('TRIGGER_ACCESS')"))
             db.execute(text("CREATE TABLE fired (fire_time INT, scheduler INT) ENGINE=InnoDB"))
         for half, how, row_lock in (
-                ("broken", "each scheduler checks whether the fire time ran, and runs it",
+                ("broken", _("each scheduler checks whether the fire time ran, and runs it"),
                  False),
-                ("fix", "each first takes SELECT ... FROM qrtz_locks WHERE lock_name = "
-                        "'TRIGGER_ACCESS' FOR UPDATE, as Quartz's clustered JobStore does",
+                ("fix", _("each first takes SELECT ... FROM qrtz_locks WHERE lock_name = "
+                          "'TRIGGER_ACCESS' FOR UPDATE, as Quartz's clustered JobStore does"),
                  True)):
             getattr(run, half)("quartz", how)
             fire_time = 1 if half == "broken" else 2
@@ -187,13 +195,15 @@ def stage_lock_row_scheduling(run) -> None:
             with engine.connect() as db:
                 runs = db.execute(text("SELECT COUNT(*) FROM fired WHERE fire_time = :t"),
                                   {"t": fire_time}).scalar()
-            action = f"{SCHEDULERS} schedulers reach the same fire time at once"
+            action = _("%(schedulers)s schedulers reach the same fire time at once",
+                       schedulers=SCHEDULERS)
             if half == "broken":
-                run.check(action, expected=f"each finds it not run yet: {SCHEDULERS} runs",
-                          observed=f"{runs} run(s)", agrees=runs == SCHEDULERS)
+                run.check(action, expected=_("each finds it not run yet: %(runs)s runs",
+                                             runs=SCHEDULERS),
+                          observed=_("%(runs)s run(s)", runs=runs), agrees=runs == SCHEDULERS)
             else:
-                run.check(action, expected="one at a time through the lock row: 1 run",
-                          observed=f"{runs} run(s)", agrees=runs == 1)
+                run.check(action, expected=_("one at a time through the lock row: 1 run"),
+                          observed=_("%(runs)s run(s)", runs=runs), agrees=runs == 1)
 
 
 LABS = (

@@ -14,9 +14,23 @@ import redis
 
 from lockshop.cluster.zookeeper_servers import four_letter_word
 from lockshop.workshop.staging.record import Lab
-from shop.i18n import N_
+from shop.i18n import N_, _
 
 SECONDS = 1.0
+
+
+def listed(items) -> str:
+    """Figures side by side, as an observation says them: "a; b" in English."""
+    # TRANSLATORS: between the figures of an observation ("redis 99 pairs/s; table 12 pairs/s").
+    return _("; ").join(str(item) for item in items)
+
+
+def per_second(name: str, rate: float) -> str:
+    return _("%(name)s %(rate)s pairs/s", name=name, rate=f"{rate:,.0f}")
+
+
+def yes_no(value: bool) -> str:
+    return _("yes") if value else _("no")
 
 
 def pairs_per_second(factory, seconds: float = SECONDS) -> float:
@@ -35,8 +49,9 @@ def pairs_per_second(factory, seconds: float = SECONDS) -> float:
 def stage_cost(run) -> None:
     redis_server, = run.parts.redis()
     zk = run.parts.zookeeper()
-    run.measure("redis, zk_fair, table", "one thread, uncontended acquire + release, "
-                f"{SECONDS:g} s each, on this machine's servers")
+    run.measure("redis, zk_fair, table", _("one thread, uncontended acquire + release, "
+                                           "%(seconds)s s each, on this machine's servers",
+                                           seconds=f"{SECONDS:g}"))
     url = f"sqlite:///{run.parts.folder(run.lab.name) / 'locks.db'}"
     figures = {
         "redis": pairs_per_second(run.open_locks("redis", redis_url=redis_server.url)),
@@ -44,22 +59,25 @@ def stage_cost(run) -> None:
         "table (SQLite)": pairs_per_second(run.open_locks("table", database_url=url)),
     }
     fastest = max(figures, key=figures.get)
-    run.check("lock and unlock product:1 as fast as one thread can, with each lock",
-              expected="Redis the fastest (memory, one round trip each way)",
-              observed="; ".join(f"{name} {rate:,.0f} pairs/s" for name, rate in figures.items()),
+    run.check(_("lock and unlock product:1 as fast as one thread can, with each lock"),
+              expected=_("Redis the fastest (memory, one round trip each way)"),
+              observed=listed(per_second(name, rate) for name, rate in figures.items()),
               agrees=fastest == "redis")
-    run.check("what each costs besides speed", expected="ZooKeeper: a quorum write per step, "
-              "and a session that frees a dead holder's lock; the database: nothing new to "
-              "run", observed=f"ZooKeeper at {figures['zk_fair'] / figures['redis']:.0%} of "
-              "Redis's rate (C43 counts its writes; C18 shows what they buy)",
+    run.check(_("what each costs besides speed"),
+              expected=_("ZooKeeper: a quorum write per step, and a session that frees a dead "
+                         "holder's lock; the database: nothing new to run"),
+              observed=_("ZooKeeper at %(share)s of Redis's rate (C43 counts its writes; C18 "
+                         "shows what they buy)",
+                         share=f"{figures['zk_fair'] / figures['redis']:.0%}"),
               agrees=figures["zk_fair"] < figures["redis"])
 
 
 def stage_zookeeper_writes(run) -> None:
     redis_server, = run.parts.redis()
     zk = run.parts.zookeeper()
-    run.measure("zk_fair, redis", "count ZooKeeper's transactions (its zxid) across "
-                f"{SECONDS:g} s of lock + unlock, and compare the rate with Redis's")
+    run.measure("zk_fair, redis", _("count ZooKeeper's transactions (its zxid) across "
+                                    "%(seconds)s s of lock + unlock, and compare the rate "
+                                    "with Redis's", seconds=f"{SECONDS:g}"))
     factory = run.open_locks("zk_fair", zk_hosts=zk.address)
     pairs_per_second(factory, 0.2)  # the lock's parent node exists before counting
     before = _zxid(zk.port)
@@ -72,16 +90,19 @@ def stage_zookeeper_writes(run) -> None:
         pairs += 1
     time.sleep(0.2)  # the last delete's answer is not waited for
     writes = _zxid(zk.port) - before
-    run.check(f"{pairs} lock + unlock pairs on zk_fair",
-              expected="two writes each (create, then delete), each a quorum write that "
-                       "ZooKeeper fsyncs before it answers",
-              observed=f"{writes} transactions: {writes / pairs:.2f} per pair",
+    run.check(_("%(pairs)s lock + unlock pairs on zk_fair", pairs=pairs),
+              expected=_("two writes each (create, then delete), each a quorum write that "
+                         "ZooKeeper fsyncs before it answers"),
+              observed=_("%(writes)s transactions: %(per_pair)s per pair", writes=writes,
+                         per_pair=f"{writes / pairs:.2f}"),
               agrees=abs(writes / pairs - 2) < 0.05)
     zk_rate = pairs / SECONDS
     redis_rate = pairs_per_second(run.open_locks("redis", redis_url=redis_server.url))
-    run.check("the same loop on Redis", expected="Redis faster: frequent locking loads "
-              "ZooKeeper's write path", observed=f"zk_fair {zk_rate:,.0f} pairs/s, redis "
-              f"{redis_rate:,.0f} pairs/s", agrees=redis_rate > zk_rate)
+    run.check(_("the same loop on Redis"),
+              expected=_("Redis faster: frequent locking loads ZooKeeper's write path"),
+              observed=_("zk_fair %(zk)s pairs/s, redis %(redis)s pairs/s",
+                         zk=f"{zk_rate:,.0f}", redis=f"{redis_rate:,.0f}"),
+              agrees=redis_rate > zk_rate)
 
 
 # --- C34: polling against a queue --------------------------------------------------------------
@@ -130,21 +151,27 @@ def _counting_requests(lock, requests: list[int]):
 
 def stage_polling(run) -> None:
     server, = run.parts.redis()
-    run.measure("redis, redis_fair", f"{CONTENDERS} threads take turns on one lock for 1.5 s, "
-                "2 ms each: the polling lock, then the queued one")
+    run.measure("redis, redis_fair", _("%(threads)s threads take turns on one lock for 1.5 s, "
+                                       "2 ms each: the polling lock, then the queued one",
+                                       threads=CONTENDERS))
     polling = contended(run.open_locks("redis", redis_url=server.url))
     queued = contended(run.open_locks("redis_fair", redis_url=server.url))
-    figures = "; ".join(f"{name}: longest wait {wait:,.0f} ms, in which it sent {commands} "
-                        f"requests ({sections} sections in all)"
-                        for name, (wait, commands, sections)
-                        in (("redis (polling)", polling), ("redis_fair (queued)", queued)))
-    run.check("the longest any contender waited", expected="the polling lock's unlucky waiter "
-              "waits far longer: its retries lose the race again and again",
+    figures = listed(_("%(name)s: longest wait %(wait)s ms, in which it sent %(requests)s "
+                       "requests (%(sections)s sections in all)", name=_(name),
+                       wait=f"{wait:,.0f}", requests=commands, sections=sections)
+                     for name, (wait, commands, sections)
+                     in ((N_("redis (polling)"), polling), (N_("redis_fair (queued)"), queued)))
+    run.check(_("the longest any contender waited"),
+              expected=_("the polling lock's unlucky waiter waits far longer: its retries "
+                         "lose the race again and again"),
               observed=figures, agrees=polling[0] > 2 * queued[0])
-    run.check("requests the longest waiter sent to Redis (attempts, and a queued waiter's "
-              "BLPOPs)", expected="the polling waiter kept asking while it waited; a queued "
-              "waiter sleeps until it is woken",
-              observed=f"{polling[1]} against {queued[1]}", agrees=polling[1] > queued[1])
+    run.check(_("requests the longest waiter sent to Redis (attempts, and a queued waiter's "
+                "BLPOPs)"),
+              expected=_("the polling waiter kept asking while it waited; a queued waiter "
+                         "sleeps until it is woken"),
+              observed=_("%(polling)s against %(queued)s", polling=polling[1],
+                         queued=queued[1]),
+              agrees=polling[1] > queued[1])
 
 
 # --- C37: WATCH/MULTI against Lua ----------------------------------------------------------------
@@ -176,13 +203,14 @@ def release_by_watch(client: redis.Redis, token: str, meddle=None) -> tuple[bool
 def stage_watch_release(run) -> None:
     server, = run.parts.redis()
     client, other = redis.Redis(port=server.port), redis.Redis(port=server.port)
-    run.measure("WATCH/MULTI release, Lua release", "the article's optimistic release, and "
-                "one script, on the same Redis")
+    run.measure(_("WATCH/MULTI release, Lua release"),
+                _("the article's optimistic release, and one script, on the same Redis"))
     client.set(KEY, "A", px=10_000)
     released, attempts = release_by_watch(client, "A", meddle=lambda: other.pexpire(KEY, 10_000))
-    run.check("A releases with WATCH/MULTI; another client renews the key between A's GET and "
-              "EXEC", expected="EXEC is refused (the key changed) and A tries again",
-              observed=f"released: {released} after {attempts} attempts",
+    run.check(_("A releases with WATCH/MULTI; another client renews the key between A's GET "
+                "and EXEC"), expected=_("EXEC is refused (the key changed) and A tries again"),
+              observed=_("released: %(released)s after %(attempts)s attempts",
+                         released=yes_no(released), attempts=attempts),
               agrees=released and attempts == 2)
     lua = run.open_locks("redis", redis_url=server.url).lock("product:1")
 
@@ -195,10 +223,11 @@ def stage_watch_release(run) -> None:
         lua.release()
 
     rates = {name: _rate(action) for name, action in (("WATCH/MULTI", by_watch), ("Lua", by_lua))}
-    run.check("lock and release 0.5 s in a loop, each way (the lock is SET NX PX both times)",
-              expected="Lua cheaper: one round trip to release, against four (WATCH, GET, "
-                       "MULTI/DEL/EXEC) with no conflict at all",
-              observed="; ".join(f"{name} {rate:,.0f} pairs/s" for name, rate in rates.items()),
+    run.check(_("lock and release 0.5 s in a loop, each way (the lock is SET NX PX both "
+                "times)"),
+              expected=_("Lua cheaper: one round trip to release, against four (WATCH, GET, "
+                         "MULTI/DEL/EXEC) with no conflict at all"),
+              observed=listed(per_second(name, rate) for name, rate in rates.items()),
               agrees=rates["Lua"] > rates["WATCH/MULTI"])
 
 

@@ -28,7 +28,7 @@ from lockshop.workshop.staging import steps
 from lockshop.workshop.staging.record import Lab
 from shop.config import Config
 from shop.store.db import make_engine, make_sessions
-from shop.i18n import N_
+from shop.i18n import N_, _
 
 LEASE_MS = 1000  # the Redis lease, and the ZooKeeper session's timeout
 
@@ -40,6 +40,15 @@ def check_from_a(lock) -> str:
         return "still held"
     except LockError as error:
         return type(error).__name__
+
+
+#: What ``check_from_a`` says, as a step's observation says it (an error by its name).
+LEARNED = {"still held": N_("still held")}
+
+
+def said(learned: str) -> str:
+    """What A learned (``check_from_a``), in the reader's language."""
+    return _(LEARNED[learned]) if learned in LEARNED else learned
 
 
 def _forget(lock) -> None:
@@ -54,9 +63,10 @@ def cut_off(lan, service: str, lock) -> tuple[str, str, bool]:
     learn when it asks, whether the fault took as planned)."""
     lan.partition(["machine"], [service], one_way=True)
     time.sleep(LEASE_MS * 1.5 / 1000)
-    return (f"its link to {service} is cut for {LEASE_MS * 1.5:g} ms (lease/session: "
-            f"{LEASE_MS} ms)", "A cannot tell whether it still holds the lock; on the "
-            "server its hold has ended", True)
+    return (_("its link to %(service)s is cut for %(cut)s ms (lease/session: %(lease)s ms)",
+              service=service, cut=f"{LEASE_MS * 1.5:g}", lease=LEASE_MS),
+            _("A cannot tell whether it still holds the lock; on the server its hold has "
+              "ended"), True)
 
 
 def stage_late_write(run, service: str, server, strategy: str, *, fix: str,
@@ -75,7 +85,8 @@ def stage_late_write(run, service: str, server, strategy: str, *, fix: str,
         sessions = make_sessions(engine)
         admin = ShopClient(cluster.urls[0])
         try:
-            for half, how in (("broken", "A's write trusts A: no token goes with it"),
+            for half, how in (("broken", _("A's write trusts A: no fencing token goes with "
+                                           "it")),
                               ("fix", fix)):
                 getattr(run, half)(strategy, how)
                 lan.heal()
@@ -88,19 +99,23 @@ def stage_late_write(run, service: str, server, strategy: str, *, fix: str,
                 a_read = steps.read(sessions)
                 done, expected, as_planned = fault(lan, service, a)
                 learned = check_from_a(a)
-                run.check(f"A holds the lock and read stock {a_read}; {done}",
-                          expected=expected, observed=f"A asks: {learned}",
+                run.check(_("A holds the lock and read stock %(read)s; %(done)s", read=a_read,
+                            done=done),
+                          expected=expected, observed=_("A asks: %(learned)s",
+                                                        learned=said(learned)),
                           agrees=as_planned and learned != "still held")
                 sold = ShopClient(cluster.urls[0]).order()
-                run.check("B, on shop-1 (which still reaches the service), orders one unit",
-                          expected="B gets the lock and sells: stock 4",
-                          observed=f"answered {sold}; stock {steps.read(sessions)}",
+                run.check(_("B, on shop-1 (which still reaches the service), orders one "
+                            "unit"),
+                          expected=_("B gets the lock and sells: stock 4"),
+                          observed=_("answered %(answer)s; stock %(stock)s", answer=sold,
+                                     stock=steps.read(sessions)),
                           agrees=sold == 201 and steps.read(sessions) == 4)
                 steps.late_write(run, sessions, a_read,
                                  a.fencing_token if half == "fix" else None,
-                                 action="A writes what it computed while it held the lock: "
-                                        "stock 4",
-                                 refused="A's token is older than B's")
+                                 action=_("A writes what it computed while it held the "
+                                          "lock: stock 4"),
+                                 refused=_("A's fencing token is older than B's"))
                 lan.heal()
                 _forget(a)
         finally:
@@ -111,7 +126,7 @@ def stage_redis_partition(run) -> None:
     lan = run.parts.network()
     with RedisServer(run.parts.folder("servers"), "redis", host=lan.host("redis")) as server:
         stage_late_write(run, "redis", server, "redis",
-                         fix="A's write carries the lock's fencing token")
+                         fix=_("A's write carries the lock's fencing token"))
 
 
 def stage_zookeeper_partition(run) -> None:
@@ -119,8 +134,8 @@ def stage_zookeeper_partition(run) -> None:
     with ZooKeeperServer(run.parts.folder("servers"), "zookeeper",
                          host=lan.host("zookeeper")) as server:
         stage_late_write(run, "zookeeper", server, "zk_fair",
-                         fix="A asks before it commits, and its write carries the lock's "
-                             "token (the zxid of its node)")
+                         fix=_("A asks before it commits, and its write carries the lock's "
+                               "fencing token (the zxid of its node)"))
 
 
 LABS = (

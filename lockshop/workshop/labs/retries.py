@@ -18,7 +18,7 @@ from lockshop.cluster.client import ShopClient
 from lockshop.cluster.launcher import Cluster
 from lockshop.workshop.staging.record import Lab
 from shop.config import Config
-from shop.i18n import N_
+from shop.i18n import N_, _
 
 DELAY_MS = 600
 PATIENCE_S = 0.2
@@ -31,32 +31,35 @@ def stage_retried_order(run) -> None:
         admin = ShopClient(cluster.urls[0])
         first, second = (ShopClient(url) for url in cluster.urls)
         for half, key, how in (
-                ("broken", None, "the buyer retries the same order with no key"),
-                ("fix", "buyer-1-order-1", "the buyer sends one Idempotency-Key with every "
-                                           "attempt of the order")):
+                ("broken", None, _("the buyer retries the same order with no key")),
+                ("fix", "buyer-1-order-1", _("the buyer sends one Idempotency-Key with every "
+                                             "attempt of the order"))):
             getattr(run, half)("table" + (" + Idempotency-Key" if key else ""), how)
             admin.reset([{"sku": "x", "stock": 10}])
             admin.set_settings(strategy="table", business_delay_ms=DELAY_MS, job_interval_ms=0)
             gave_up = first.order(key=key, timeout=PATIENCE_S)
-            run.check(f"order on instance 1, give up after {PATIENCE_S:g} s (the shop takes "
-                      f"{DELAY_MS} ms)", expected="no answer: the buyer cannot know if it was "
-                      "taken", observed=str(gave_up), agrees=gave_up != 201)
+            run.check(_("order on instance 1, give up after %(patience)s s (the shop takes "
+                        "%(delay)s ms)", patience=f"{PATIENCE_S:g}", delay=DELAY_MS),
+                      expected=_("no answer: the buyer cannot know if it was taken"),
+                      observed=str(gave_up), agrees=gave_up != 201)
             retried = second.order(key=key)
             product = admin.audit()["products"][0]
-            observed = f"retry answered {retried}; the shop holds {product['orders']} order(s)"
+            observed = _("retry answered %(answer)s; the shop holds %(orders)s order(s)",
+                         answer=retried, orders=product["orders"])
             if key is None:
-                run.check("retry the order on instance 2", expected="the first attempt "
-                          "committed too: one buyer, two orders", observed=observed,
-                          agrees=retried == 201 and product["orders"] == 2)
+                run.check(_("retry the order on instance 2"),
+                          expected=_("the first attempt committed too: one buyer, two orders"),
+                          observed=observed, agrees=retried == 201 and product["orders"] == 2)
             else:
-                run.check("retry the order on instance 2, with the same key",
-                          expected="the retry gets the order the key made: one order",
+                run.check(_("retry the order on instance 2, with the same key"),
+                          expected=_("the retry gets the order the key made: one order"),
                           observed=observed, agrees=retried == 201 and product["orders"] == 1)
                 reused = second.order(key=key, quantity=2)
                 product = admin.audit()["products"][0]
-                run.check("send the same key with another quantity", expected="refused "
-                          "(422): one key is one order", observed=f"answered {reused}; "
-                          f"{product['orders']} order(s)",
+                run.check(_("send the same key with another quantity"),
+                          expected=_("refused (422): one key is one order"),
+                          observed=_("answered %(answer)s; %(orders)s order(s)", answer=reused,
+                                     orders=product["orders"]),
                           agrees=reused == 422 and product["orders"] == 1)
 
 

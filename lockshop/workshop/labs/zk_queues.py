@@ -198,6 +198,10 @@ def stage_look_again(run) -> None:
             w2.release()
 
 
+def yes_no(value: bool) -> str:
+    return _("yes") if value else _("no")
+
+
 def _wait_until(condition, what: str = "the queue to form", seconds: float = 10.0) -> None:
     deadline = time.monotonic() + seconds
     while not condition():
@@ -215,8 +219,9 @@ READ_S = 0.3
 def stage_read_write(run) -> None:
     zk = run.parts.zookeeper()
     for half, strategy, how in (
-            ("broken", "zk_fair", "one exclusive lock: a stocktake takes it like a sale"),
-            ("fix", "zk_rw", "a read/write lock: stocktakes take the read lock and share it")):
+            ("broken", "zk_fair", _("one exclusive lock: a stocktake takes it like a sale")),
+            ("fix", "zk_rw", _("a read/write lock: stocktakes take the read lock and share "
+                               "it"))):
         getattr(run, half)(strategy, how)
         factories = [run.open_locks(strategy, zk_hosts=zk.address) for _ in range(READERS + 1)]
         held: list[tuple[float, float]] = []
@@ -237,16 +242,19 @@ def stage_read_write(run) -> None:
             thread.join()
         together = max(sum(b <= t < e for b, e in held) for t, _ in held)
         span = max(e for _, e in held) - min(b for b, _ in held)
-        observed = f"at most {together} held it at once; all done in {span:.2f} s"
+        observed = _("at most %(together)s held it at once; all done in %(span)s s",
+                     together=together, span=f"{span:.2f}")
+        action = _("%(readers)s stocktakes ask for the read lock at once, each reading for "
+                   "%(seconds)s s", readers=READERS, seconds=f"{READ_S:g}")
         if half == "broken":
-            run.check(f"{READERS} stocktakes ask for the read lock at once, "
-                      f"each reading for {READ_S:g} s",
-                      expected=f"one at a time: about {READERS * READ_S:g} s",
+            run.check(action,
+                      expected=_("one at a time: about %(seconds)s s",
+                                 seconds=f"{READERS * READ_S:g}"),
                       observed=observed, agrees=together == 1)
         else:
-            run.check(f"{READERS} stocktakes ask for the read lock at once, "
-                      f"each reading for {READ_S:g} s",
-                      expected=f"all {READERS} read together: about {READ_S:g} s",
+            run.check(action,
+                      expected=_("all %(readers)s read together: about %(seconds)s s",
+                                 readers=READERS, seconds=f"{READ_S:g}"),
                       observed=observed, agrees=together == READERS)
             _writer_waits_for_readers(run, factories)
 
@@ -260,9 +268,10 @@ def _writer_waits_for_readers(run, factories) -> None:
     for lock in readers:
         lock.release()
     granted = factories[READERS].lock("product:1", timeout=5).acquire()
-    run.check("a sale asks for the write lock while two stocktakes read",
-              expected="it waits for the readers, and gets the lock when they are done",
-              observed=f"refused while they read: {refused}; granted after: {granted}",
+    run.check(_("a sale asks for the write lock while two stocktakes read"),
+              expected=_("it waits for the readers, and gets the lock when they are done"),
+              observed=_("refused while they read: %(refused)s; granted after: %(granted)s",
+                         refused=yes_no(refused), granted=yes_no(granted)),
               agrees=refused and granted)
 
 
@@ -274,10 +283,10 @@ def stage_writer_not_starved(run) -> None:
     redis_server, = run.parts.redis()
     zk = run.parts.zookeeper()
     for half, strategy, how in (
-            ("broken", "redis_rw_readers_first", "readers go in whenever no writer holds the "
-                                                 "lock"),
-            ("fix", "zk_rw", "readers queue with writers: one that arrives after a waiting "
-                             "writer waits behind it")):
+            ("broken", "redis_rw_readers_first", _("readers go in whenever no writer holds "
+                                                   "the lock")),
+            ("fix", "zk_rw", _("readers queue with writers: one that arrives after a waiting "
+                               "writer waits behind it"))):
         getattr(run, half)(strategy, how)
         factory = run.open_locks(strategy, redis_url=redis_server.url, zk_hosts=zk.address,
                                  lease_ms=10_000)
@@ -317,17 +326,20 @@ def stage_writer_not_starved(run) -> None:
         for thread in readers:
             thread.join()
         _wait_until(lambda: writer_waited, "the writer")
-        observed = (f"readers that went ahead of the waiting writer: {sum(overtook)} of "
-                    f"{len(overtook)}; the writer waited {writer_waited[0]:.1f} s")
+        observed = _("readers that went ahead of the waiting writer: %(overtook)s of "
+                     "%(readers)s; the writer waited %(waited)s s", overtook=sum(overtook),
+                     readers=len(overtook), waited=f"{writer_waited[0]:.1f}")
+        action = _("a reader holds; a writer asks; a reader arrives every 100 ms, each "
+                   "reading 300 ms")
         if half == "broken":
-            run.check("a reader holds; a writer asks; a reader arrives every 100 ms, each "
-                      "reading 300 ms", expected="every new reader goes ahead: the writer "
-                      "waits until the readers stop coming (over 1.5 s)", observed=observed,
+            run.check(action, expected=_("every new reader goes ahead: the writer waits until "
+                                         "the readers stop coming (over 1.5 s)"),
+                      observed=observed,
                       agrees=sum(overtook) >= len(overtook) - 1 and writer_waited[0] > 1.4)
         else:
-            run.check("a reader holds; a writer asks; a reader arrives every 100 ms, each "
-                      "reading 300 ms", expected="no reader goes ahead of the writer: it gets "
-                      "the lock once the first reader is done (at about 0.4 s)", observed=observed,
+            run.check(action, expected=_("no reader goes ahead of the writer: it gets the lock "
+                                         "once the first reader is done (at about 0.4 s)"),
+                      observed=observed,
                       agrees=sum(overtook) == 0 and writer_waited[0] < 0.8)
 
 
@@ -336,32 +348,36 @@ def stage_writer_not_starved(run) -> None:
 def stage_zk_reentrant(run) -> None:
     zk = run.parts.zookeeper()
     for half, strategy, how in (
-            ("broken", "zk_simple", "one node, created by whoever asks: no owner is remembered"),
-            ("fix", "zk_fair", "the owner is remembered with its node: it may enter again")):
+            ("broken", "zk_simple", _("one node, created by whoever asks: no owner is "
+                                      "remembered")),
+            ("fix", "zk_fair", _("the owner is remembered with its node: it may enter "
+                                 "again"))):
         getattr(run, half)(strategy, how)
         factory = run.open_locks(strategy, zk_hosts=zk.address)
         outer = factory.lock("product:1")
         outer.acquire()
         inner = factory.lock("product:1", timeout=0.3)
         again, waited = steps.timed_acquire(inner)
-        observed = f"acquired: {again} after {waited:.2f} s"
+        observed = _("acquired: %(got)s after %(seconds)s s", got=yes_no(again),
+                     seconds=f"{waited:.2f}")
+        action = _("the holder asks for product:1 again (an inner call, timeout 0.3 s)")
         if half == "broken":
-            run.check("the holder asks for product:1 again (an inner call, timeout 0.3 s)",
-                      expected="it waits for its own node, and gives up",
+            run.check(action, expected=_("it waits for its own node, and gives up"),
                       observed=observed, agrees=not again)
             outer.release()
             continue
-        run.check("the holder asks for product:1 again (an inner call, timeout 0.3 s)",
-                  expected="granted at once: the same owner", observed=observed,
+        run.check(action, expected=_("granted at once: the same owner"), observed=observed,
                   agrees=again and waited < 0.3)
         inner.release()
         other = run.open_locks(strategy, zk_hosts=zk.address).lock("product:1", timeout=0.2)
         still = not other.acquire()
         outer.release()
         freed = other.acquire()
-        run.check("the inner call releases; then the outer one; another owner asks each time",
-                  expected="held after the inner release, free after the outer one",
-                  observed=f"still held after the inner: {still}; free after the outer: {freed}",
+        run.check(_("the inner call releases; then the outer one; another owner asks each "
+                    "time"),
+                  expected=_("held after the inner release, free after the outer one"),
+                  observed=_("still held after the inner: %(still)s; free after the outer: "
+                             "%(freed)s", still=yes_no(still), freed=yes_no(freed)),
                   agrees=still and freed)
         other.release()
 

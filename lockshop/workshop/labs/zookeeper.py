@@ -116,8 +116,9 @@ def stage_ephemeral(run) -> None:
 def stage_session_expiry(run) -> None:
     zk = run.parts.zookeeper()
     for half, how, fenced in (
-            ("broken", "the write trusts the holder's last check", False),
-            ("fix", "the write carries the holder's token: its node's creation zxid", True)):
+            ("broken", _("the write trusts the holder's last check"), False),
+            ("fix", _("the write carries the holder's fencing token: its node's creation "
+                      "zxid"), True)):
         getattr(run, half)("zk_fair", how)
         sessions = run.shop_database(ProductSpec("x", "Lab item", ProductKind.ITEM, stock=5))
         a_factory = run.open_locks("zk_fair", zk_hosts=zk.address, lease_ms=4000)
@@ -128,35 +129,39 @@ def stage_session_expiry(run) -> None:
         a.ensure_held()
         expire_session(a_factory.client, zk.address)
         queue = b_factory.client.get_children("/lockshop/fair/product:1")
-        run.check(f"A reads stock {a_read}, checks it holds the lock, and is paused past its "
-                  "session timeout", expected="the server ends A's session, and its node with it",
-                  observed=f"nodes in the queue: {len(queue)}", agrees=not queue)
+        run.check(_("A reads stock %(read)s, checks it holds the lock, and is paused past its "
+                    "session timeout", read=a_read),
+                  expected=_("the server ends A's session, and its node with it"),
+                  observed=_("nodes in the queue: %(nodes)s", nodes=len(queue)),
+                  agrees=not queue)
         b = b_factory.lock("product:1", timeout=5)
         b.acquire()
         b_read = steps.read(sessions)
         steps.sell(sessions, b_read, b.fencing_token)
         b.release()
-        run.check("B takes the lock and sells one unit", expected="B writes stock 4",
-                  observed=f"B read {b_read}, wrote {b_read - 1}", agrees=b_read == 5)
+        run.check(_("B takes the lock and sells one unit"), expected=_("B writes stock 4"),
+                  observed=_("B read %(read)s, wrote %(wrote)s", read=b_read, wrote=b_read - 1),
+                  agrees=b_read == 5)
         steps.late_write(run, sessions, a_read, a.fencing_token if fenced else None,
-                         action="A resumes and writes what it computed before: stock 4",
-                         refused="A's token, its node's zxid, is older than B's")
+                         action=_("A resumes and writes what it computed before: stock 4"),
+                         refused=_("A's fencing token, its node's zxid, is older than B's"))
 
 
 # --- C30: no single point of failure ------------------------------------------------------------
 
 def stage_ensemble(run) -> None:
-    run.broken("zk_fair on one ZooKeeper server", "the server is the lock service")
+    run.broken(_("zk_fair on one ZooKeeper server"), _("the server is the lock service"))
     zk = run.parts.zookeeper()
     factory = run.open_locks("zk_fair", zk_hosts=zk.address)
     zk.stop()
     outcome = _outcome(factory.lock("product:1", timeout=2))
-    run.check("the one ZooKeeper server stops; a buyer asks for the lock",
-              expected="no lock at all: backend unavailable (the shop answers 503)",
-              observed=outcome, agrees=outcome.startswith("BackendUnavailable"))
+    run.check(_("the one ZooKeeper server stops; a buyer asks for the lock"),
+              expected=_("no lock at all: backend unavailable (the shop answers 503)"),
+              observed=_said(outcome), agrees=outcome.startswith("BackendUnavailable"))
     run.parts.zookeeper()  # back, for the labs after this one
 
-    run.fix("zk_fair on an ensemble of three", "any majority of the servers serves the lock")
+    run.fix(_("zk_fair on an ensemble of three"),
+            _("any majority of the servers serves the lock"))
     ensemble = run.parts.ensemble(run.lab.name)
     factory = run.open_locks("zk_fair", zk_hosts=ensemble.hosts)
     before = _outcome(factory.lock("product:1", timeout=5), release=True)
@@ -170,11 +175,12 @@ def stage_ensemble(run) -> None:
             refusals += 1  # a 503 with Retry-After, to a buyer of the shop
             time.sleep(0.5)
     took = time.monotonic() - killed
-    run.check(f"a buyer locks product:1; the ensemble's leader ({leader.name}) is killed; "
-              "buyers keep asking, as a shop's clients retry a 503",
-              expected="the two left elect a leader within seconds, and the lock goes on",
-              observed=f"before: {before}; after: {after} {took:.1f} s after the kill "
-                       f"({refusals} refusals meanwhile)",
+    run.check(_("a buyer locks product:1; the ensemble's leader (%(leader)s) is killed; "
+                "buyers keep asking, as a shop's clients retry a 503", leader=leader.name),
+              expected=_("the two left elect a leader within seconds, and the lock goes on"),
+              observed=_("before: %(before)s; after: %(after)s %(seconds)s s after the kill "
+                         "(%(refusals)s refusals meanwhile)", before=_said(before),
+                         after=_said(after), seconds=f"{took:.1f}", refusals=refusals),
               agrees=before == "acquired" and after == "acquired")
 
 
@@ -187,6 +193,14 @@ def _outcome(lock, release: bool = False) -> str:
     if release:
         lock.release()
     return "acquired"
+
+
+#: What ``_outcome`` says, as a step's observation says it (an error: its name and message).
+OUTCOMES = {"acquired": N_("acquired"), "refused": N_("refused")}
+
+
+def _said(outcome: str) -> str:
+    return _(OUTCOMES[outcome]) if outcome in OUTCOMES else outcome
 
 
 LABS = (
