@@ -430,6 +430,35 @@ def test_help_is_chinese_and_wrapped_by_terminal_cells():
     assert usage[1].index("[") == width("用法：lockshop demo ")
 
 
+#: Three English words in a row: a sentence the catalog did not reach (names, options and
+#: metavars are one word, or in capitals, or inside brackets).
+ENGLISH_PROSE = re.compile(r"\b[a-z]{2,}(?: [a-z]{2,}){2}\b")
+
+
+def every_help(parser: argparse.ArgumentParser):
+    """(command, its help) for the program and every command and subcommand under it."""
+    yield parser.prog, parser.format_help()
+    for action in parser._actions:  # argparse keeps its subparsers only there
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):
+                yield from every_help(child)
+
+
+def test_every_command_s_help_is_chinese():
+    from lockshop.cli.language import choose_language
+    from lockshop.cli.parser import build_parser
+
+    choose_language(["--lang", "zh_CN"], {})
+    try:
+        english = {command: [line for line in text.splitlines()
+                             if ENGLISH_PROSE.search(re.sub(r"\[[^]]*\]|\{[^}]*\}", "", line))]
+                   for command, text in every_help(build_parser())}
+    finally:
+        choose_language([], {"LANGUAGE": "en"})
+    assert len(english) > 10
+    assert {command: lines for command, lines in english.items() if lines} == {}
+
+
 def test_the_audit_and_the_settings_speak_chinese(tmp_path):
     url = f"sqlite:///{tmp_path / 'shop.db'}"
     assert lockshop("--database-url", url, "reset").stdout.strip() == "商品已恢复，订单已清空"

@@ -26,24 +26,31 @@ def build_parser() -> argparse.ArgumentParser:
         "LC_ALL, LC_MESSAGES or LANG)"))
     subcommands = parser.add_subparsers(title=_("commands"), required=True, metavar="COMMAND")
 
-    up = subcommands.add_parser("up", help="start N instances on one database until Ctrl-C")
-    up.add_argument("--instances", type=positive, default=3)
-    up.add_argument("--port", type=port_number, default=8000, help="first port (default 8000)")
-    up.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
-    up.add_argument("--threads", type=positive, default=16, help="threads per instance")
-    up.add_argument("--strategy", help="switch the cluster to this strategy at start")
-    up.add_argument("--business-delay-ms", type=delay, help="set the business delay at start")
-    up.add_argument("--reset", action="store_true", help="restore the default products at start")
+    up = subcommands.add_parser("up", help=_("start N instances on one database until Ctrl-C"))
+    up.add_argument("--instances", type=positive, default=3,
+                    help=_("how many instances (default 3)"))
+    up.add_argument("--port", type=port_number, default=8000,
+                    help=_("first port (default 8000)"))
+    up.add_argument("--host", default="127.0.0.1", help=_("bind address (default 127.0.0.1)"))
+    up.add_argument("--threads", type=positive, default=16, help=_("threads per instance"))
+    up.add_argument("--strategy", help=_("switch the cluster to this strategy at start"))
+    up.add_argument("--business-delay-ms", type=delay,
+                    help=_("set the business delay at start"))
+    up.add_argument("--reset", action="store_true",
+                    help=_("restore the default products at start"))
     up.add_argument("--control-port", type=port_number, default=0,
-                    help="the console's control (labs, faults, sales); default: a free port")
-    up.add_argument("--runtime-dir", type=Path, default=DEFAULT_RUNTIME_DIR)
+                    help=_("the console's control (labs, faults, sales); default: a free port"))
+    up.add_argument("--runtime-dir", type=Path, default=DEFAULT_RUNTIME_DIR,
+                    help=_("where the instances' logs and the console's runs go "
+                           "(default %(default)s)"))
     up.add_argument("--hosts", action="store_true",
-                    help="each instance and server on a host of its own (a network namespace, "
-                         "as root), so the console can cut links between them")
+                    help=_("each instance and server on a host of its own (a network "
+                           "namespace, as root), so the console can cut links between them"))
     up.add_argument("--database", choices=("configured", "postgresql"), default="configured",
-                    help="postgresql: on a PostgreSQL server of its own (on host \"postgres\" "
-                         "with --hosts), which the console can stop, start and cut off; "
-                         "thrown away on exit (default: LOCKSHOP_DATABASE_URL, or SQLite)")
+                    help=_("postgresql: on a PostgreSQL server of its own (on host "
+                           "\"postgres\" with --hosts), which the console can stop, start and "
+                           "cut off; thrown away on exit (default: LOCKSHOP_DATABASE_URL, or "
+                           "SQLite)"))
     up.set_defaults(run=commands.cmd_up)
     add_lock_option(up, commands.cmd_up, stand_in=False)
 
