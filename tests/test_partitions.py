@@ -444,7 +444,7 @@ def test_lockshop_up_on_hosts_with_a_postgresql_of_its_own(tmp_path):
     require(postgres_unavailable() is None, f"cannot start PostgreSQL: {postgres_unavailable()}")
     with lockshop_up("--hosts", "--instances", "1", "--database", "postgresql",
                      "--strategy", "pg_advisory", "--reset", cwd=tmp_path) as text:
-        database = re.search(r"instance\(s\) on postgresql\S*@([\d.]+):", text)
+        database = re.search(r"instances? on postgresql\S*@([\d.]+):", text)
         hosts = dict(re.findall(r"(\S+) ([\d.]+)(?:,|$)", text.split("this machine: ")[1]))
         assert database and database.group(1) == hosts["postgres"], text
         control = re.search(r"control \(labs, faults, sales\): (\S+)", text).group(1)
