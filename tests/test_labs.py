@@ -119,3 +119,11 @@ def test_bad_lab_arguments_say_so_in_one_line(args, message):
     assert len(done.stderr.strip().splitlines()) == 1
     assert done.stderr.startswith("lockshop: error: ")
     assert message in done.stderr
+
+
+def test_a_mariadb_lab_uses_the_server_lockshop_mysql_url_names(parts, monkeypatch, capsys):
+    """Here, a server that is not there: the lab is skipped and names that server."""
+    nowhere = "mysql+pymysql://root@127.0.0.1:1/mysql"
+    monkeypatch.setenv("LOCKSHOP_MYSQL_URL", nowhere)
+    record, = run_labs([labs.LABS["C08"]], parts=parts)
+    assert record.verdict == "skipped" and nowhere in record.reason

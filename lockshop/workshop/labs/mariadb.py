@@ -9,6 +9,7 @@ and say why.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -26,7 +27,7 @@ from shop.i18n import N_, _
 @contextmanager
 def mariadb(run) -> Iterator[Engine]:
     """A scratch database on the machine's MariaDB; the lab is skipped without one."""
-    admin_url = DEFAULT_SERVERS["mysql"]
+    admin_url = os.environ.get("LOCKSHOP_MYSQL_URL") or DEFAULT_SERVERS["mysql"]
     why = server_error(admin_url)
     if why is not None:
         run.skip(_("no MariaDB server answers at %(url)s (%(why)s)", url=admin_url, why=why))
