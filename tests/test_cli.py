@@ -226,3 +226,17 @@ def test_a_bad_job_guard_in_the_environment_is_one_line(tmp_path):
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         "lockshop: error: LOCKSHOP_JOB_GUARD must be 'strategy' or 'leader', got 'boss'"]
+
+
+def test_a_reader_that_went_away_gets_no_error_line():
+    """``lockshop strategies | head -1``: the pipe's reader is gone before lockshop writes
+    (its end is closed before lockshop starts), and lockshop says nothing about it."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run([sys.executable, "-m", "lockshop.cli", "strategies"],
+                              stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=60)
+    finally:
+        os.close(write_end)
+    assert done.returncode == 1
+    assert done.stderr == ""

@@ -32,9 +32,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         config = Config.from_env(**_overrides(args))
-        return args.run(args, config)
+        code = args.run(args, config)
+        sys.stdout.flush()  # a reader that went away (| head) is found here, not at exit
+        return code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # Said nothing more, as cat and grep do; stdout points nowhere so that Python's
+        # own flush at exit does not complain either (the recipe of Python's signal docs).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except (CliError, ConfigError, ShopClientError, ShopError, StartError, UnknownStrategy,
             SQLAlchemyError, OSError, ValueError) as error:
         # argparse's own error line, so that both kinds read alike in every language
