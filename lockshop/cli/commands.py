@@ -22,7 +22,7 @@ from lockshop.cluster.scratch import DEFAULT_SERVERS
 from lockshop.table import format_table
 from shop.app import create_schema
 from shop.config import Config, locks_backends
-from shop.i18n import N_, _, ngettext
+from shop.i18n import N_, _, ngettext, yes_no
 from shop.orders.order_strategies import Strategies, all_strategies
 from shop.store.audit import take_audit
 from shop.store.db import backend_name, make_engine, make_sessions, normalise_url
@@ -387,7 +387,7 @@ def cmd_settings(args: argparse.Namespace, config: Config) -> int:
 
 
 def cmd_strategies(args: argparse.Namespace, config: Config) -> int:
-    rows = [(s.name, s.family, _("yes") if s.correct_across_instances else _("no"),
+    rows = [(s.name, s.family, yes_no(s.correct_across_instances),
              ", ".join(s.requires) or "-", _(s.summary)) for s in all_strategies()]
     print(format_table([_(h) for h in STRATEGY_HEADERS], rows))
     return 0

@@ -168,6 +168,11 @@ def join(items: Iterable[object]) -> str:
     return _(", ").join(str(item) for item in items)
 
 
+def yes_no(value: object) -> str:
+    """A yes or a no, as an observation or a table says it."""
+    return _("yes") if value else _("no")
+
+
 def N_(message: str) -> str:
     """Mark ``message`` for the catalog without translating it: ``_(value)`` where shown."""
     return message

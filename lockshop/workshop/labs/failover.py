@@ -16,12 +16,11 @@ import redis
 
 from locks.redis_support import FENCE_EPOCH, KEY_PREFIX
 from lockshop.cluster.redis_servers import RedisSentinel, RedisServer
-from lockshop.workshop.labs.redis_leases import yes_no
 from lockshop.workshop.staging import steps
 from lockshop.workshop.staging.record import Lab
 from shop.store.models import ProductKind
 from shop.store.products import ProductSpec
-from shop.i18n import N_, _
+from shop.i18n import N_, _, yes_no
 
 KEY = KEY_PREFIX + "product:1"
 

@@ -15,7 +15,7 @@ from sqlalchemy import create_engine, text
 from lockshop.workshop.staging import steps
 from lockshop.workshop.staging.holders import holder_process
 from lockshop.workshop.staging.record import Lab
-from shop.i18n import N_, _
+from shop.i18n import N_, _, yes_no
 
 
 def _wait(factory, seconds: float) -> tuple[bool, float]:
@@ -26,9 +26,6 @@ def _wait(factory, seconds: float) -> tuple[bool, float]:
         lock.release()
     return granted, waited
 
-
-def yes_no(value: bool) -> str:
-    return _("yes") if value else _("no")
 
 
 def _granted(granted: bool, waited: float, digits: int) -> str:

@@ -14,7 +14,7 @@ import redis
 
 from lockshop.cluster.zookeeper_servers import four_letter_word
 from lockshop.workshop.staging.record import Lab
-from shop.i18n import N_, _
+from shop.i18n import N_, _, yes_no
 
 SECONDS = 1.0
 
@@ -28,9 +28,6 @@ def listed(items) -> str:
 def per_second(name: str, rate: float) -> str:
     return _("%(name)s %(rate)s pairs/s", name=name, rate=f"{rate:,.0f}")
 
-
-def yes_no(value: bool) -> str:
-    return _("yes") if value else _("no")
 
 
 def pairs_per_second(factory, seconds: float = SECONDS) -> float:

@@ -22,7 +22,7 @@ from shop.config import Config
 from shop.store.audit import take_audit
 from shop.store.models import ProductKind
 from shop.store.products import ProductSpec
-from shop.i18n import N_, _
+from shop.i18n import N_, _, yes_no
 
 #: Short leases, so that a lab waits fractions of a second for them to run out.
 LEASE_MS = 200
@@ -292,9 +292,6 @@ def release_outcome(lock) -> Release:
     except LockLost as error:
         return Release(True, _("was refused (%(reason)s)", reason=error.reason))
 
-
-def yes_no(value: bool) -> str:
-    return _("yes") if value else _("no")
 
 
 def attempt(lock) -> str:

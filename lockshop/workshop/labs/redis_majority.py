@@ -10,9 +10,9 @@ from locks import LockLost
 from lockshop.cluster.client import ShopClient
 from lockshop.cluster.launcher import Cluster
 from lockshop.workshop.staging.record import Lab
-from lockshop.workshop.labs.redis_leases import KEY, attempt, server_client, yes_no
+from lockshop.workshop.labs.redis_leases import KEY, attempt, server_client
 from shop.config import Config
-from shop.i18n import N_, _
+from shop.i18n import N_, _, yes_no
 
 #: What ``attempt`` says, as a step's observation says it (an error stays as raised).
 ATTEMPTS = {"acquired": N_("acquired"), "refused": N_("refused")}

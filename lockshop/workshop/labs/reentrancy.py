@@ -13,8 +13,8 @@ import time
 
 from lockshop.workshop.staging import steps
 from lockshop.workshop.staging.record import Lab
-from lockshop.workshop.labs.redis_leases import KEY, server_client, yes_no
-from shop.i18n import N_, _, join
+from lockshop.workshop.labs.redis_leases import KEY, server_client
+from shop.i18n import N_, _, join, yes_no
 
 # --- C13: asking again for a lock you hold ---------------------------------------------
 

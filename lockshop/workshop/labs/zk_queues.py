@@ -15,7 +15,7 @@ import locks
 from lockshop.cluster.zookeeper_servers import four_letter_word
 from lockshop.workshop.staging import steps
 from lockshop.workshop.staging.record import Lab
-from shop.i18n import N_, _
+from shop.i18n import N_, _, yes_no
 
 # --- C19: the herd, and the queue that avoids it ------------------------------------------------
 
@@ -197,9 +197,6 @@ def stage_look_again(run) -> None:
         if w2.held:
             w2.release()
 
-
-def yes_no(value: bool) -> str:
-    return _("yes") if value else _("no")
 
 
 def _wait_until(condition, what: str = "the queue to form", seconds: float = 10.0) -> None:
