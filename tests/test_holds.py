@@ -11,7 +11,7 @@ import pytest
 import locks
 from helpers import wait_for
 from locks import HoldLog, LockLost
-from lockshop.control.timeline import overlaps
+from lockshop.cluster.hold_logs import overlaps
 
 
 def test_a_hold_is_recorded_from_acquire_to_the_start_of_its_release():

@@ -15,7 +15,7 @@ import pytest
 
 from helpers import flash_sale, pause_the_holder
 from lockshop.cluster.client import ShopClient
-from lockshop.control.timeline import begun_since, collect_holds, overlap_audit, overlaps
+from lockshop.cluster.hold_logs import begun_since, collect_holds, overlap_audit, overlaps
 from locks.hold_log import HoldLog
 
 pytestmark = pytest.mark.cluster

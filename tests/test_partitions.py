@@ -30,7 +30,7 @@ from lockshop.cluster.postgres_servers import PostgresServer, postgres_unavailab
 from lockshop.cluster.redis_servers import RedisServer, redis_server_binary
 from lockshop.cluster.scratch import scratch_database
 from lockshop.cluster.zookeeper_servers import ZooKeeperServer
-from lockshop.control.timeline import collect_holds, overlap_audit
+from lockshop.cluster.hold_logs import collect_holds, overlap_audit
 from shop.store.db import make_engine
 
 pytestmark = pytest.mark.cluster

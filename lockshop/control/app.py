@@ -45,7 +45,7 @@ from lockshop.control.lab_runs import LabRunner, catalogue
 from lockshop.control.room import MAX_BYTES, Room, RoomRefused
 from lockshop.exercises import catalogue as catalogue_of_exercises
 from lockshop.control.live_sales import BadSale, SaleRequest, SaleRunner
-from lockshop.control.timeline import collect_holds
+from lockshop.cluster.hold_logs import collect_holds
 from shop.config import Config
 from shop.i18n import ENGLISH, N_, language
 from shop.i18n import lazy_gettext

@@ -41,7 +41,7 @@ from lockshop.cluster.postgres_servers import PostgresServer, postgres_unavailab
 from lockshop.cluster.processes import StartError
 from lockshop.cluster.scratch import scratch_database
 from lockshop.cluster.servers import own_servers
-from lockshop.control.timeline import collect_holds, overlap_audit, overlaps
+from lockshop.cluster.hold_logs import collect_holds, overlap_audit, overlaps
 from lockshop.soak.buyers import Tally, buy
 from lockshop.soak.faults import Fault, Injector, schedule
 from lockshop.table import format_table

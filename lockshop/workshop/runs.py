@@ -26,7 +26,7 @@ from lockshop.cluster.launcher import Cluster
 from lockshop.cluster.processes import StartError
 from lockshop.cluster.scratch import scratch_database, server_error
 from lockshop.cluster.servers import own_servers
-from lockshop.control.timeline import begun_since, collect_holds, overlap_audit
+from lockshop.cluster.hold_logs import begun_since, collect_holds, overlap_audit
 from shop.config import DEFAULT_DATABASE_URL, Config, locks_backends
 from shop.errors import Unprocessable
 from shop.i18n import lazy_gettext
@@ -70,7 +70,7 @@ class RunResult:
     audit: dict
     locust: LocustResult
     lock: dict  # wait/hold means and p95s in ms, herd wake-ups, from /metrics
-    overlaps: dict  # lockshop.control.timeline.overlap_audit
+    overlaps: dict  # lockshop.cluster.hold_logs.overlap_audit
 
     @property
     def correct(self) -> bool:

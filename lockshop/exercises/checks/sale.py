@@ -86,7 +86,7 @@ def _buyers_at_once(shops: list[ShopClient]) -> list:
 
 
 def _overlaps(cluster: Cluster, since: float) -> dict:
-    from lockshop.control.timeline import collect_holds, overlap_audit
+    from lockshop.cluster.hold_logs import collect_holds, overlap_audit
     instances = {instance.name: instance.url for instance in cluster.instances}
     return overlap_audit(collect_holds(instances, since, labs=False, timeout=5))
 

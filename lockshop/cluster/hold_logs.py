@@ -1,4 +1,4 @@
-"""The holds of every instance side by side, and where two of them overlapped.
+"""Every instance's hold log side by side, and where two holds overlapped.
 
 Each instance keeps its own record of its holds (``locks.hold_log``), on the
 machine's real-time clock; the launcher keeps the labs' (they run in its
