@@ -28,12 +28,6 @@ def _wait(factory, seconds: float) -> tuple[bool, float]:
 
 
 
-def _granted(granted: bool, waited: float, digits: int) -> str:
-    """What an ask for the lock came to: "granted: yes after 0.5 s"."""
-    return _("granted: %(granted)s after %(seconds)s s", granted=yes_no(granted),
-             seconds=f"{waited:.{digits}f}")
-
-
 # --- C06: a lock row with no expiry ---------------------------------------------------------
 
 def stage_lock_row(run) -> None:
@@ -55,7 +49,7 @@ def stage_lock_row(run) -> None:
         if half == "broken":
             run.check(_("another instance asks for the lock, waiting up to 1.5 s"),
                       expected=_("refused: the dead holder's row is there for good"),
-                      observed=_granted(granted, waited, 1), agrees=not granted)
+                      observed=steps.asked(granted, waited, 1), agrees=not granted)
             engine = create_engine(url)
             with engine.begin() as db:
                 db.execute(text("DELETE FROM lockshop_locks WHERE name = 'product:1'"))
@@ -63,12 +57,12 @@ def stage_lock_row(run) -> None:
             granted, waited = _wait(factory, 1.5)
             run.check(_("a person deletes the row by hand; the instance asks again"),
                       expected=_("granted: only a person could free it"),
-                      observed=_("granted: %(granted)s", granted=yes_no(granted)),
+                      observed=_("acquired: %(got)s", got=yes_no(granted)),
                       agrees=granted)
         else:
             run.check(_("another instance asks for the lock, waiting up to 1.5 s"),
                       expected=_("granted once the row's 500 ms lease has run out"),
-                      observed=_granted(granted, waited, 1),
+                      observed=steps.asked(granted, waited, 1),
                       agrees=granted and waited < 1.5)
 
 
@@ -119,7 +113,7 @@ def stage_watchdog(run) -> None:
         run.check(_("a process holding the lock is killed (%(said)s); B asks, waiting up to "
                     "3 s", said=said),
                   expected=_("granted about one lease (300 ms) after the death"),
-                  observed=_granted(granted, waited, 2),
+                  observed=steps.asked(granted, waited, 2),
                   agrees=granted and waited < 1.0)
 
 
@@ -138,7 +132,7 @@ def stage_lease_length(run) -> None:
     granted, waited = _wait(long, 5)
     run.check(_("lease 3 s: the holder's process is killed; B asks, waiting up to 5 s"),
               expected=_("too long: B waits out the whole lease, about 3 s"),
-              observed=_granted(granted, waited, 1),
+              observed=steps.asked(granted, waited, 1),
               agrees=granted and waited >= 2.5)
 
     run.fix("redis_watchdog", _("a short lease (300 ms), renewed while the holder lives"))
@@ -153,7 +147,7 @@ def stage_lease_length(run) -> None:
     run.check(_("the holder's process is killed; B asks, waiting up to 5 s"),
               expected=_("a dead holder's lock frees after one short lease: well under a "
                          "second"),
-              observed=_granted(granted, waited, 2),
+              observed=steps.asked(granted, waited, 2),
               agrees=granted and waited < 1.0)
 
 
@@ -176,12 +170,12 @@ def stage_blocking(run) -> None:
         if half == "broken":
             run.check(_("A holds the lock for 100 ms; B asks at once"),
                       expected=_("B is refused at once, though the lock frees 100 ms later"),
-                      observed=_granted(granted, waited, 2),
+                      observed=steps.asked(granted, waited, 2),
                       agrees=not granted and waited < 0.05)
         else:
             run.check(_("A holds the lock for 100 ms; B asks at once"),
                       expected=_("B waits about 100 ms and gets it"),
-                      observed=_granted(granted, waited, 2),
+                      observed=steps.asked(granted, waited, 2),
                       agrees=granted and 0.08 <= waited < 1.0)
             holder = factory.lock("product:1")
             holder.acquire()  # and this time it does not let go
@@ -191,7 +185,7 @@ def stage_blocking(run) -> None:
             run.check(_("A holds the lock for good; B asks, waiting up to 0.3 s"),
                       expected=_("B gives up when its timeout ends (the shop answers 503 "
                                  "with Retry-After)"),
-                      observed=_granted(granted, waited, 2),
+                      observed=steps.asked(granted, waited, 2),
                       agrees=not granted and 0.3 <= waited < 0.5)
 
 

@@ -22,8 +22,9 @@ import time
 
 from lockshop.cluster.network import Link
 from lockshop.cluster.redis_servers import RedisServer
-from lockshop.workshop.labs.partitions import LEASE_MS, check_from_a, said, stage_late_write
+from lockshop.workshop.labs.partitions import LEASE_MS, check_from_a, stage_late_write
 from lockshop.workshop.staging.record import Lab
+from lockshop.workshop.staging import steps
 from shop.i18n import N_, _
 
 LATENCY_MS = 900  # over lease - lease/3 = 667 ms: the renewals cannot keep up
@@ -38,7 +39,7 @@ def slowed(lan, service: str, lock) -> tuple[str, str, bool]:
     return (_("its watchdog renews the %(lease)s ms lease every %(every)s ms (after "
               "%(after)s ms A asks: %(renewed)s); then %(service)s's answers to A take "
               "%(latency)s ms, so renewals land %(apart)s ms apart", lease=LEASE_MS,
-              every=LEASE_MS // 3, after=f"{LEASE_MS * 1.5:g}", renewed=said(renewed),
+              every=LEASE_MS // 3, after=f"{LEASE_MS * 1.5:g}", renewed=steps.said(renewed),
               service=service, latency=LATENCY_MS, apart=LATENCY_MS + LEASE_MS // 3),
             _("a renewal lands after the lease has ended: A's watchdog saw it fail, so A "
               "learns LockLost"), renewed == "still held")

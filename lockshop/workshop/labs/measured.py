@@ -29,7 +29,6 @@ def per_second(name: str, rate: float) -> str:
     return _("%(name)s %(rate)s pairs/s", name=name, rate=f"{rate:,.0f}")
 
 
-
 def pairs_per_second(factory, seconds: float = SECONDS) -> float:
     """Uncontended acquire + release pairs per second, one thread."""
     lock_name, done = "product:1", 0

@@ -42,15 +42,6 @@ def check_from_a(lock) -> str:
         return type(error).__name__
 
 
-#: What ``check_from_a`` says, as a step's observation says it (an error by its name).
-LEARNED = {"still held": N_("still held")}
-
-
-def said(learned: str) -> str:
-    """What A learned (``check_from_a``), in the reader's language."""
-    return _(LEARNED[learned]) if learned in LEARNED else learned
-
-
 def _forget(lock) -> None:
     try:
         lock.release()
@@ -102,7 +93,7 @@ def stage_late_write(run, service: str, server, strategy: str, *, fix: str,
                 run.check(_("A holds the lock and read stock %(read)s; %(done)s", read=a_read,
                             done=done),
                           expected=expected, observed=_("A asks: %(learned)s",
-                                                        learned=said(learned)),
+                                                        learned=steps.said(learned)),
                           agrees=as_planned and learned != "still held")
                 sold = ShopClient(cluster.urls[0]).order()
                 run.check(_("B, on shop-1 (which still reaches the service), orders one "

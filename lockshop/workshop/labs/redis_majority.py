@@ -12,16 +12,8 @@ from lockshop.cluster.launcher import Cluster
 from lockshop.workshop.staging.record import Lab
 from lockshop.workshop.labs.redis_leases import KEY, attempt, server_client
 from shop.config import Config
+from lockshop.workshop.staging import steps
 from shop.i18n import N_, _, yes_no
-
-#: What ``attempt`` says, as a step's observation says it (an error stays as raised).
-ATTEMPTS = {"acquired": N_("acquired"), "refused": N_("refused")}
-
-
-def said(outcome: str) -> str:
-    """``attempt``'s outcome in the reader's language."""
-    return _(ATTEMPTS[outcome]) if outcome in ATTEMPTS else outcome
-
 
 # --- C16: one Redis, or a majority of five ------------------------------------------------
 
@@ -33,7 +25,7 @@ def stage_redlock(run) -> None:
     outcome = attempt(factory.lock("product:1", timeout=0.2))
     run.check(_("the one Redis server dies; a buyer asks for the lock"),
               expected=_("no lock at all: backend unavailable (the shop answers 503)"),
-              observed=said(outcome), agrees=outcome.startswith("BackendUnavailable"))
+              observed=steps.said(outcome), agrees=outcome.startswith("BackendUnavailable"))
     run.parts.redis()  # start it again, empty, for the next lab
 
     run.fix("redlock", _("five independent servers; a majority within the validity time"))
@@ -46,8 +38,8 @@ def stage_redlock(run) -> None:
     other = attempt(factory.lock("product:1", timeout=0.2))
     run.check(_("two of the five servers die; two buyers ask for the lock"),
               expected=_("the first holds it (3 of 5 said yes), the second is refused"),
-              observed=_("first: %(first)s; second: %(second)s", first=said(outcome),
-                         second=said(other)),
+              observed=_("first: %(first)s; second: %(second)s", first=steps.said(outcome),
+                         second=steps.said(other)),
               agrees=outcome == "acquired" and other == "refused")
     holder.release()
     servers[1].kill()
@@ -55,7 +47,7 @@ def stage_redlock(run) -> None:
     leftovers = sum(server_client(s).exists(KEY) for s in servers[2::2])
     run.check(_("a third server dies; a buyer asks for the lock"),
               expected=_("refused: 2 of 5 is no majority (503), nothing left on the two"),
-              observed=_("%(outcome)s; keys left: %(left)s", outcome=said(outcome),
+              observed=_("%(outcome)s; keys left: %(left)s", outcome=steps.said(outcome),
                          left=leftovers),
               agrees=outcome.startswith("BackendUnavailable") and leftovers == 0)
 
@@ -176,7 +168,7 @@ def stage_redlock_validity(run) -> None:
                   expected=_("refused (two of five is no majority), and the two that said yes "
                              "are unlocked at once"),
                   observed=_("%(outcome)s; keys left on the two: %(left)s",
-                             outcome=said(outcome.split(':')[0]), left=left),
+                             outcome=steps.said(outcome.split(':')[0]), left=left),
                   agrees=outcome.startswith("BackendUnavailable") and left == 0)
     finally:
         for server in servers[:3]:

@@ -33,8 +33,7 @@ def stage_reentrant(run) -> None:
         if half == "broken":
             run.check(_("the holder asks for product:1 again (an inner call, timeout 0.3 s)"),
                       expected=_("it waits for itself, and gives up when the timeout ends"),
-                      observed=_("acquired: %(got)s after %(seconds)s s", got=yes_no(again),
-                                 seconds=f"{waited:.2f}"),
+                      observed=steps.asked(again, waited),
                       agrees=not again and waited >= 0.3)
             outer.release()
             continue
@@ -144,7 +143,7 @@ def _in_a_thread(action, wanted_id: int | None = None) -> tuple[int, object]:
     started (and end at once) until one gets it, so the lab does not hang on
     the luck of who was started in between.
     """
-    for _ in range(200):
+    for _attempt in range(200):  # not "_": that is gettext here
         ran: list[tuple[int, object]] = []
 
         def body() -> None:

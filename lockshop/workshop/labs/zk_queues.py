@@ -135,7 +135,7 @@ def stage_arrival_order(run) -> None:
             said = first.stdout.readline().strip()
             first.wait(10)
         observed = _("the newcomer got in first: %(jumped)s; the first waiter then: %(said)r",
-                     jumped=_("yes") if jumped else _("no"), said=said)
+                     jumped=yes_no(jumped), said=said)
         action = _("a waiter queues first; it is paused as the holder releases; a newcomer "
                    "asks")
         if half == "broken":
@@ -355,8 +355,7 @@ def stage_zk_reentrant(run) -> None:
         outer.acquire()
         inner = factory.lock("product:1", timeout=0.3)
         again, waited = steps.timed_acquire(inner)
-        observed = _("acquired: %(got)s after %(seconds)s s", got=yes_no(again),
-                     seconds=f"{waited:.2f}")
+        observed = steps.asked(again, waited)
         action = _("the holder asks for product:1 again (an inner call, timeout 0.3 s)")
         if half == "broken":
             run.check(action, expected=_("it waits for its own node, and gives up"),

@@ -99,8 +99,7 @@ def stage_ephemeral(run) -> None:
         waiter = factory.lock("product:1", timeout=4)
         got, waited = steps.timed_acquire(waiter)
         action = _("another process asks for the lock, and waits up to 4 s")
-        observed = _("acquired: %(got)s after %(seconds)s s", got=_("yes") if got else _("no"),
-                     seconds=f"{waited:.1f}")
+        observed = steps.asked(got, waited, 1)
         if half == "broken":
             run.check(action, expected=_("refused: the dead holder's key never goes"),
                       observed=observed, agrees=not got)
@@ -157,7 +156,7 @@ def stage_ensemble(run) -> None:
     outcome = _outcome(factory.lock("product:1", timeout=2))
     run.check(_("the one ZooKeeper server stops; a buyer asks for the lock"),
               expected=_("no lock at all: backend unavailable (the shop answers 503)"),
-              observed=_said(outcome), agrees=outcome.startswith("BackendUnavailable"))
+              observed=steps.said(outcome), agrees=outcome.startswith("BackendUnavailable"))
     run.parts.zookeeper()  # back, for the labs after this one
 
     run.fix(_("zk_fair on an ensemble of three"),
@@ -179,8 +178,8 @@ def stage_ensemble(run) -> None:
                 "buyers keep asking, as a shop's clients retry a 503", leader=leader.name),
               expected=_("the two left elect a leader within seconds, and the lock goes on"),
               observed=_("before: %(before)s; after: %(after)s %(seconds)s s after the kill "
-                         "(%(refusals)s refusals meanwhile)", before=_said(before),
-                         after=_said(after), seconds=f"{took:.1f}", refusals=refusals),
+                         "(%(refusals)s refusals meanwhile)", before=steps.said(before),
+                         after=steps.said(after), seconds=f"{took:.1f}", refusals=refusals),
               agrees=before == "acquired" and after == "acquired")
 
 
@@ -193,14 +192,6 @@ def _outcome(lock, release: bool = False) -> str:
     if release:
         lock.release()
     return "acquired"
-
-
-#: What ``_outcome`` says, as a step's observation says it (an error: its name and message).
-OUTCOMES = {"acquired": N_("acquired"), "refused": N_("refused")}
-
-
-def _said(outcome: str) -> str:
-    return _(OUTCOMES[outcome]) if outcome in OUTCOMES else outcome
 
 
 LABS = (

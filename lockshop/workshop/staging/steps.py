@@ -20,7 +20,7 @@ from shop.orders.order_path import (
 from shop.store.audit import take_audit
 from shop.store.db import engine_of
 from shop.store.models import ProductKind
-from shop.i18n import N_, _
+from shop.i18n import N_, _, yes_no
 
 CONTEXT = OrderContext("lab", "lab", business_delay_ms=0, lock_timeout_ms=1000)
 
@@ -51,7 +51,7 @@ def late_write(run, sessions, stock_read: int, fencing_token: int | None, *, act
     outcome = sell(sessions, stock_read, fencing_token)
     product = take_audit(sessions).products[0]
     observed = _("A's write %(outcome)s; sold %(sold)s, stock %(stock)s, lost updates "
-                 "%(lost)s", outcome=_(OUTCOMES[outcome]), sold=product.sold,
+                 "%(lost)s", outcome=said(outcome), sold=product.sold,
                  stock=product.remaining, lost=product.lost_updates)
     if fencing_token is None:
         run.check(action, expected=_("written over B's sale: 2 sold, stock 4, one update lost"),
@@ -63,8 +63,23 @@ def late_write(run, sessions, stock_read: int, fencing_token: int | None, *, act
                   and product.lost_updates == 0 and product.sold == 1)
 
 
-#: What ``sell`` says, as a step's observation says it.
-OUTCOMES = {"written": N_("written"), "refused as stale": N_("refused as stale")}
+#: The outcomes the labs' steps compare in English (a write sold or refused, a lock asked
+#: for, a holder's check), as an observation says them; anything else (an error's name
+#: and message) is shown as raised.
+OUTCOMES = {"written": N_("written"), "refused as stale": N_("refused as stale"),
+            "acquired": N_("acquired"), "refused": N_("refused"),
+            "still held": N_("still held")}
+
+
+def said(outcome: str) -> str:
+    """An outcome in the reader's language."""
+    return _(OUTCOMES[outcome]) if outcome in OUTCOMES else outcome
+
+
+def asked(acquired: bool, seconds: float, digits: int = 2) -> str:
+    """What an ask for a lock came to, as a step's observation says it."""
+    return _("acquired: %(got)s after %(seconds)s s", got=yes_no(acquired),
+             seconds=f"{seconds:.{digits}f}")
 
 
 def timed_acquire(lock, blocking: bool = True) -> tuple[bool, float]:
