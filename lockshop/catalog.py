@@ -25,7 +25,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from babel.messages import Catalog, checkers
+from babel.messages import Catalog
 from babel.messages.frontend import CommandLineInterface
 from babel.messages.pofile import read_po
 

@@ -156,8 +156,8 @@ def locust_rates(before: dict, now: dict) -> dict[str, float]:
     ago: it read 0 for the first four seconds of a five-second sale.)"""
     if not now:
         return {"requests": 0.0, "failures": 0.0}
-    elapsed = float(now["Timestamp"]) - float(before.get("Timestamp", now["Timestamp"]))
-    if not before or elapsed <= 0:
+    elapsed = float(now["Timestamp"]) - float(before["Timestamp"]) if before else 0.0
+    if elapsed <= 0:  # its first row, or no new row since: its own figure for now
         return {"requests": float(now.get("Requests/s") or 0),
                 "failures": float(now.get("Failures/s") or 0)}
     return {kind: (float(now[column]) - float(before[column])) / elapsed
