@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import random
 import shutil
 import signal
 import subprocess
@@ -23,6 +24,7 @@ from sqlalchemy import select
 from locks import Backends
 from lockshop.cluster.client import ShopClient
 from lockshop.cluster.launcher import Cluster
+from lockshop.cluster.processes import port_is_free
 from lockshop.cluster.zookeeper_servers import zookeeper_installed
 from shop.errors import SeatTaken, SoldOut
 from shop.orders.order_path import OrderContext, OrderRequest
@@ -93,6 +95,19 @@ def chromium() -> Iterator:
             yield browser
         finally:
             browser.close()
+
+
+def ports_for_up(instances: int) -> int:
+    """The first of ``instances`` free ports in a row, below 32768, for ``up --port``.
+
+    Not the kernel's pick: ``up`` starts its Redis and ZooKeeper servers and binds its
+    control on ports the kernel picks from the ephemeral range (32768 and up), and one
+    of them could take an instance's port (a clean-clone run once failed on that)."""
+    for _ in range(1000):
+        port = random.randrange(20_000, 32_000)
+        if all(port_is_free(p) for p in range(port, port + instances)):
+            return port
+    raise RuntimeError(f"no {instances} free ports in a row in 20000-32000")
 
 
 @contextmanager

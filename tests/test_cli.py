@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -13,7 +12,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from helpers import wait_for
+from helpers import ports_for_up, wait_for
 from lockshop.cli import main
 from lockshop.cluster.processes import port_is_free
 from shop.orders.order_strategies import all_strategies
@@ -90,20 +89,8 @@ def test_audit_exits_1_when_the_audit_is_not_correct(tmp_path, sqlite_url, capsy
     assert "audit: NOT correct" in capsys.readouterr().out
 
 
-@pytest.mark.cluster
-def two_free_ports_below_the_ephemeral_range() -> int:
-    """A port that is free, with the next one free too, below 32768: ``up`` starts its
-    own Redis and ZooKeeper servers first, on ports the kernel picks from the
-    ephemeral range, and one of them could take the second instance's port."""
-    for _ in range(1000):
-        port = random.randrange(20_000, 32_000)
-        if port_is_free(port) and port_is_free(port + 1):
-            return port
-    raise RuntimeError("no two free ports in 20000-32000")
-
-
 def test_up_starts_instances_and_stops_them_all_on_sigterm(tmp_path):
-    port = two_free_ports_below_the_ephemeral_range()
+    port = ports_for_up(2)
     process = subprocess.Popen(
         [sys.executable, "-m", "lockshop.cli", "up", "--instances", "2", "--port", str(port),
          "--strategy", "local"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -137,7 +124,7 @@ def test_up_starts_instances_and_stops_them_all_on_sigterm(tmp_path):
 def test_up_is_set_up_before_its_instances_answer(tmp_path):
     """The first answer an instance gives already shows --strategy, --business-delay-ms
     and --reset: a client that acts as soon as it is answered is not overwritten."""
-    port = two_free_ports_below_the_ephemeral_range()
+    port = ports_for_up(2)
     assert run_cli("reset", cwd=tmp_path).returncode == 0  # a database from an earlier run
     assert run_cli("settings", "--strategy", "none", "--business-delay-ms", "0",
                    cwd=tmp_path).returncode == 0

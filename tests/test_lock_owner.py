@@ -16,6 +16,7 @@ import pytest
 
 import locks
 from locks.owner import current_owner
+from lockshop.cluster.thread_ids import given_a_dead_threads_id, in_a_thread
 
 
 def lock_class(strategy: locks.Strategy):
@@ -29,22 +30,6 @@ REENTRANT = [s.name for s in locks.all_strategies()
 THREAD_ID_OWNER = "redis_reentrant_thread_id"
 
 
-def in_threads_one_after_another(count: int, action) -> tuple[list[object], set[int]]:
-    """``action`` in ``count`` threads, each started when the last has ended: what each
-    returned, and the thread ids Python gave them."""
-    results, idents = [], set()
-
-    def body() -> None:
-        idents.add(threading.get_ident())
-        results.append(action())
-
-    for _ in range(count):
-        thread = threading.Thread(target=body)
-        thread.start()
-        thread.join()
-    return results, idents
-
-
 def test_the_reentrant_strategies_are_the_ones_expected():
     assert set(REENTRANT) >= {"redis_reentrant", "zk_fair", "zk_rw"}
 
@@ -52,13 +37,13 @@ def test_the_reentrant_strategies_are_the_ones_expected():
 @pytest.mark.parametrize("name", [*REENTRANT, THREAD_ID_OWNER])
 def test_threads_that_end_holding_the_lock_let_exactly_one_in(open_lock_factory, name):
     factory = open_lock_factory(name)
-    taken, idents = in_threads_one_after_another(
-        20, lambda: factory.lock("product:1").acquire(blocking=False))
-    assert len(idents) < 20, "Python gave no thread a dead thread's id: the test shows nothing"
+    first, later = given_a_dead_threads_id(
+        lambda: factory.lock("product:1").acquire(blocking=False), later=19)
+    assert first is True
     if name == THREAD_ID_OWNER:
-        assert taken.count(True) > 1  # the broken owner: a recycled id walks in
+        assert all(later)  # the broken owner: each thread given the holder's id walks in
     else:
-        assert taken.count(True) == 1
+        assert not any(later)
 
 
 @pytest.mark.parametrize("name", REENTRANT)
@@ -105,21 +90,20 @@ def test_the_same_thread_still_reenters(open_lock_factory, name):
     factory = open_lock_factory(name)
     outer, inner = factory.lock("product:1"), factory.lock("product:1")
     assert outer.acquire(blocking=False) and inner.acquire(blocking=False)
-    others, _ = in_threads_one_after_another(
-        1, lambda: factory.lock("product:1").acquire(blocking=False))
-    assert others == [False]
+    other, _id = in_a_thread(lambda: factory.lock("product:1").acquire(blocking=False))
+    assert other is False
     inner.release()
     outer.release()
-    others, _ = in_threads_one_after_another(
-        1, lambda: factory.lock("product:1").acquire(blocking=False))
-    assert others == [True]
+    other, _id = in_a_thread(lambda: factory.lock("product:1").acquire(blocking=False))
+    assert other is True
 
 
 def test_an_owner_reads_as_host_pid_and_thread_and_is_never_handed_on():
-    names, idents = in_threads_one_after_another(5, current_owner)
-    host, pid, thread, _ = names[0].split(":")
-    assert pid.isdigit() and int(thread) in idents and host
-    assert len(set(names)) == 5 and len(idents) < 5
+    name, ident = in_a_thread(current_owner)
+    host, pid, thread, _ = name.split(":")
+    assert host and pid.isdigit() and int(thread) == ident
+    first, later = given_a_dead_threads_id(current_owner, later=4)
+    assert len({first, *later}) == 5  # though each was given the first thread's id
     assert current_owner() == current_owner()  # kept with the thread
 
     async def two_tasks() -> tuple[str, str]:

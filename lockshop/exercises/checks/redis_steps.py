@@ -14,7 +14,9 @@ import threading
 import time
 
 from locks import LockLost
+from lockshop.cluster.thread_ids import given_a_dead_threads_id
 from lockshop.exercises.grading import (
+    CHECK_SECONDS,
     Background,
     Check,
     Grading,
@@ -233,16 +235,15 @@ def two_owners_at_once(grading: Grading) -> tuple[str, bool]:
 def recycled_thread(grading: Grading) -> tuple[str, bool]:
     name = grading.fresh_name("recycled")
     factory = grading.factory(lease_ms=5000)
-    taken, idents = [], set()
 
-    def ask() -> None:
-        idents.add(threading.get_ident())
-        taken.append(factory.lock(name).acquire(blocking=False))  # ends without releasing
+    def ask() -> bool:
+        return factory.lock(name).acquire(blocking=False)  # and the thread ends, holding it
 
-    for _thread in range(20):  # one after another: each thread ends before the next starts
-        Background(ask).result(10)
+    # Each later thread asks only once Python has given it the first one's id.
+    first, later = given_a_dead_threads_id(ask, later=19, timeout=CHECK_SECONDS)
+    taken = [first, *later]
     return _("%(taken)s of 20 got in (%(reused)s were given a dead thread's id)",
-             taken=taken.count(True), reused=20 - len(idents)), taken.count(True) == 1
+             taken=taken.count(True), reused=len(later)), taken.count(True) == 1
 
 
 # --- C14, C36: the watchdog ------------------------------------------------------------------

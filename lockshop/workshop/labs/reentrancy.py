@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import time
 
+from lockshop.cluster.thread_ids import in_a_thread
 from lockshop.workshop.staging import steps
 from lockshop.workshop.staging.record import Lab
 from lockshop.workshop.labs.redis_leases import KEY, server_client
@@ -136,29 +137,6 @@ def stage_acquire_in_steps(run) -> None:
 
 # --- C49: an owner named by its thread id ---------------------------------------------------
 
-def _in_a_thread(action, wanted_id: int | None = None) -> tuple[int, object]:
-    """Run ``action`` in a new thread that then ends: (its thread id, what it returned).
-
-    With ``wanted_id``, only in a thread Python gave that id: threads are
-    started (and end at once) until one gets it, so the lab does not hang on
-    the luck of who was started in between.
-    """
-    for _attempt in range(200):  # not "_": that is gettext here
-        ran: list[tuple[int, object]] = []
-
-        def body() -> None:
-            ident = threading.get_ident()
-            if wanted_id is None or ident == wanted_id:
-                ran.append((ident, action()))
-
-        thread = threading.Thread(target=body)
-        thread.start()
-        thread.join()
-        if ran:
-            return ran[0]
-    raise RuntimeError(f"no new thread was given the id {wanted_id} in 200 tries")
-
-
 def stage_recycled_owner(run) -> None:
     """A worker thread dies holding product:1; the next thread gets its id and asks."""
     server, = run.parts.redis()
@@ -173,14 +151,14 @@ def stage_recycled_owner(run) -> None:
         def ask() -> bool:
             return factory.lock("product:1").acquire(blocking=False)
 
-        dead_id, a_holds = _in_a_thread(ask)
+        a_holds, dead_id = in_a_thread(ask)
         run.check(_("worker A takes product:1, then ends without releasing (an exception on a "
                     "path that skips the release)"),
                   expected=_("A's lock stays until its lease runs out"),
                   observed=_("A acquired: %(acquired)s; owners in the hash: %(owners)s",
                              acquired=yes_no(a_holds), owners=server_client(server).hlen(KEY)),
                   agrees=a_holds and server_client(server).hlen(KEY) == 1)
-        _b_id, b_got_in = _in_a_thread(ask, wanted_id=dead_id)
+        b_got_in, _b_id = in_a_thread(ask, wanted_id=dead_id)
         owners = server_client(server).hgetall(KEY)
         observed = _("B has A's thread id; B got in: %(got_in)s; count in the hash: %(count)s",
                      got_in=yes_no(b_got_in), count=join(v.decode() for v in owners.values()))
