@@ -51,9 +51,6 @@ class Config:
     #: Lock classes plugged in from files as strategies, ``name=FILE[:Class]`` each:
     #: a student's lock (``lockshop up --lock``), sold with like any other strategy.
     extra_locks: tuple[str, ...] = ()
-    #: Where the launcher's control answers (``lockshop up`` sets it): the console's
-    #: labs, faults and sales. Without it the console only reads and buys.
-    control_url: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides) -> Config:

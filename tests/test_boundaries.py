@@ -3,6 +3,7 @@ including those inside functions):
 
 * ``locks`` stands alone: it never imports the shop, its tooling or the load tests;
 * the served app (``shop``) never imports its tooling (``lockshop``) nor the load tests;
+  an instance of ``lockshop up`` adds the console's page to it, and nothing else;
 * the load tests talk to the shop over HTTP only;
 * no module imports itself back through others (no cycle).
 """
@@ -70,14 +71,29 @@ def test_a_package_never_imports_what_it_must_not(graph, package):
 
 def test_the_served_app_is_all_under_shop(graph):
     """gunicorn's entry point, and everything it reaches, stays inside ``shop`` and ``locks``."""
-    reached, todo = set(), ["shop.wsgi"]
+    reached = reached_from(graph, "shop.wsgi")
+    assert {m.split(".")[0] for m in reached} <= {"shop", "locks"}
+    assert "shop.api" in reached and "shop.web.views" in reached  # the walk did walk
+
+
+def test_an_instance_adds_the_console_s_page_and_no_other_tooling(graph):
+    """What ``lockshop up``'s instances serve is the shop and the console's page: the
+    launcher, the labs, the control and Locust stay out of a served process."""
+    reached = reached_from(graph, "lockshop.console.instance")
+    assert {m for m in reached if m.split(".")[0] not in ("shop", "locks")} == {
+        "lockshop.console.instance", "lockshop.console.page"}
+    assert "shop.wsgi" in reached  # the walk did walk
+
+
+def reached_from(graph: dict[str, set[str]], start: str) -> set[str]:
+    """Every module ``start`` imports, directly or through others, and itself."""
+    reached, todo = set(), [start]
     while todo:
         module = todo.pop()
         if module not in reached:
             reached.add(module)
             todo.extend(graph.get(module, ()))
-    assert {m.split(".")[0] for m in reached} <= {"shop", "locks"}
-    assert "shop.api" in reached and "shop.web.views" in reached  # the walk did walk
+    return reached
 
 
 def test_no_import_cycle(graph):

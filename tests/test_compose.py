@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from lockshop.cluster.launcher import gunicorn_arguments
+from lockshop.console.launch import INSTANCE_APP
 from shop.config import PREFIX, Config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,7 +88,8 @@ def test_the_zookeeper_ensemble_is_consistent(services):
 
 @pytest.mark.parametrize("shop", SHOPS)
 def test_shops_run_as_the_launcher_runs_them(services, shop):
-    assert services[shop]["command"] == ["gunicorn", *gunicorn_arguments("0.0.0.0:8000", 16)]
+    assert services[shop]["command"] == ["gunicorn", *gunicorn_arguments("0.0.0.0:8000", 16,
+                                                                        INSTANCE_APP)]
     assert services[shop]["depends_on"]["postgres"]["condition"] == "service_healthy"
 
 
@@ -95,7 +97,8 @@ def test_the_dockerfile_serves_the_same_way_and_installs_the_extras():
     dockerfile = (ROOT / "Dockerfile").read_text()
     cmd = re.search(r"^CMD (\[.*?\])\s*$", dockerfile, re.M | re.S).group(1)
     assert yaml.safe_load(cmd.replace("\\\n", " ")) == ["gunicorn",
-                                                       *gunicorn_arguments("0.0.0.0:8000", 16)]
+                                                       *gunicorn_arguments("0.0.0.0:8000", 16,
+                                                                           INSTANCE_APP)]
     for copied in re.findall(r"^COPY (\S+) \S+$", dockerfile, re.M):
         assert (ROOT / copied).exists(), copied
     assert '".[postgres,redis,zookeeper,load]"' in dockerfile

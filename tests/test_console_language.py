@@ -11,8 +11,7 @@ import re
 import pytest
 import requests
 
-from helpers import chromium, lockshop_up, require
-from lockshop.cluster.processes import free_port
+from helpers import chromium, lockshop_up, ports_for_up, require
 from lockshop.cluster.redis_servers import redis_server_binary
 
 pytestmark = [pytest.mark.cluster, pytest.mark.browser]
@@ -37,7 +36,7 @@ ENGLISH_LABELS = ["Live sale", "Reset the products", "Settings, for every instan
 def console_url(tmp_path_factory):
     require(redis_server_binary() is not None, "redis-server is not installed")
     folder = tmp_path_factory.mktemp("console-language")
-    with lockshop_up("--instances", "1", "--port", str(free_port()), cwd=folder,
+    with lockshop_up("--instances", "1", "--port", str(ports_for_up(1)), cwd=folder,
                      env={**os.environ, "LOCKSHOP_ADMIN_TOKEN": "language-test"},
                      language="zh_CN") as text:
         # up itself speaks the shell's language: here, Chinese

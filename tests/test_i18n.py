@@ -165,7 +165,7 @@ CODE = re.compile(r"%\(\w+\)[-#0 +]?\d*(?:\.\d+)?[a-z]|(?<!\w)'[^']*'(?!\w)|<[^>
                   r"|\blockshop(?: [a-z]+){1,2}|\b\w+(?:[._]\w+)+(?:\([^)]*\))?|\b\w+ = \w+")
 #: A term's word in another sense: a credential, a lab's verdict, a key that contains.
 OTHER_SENSES = ("admin token", "did not hold", "does not hold", "holds (", "still holds it",
-                "that holds its", "key holds", "holds back")
+                "that holds its", "key holds", "holds back", "control character")
 #: A lab's verdict said alone, as the console shows it.
 VERDICTS = ("holds",)
 

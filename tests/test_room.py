@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from helpers import chromium, lockshop_up, require
-from lockshop.cluster.processes import free_port
+from helpers import chromium, lockshop_up, ports_for_up, require
 from lockshop.cluster.redis_servers import redis_server_binary
 
 pytestmark = pytest.mark.cluster
@@ -27,7 +26,7 @@ XSS = "<img src=x onerror=alert(1)>"
 def room(tmp_path_factory):
     require(redis_server_binary() is not None, "redis-server is not installed")
     folder = tmp_path_factory.mktemp("room")
-    with lockshop_up("--instances", "1", "--port", str(free_port()), cwd=folder,
+    with lockshop_up("--instances", "1", "--port", str(ports_for_up(1)), cwd=folder,
                      env={**os.environ, "LOCKSHOP_ADMIN_TOKEN": TOKEN}) as text:
         code = re.search(r"room code (\w+):", text)
         control = re.search(r"control \(labs, faults, sales\): (\S+)", text)

@@ -76,3 +76,27 @@ def test_the_page_switches_the_job_guard_and_shows_the_jobs(client):
     refused = client.post("/settings", data={"strategy": "none", "job_guard": "leader"})
     assert refused.status_code == 422
     assert client.get("/api/admin/settings").json["strategy"] == "table"
+
+
+def test_the_shop_alone_has_no_console_and_an_instance_of_up_serves_it(make_app, sqlite_url):
+    """The console is the workshop's (lockshop/console), mounted on each instance by
+    ``lockshop.console.instance``: the shop alone neither serves nor links it."""
+    import re
+
+    from lockshop.console.page import mount
+
+    alone = make_app(sqlite_url).test_client()
+    assert alone.get("/console").status_code == 404
+    assert 'href="/console"' not in alone.get("/").get_data(as_text=True)
+
+    app = make_app(sqlite_url)
+    mount(app, control_url="http://127.0.0.1:9")
+    client = app.test_client()
+    assert 'href="/console"' in client.get("/").get_data(as_text=True)
+    page = client.get("/console").get_data(as_text=True)
+    assert 'data-control="http://127.0.0.1:9"' in page
+    loaded = re.findall(r'(?:src|href)="(/console/static/[^"]+)"', page)
+    assert len(loaded) == 5  # its styles, uPlot's two files, the charts and the console
+    for path in loaded:
+        with client.get(path) as answer:  # a file: closed when read
+            assert answer.status_code == 200, path

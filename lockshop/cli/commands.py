@@ -79,27 +79,22 @@ def _postgres_of_its_own(config: Config, network, stack: ExitStack):
 
 def _serve(servers, args: argparse.Namespace, network=None) -> int:
     from lockshop.cluster.launcher import Cluster
-    from lockshop.control.app import Control, ControlServer
+    from lockshop.console.launch import Console
 
-    # The control's port is taken first: every instance is told where it is.
-    control_server = ControlServer(args.host, args.control_port)
-    config = replace(servers.config, control_url=control_server.url)
-    cluster = Cluster(config, instances=args.instances, port=args.port, host=args.host,
-                      threads=args.threads, runtime_dir=args.runtime_dir, network=network)
+    # The console's control takes its port first: every instance is told where it answers.
+    console = Console(args.host, args.control_port)
+    cluster = Cluster(servers.config, instances=args.instances, port=args.port, host=args.host,
+                      threads=args.threads, runtime_dir=args.runtime_dir, network=network,
+                      **console.served())
     # The set-up is done before any instance starts: once one answers, a reset or a
     # settings change sent to it stands (it used to be overwritten by the set-up).
     cluster.prepare_database()
     _apply_start_options(make_sessions(make_engine(cluster.config.database_url)),
                          cluster.config, args)
-    with cluster:
-        control = Control(cluster, servers.started, cluster.config, args.runtime_dir / "console")
-        control_server.serve(control)
-        try:
-            _say_what_runs(cluster, config, control_server.url, control.room.code)
-            return _watch(cluster)
-        finally:
-            control_server.close()
-            control.close()
+    with cluster, console:  # the control closes before the instances stop
+        control = console.start(cluster, servers.started, args.runtime_dir / "console")
+        _say_what_runs(cluster, servers.config, console.control_url, control.room.code)
+        return _watch(cluster)
 
 
 def _say_what_runs(cluster, config: Config, control_url: str, room_code: str) -> None:

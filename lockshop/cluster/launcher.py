@@ -17,8 +17,9 @@ import logging
 import os
 import signal
 import subprocess
-from concurrent.futures import ThreadPoolExecutor
 import sys
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -41,6 +42,9 @@ from shop.store.settings import ClusterSettings, seed_settings
 
 log = logging.getLogger(__name__)
 
+#: What an instance serves unless told otherwise: the shop alone.
+SHOP_APP = "shop.wsgi:app"
+
 
 @dataclass
 class Instance:
@@ -55,13 +59,16 @@ class Cluster:
 
     def __init__(self, config: Config, *, instances: int = 3, port: int | None = None,
                  host: str = "127.0.0.1", threads: int = 16, runtime_dir: Path,
-                 network: Network | None = None) -> None:
+                 network: Network | None = None, app: str = SHOP_APP,
+                 env: Mapping[str, str] | None = None) -> None:
         if instances < 1:
             raise ValueError("at least one instance is needed")
         self.config = replace(config, database_url=absolute_sqlite_url(config.database_url))
         self.count, self.first_port, self.host, self.threads = instances, port, host, threads
         self.runtime_dir = runtime_dir
         self.network = network
+        #: What gunicorn serves, and what it is told beyond the config (the console's control).
+        self.app, self.env = app, dict(env or {})
         self.instances: list[Instance] = []
 
     @property
@@ -156,19 +163,20 @@ class Cluster:
         return LOOPBACK if self.host == LOOPBACK.address else Host(name, self.host)
 
     def _spawn(self, name: str, port: int) -> Instance:
-        env = {**os.environ, **replace(self.config, instance=name).to_env()}
+        env = {**os.environ, **replace(self.config, instance=name).to_env(), **self.env}
         host = self.host_of(name)
         command = host.command([sys.executable, "-m", "gunicorn",
-                                *gunicorn_arguments(f"{host.address}:{port}", self.threads),
+                                *gunicorn_arguments(f"{host.address}:{port}", self.threads,
+                                                    self.app),
                                 "--name", f"lockshop-{name}", "--error-logfile", "-"])
         log_path = self.runtime_dir / f"{name}.log"
         process = spawn(command, env=env, log_path=log_path)
         return Instance(name, f"http://{host.address}:{port}", process, log_path)
 
 
-def gunicorn_arguments(bind: str, threads: int = 16) -> list[str]:
+def gunicorn_arguments(bind: str, threads: int = 16, app: str = SHOP_APP) -> list[str]:
     """How an instance is served, here and in docker-compose.yml (a test keeps them equal)."""
-    return ["shop.wsgi:app", "--bind", bind, "--workers", "1", "--worker-class", "gthread",
+    return [app, "--bind", bind, "--workers", "1", "--worker-class", "gthread",
             "--threads", str(threads), "--graceful-timeout", "5",
             # Its default socket path is one per user: instances would share it.
             "--no-control-socket"]

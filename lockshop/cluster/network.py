@@ -134,6 +134,7 @@ class Network:
             raise NetworkError(problem)
         self._subnet = _free_subnet()
         _ip("link", "add", self.bridge, "type", "bridge")
+        _ipv4_only(self.bridge)
         _ip("addr", "add", f"{self.machine.address}/24", "dev", self.bridge)
         _ip("link", "set", self.bridge, "up")
         return self
@@ -150,6 +151,7 @@ class Network:
         self.hosts[name] = host  # from here on, close() removes it
         _ip("link", "add", outside, "type", "veth", "peer", "name", inside,
             "netns", host.namespace)
+        _ipv4_only(outside)
         _ip("link", "set", outside, "master", self.bridge, "up")
         _ip("-n", host.namespace, "addr", "add", f"{host.address}/24", "dev", inside)
         _ip("-n", host.namespace, "link", "set", inside, "up")
@@ -282,6 +284,17 @@ def _ip(*args: str) -> None:
     done = subprocess.run(["ip", *args], capture_output=True, text=True)
     if done.returncode != 0:
         raise NetworkError(f"ip {' '.join(args)}: {done.stderr.strip()}")
+
+
+def _ipv4_only(device: str) -> None:
+    """No IPv6 on a device of the machine's own namespace (the LAN is IPv4): else, for
+    seconds after it comes up, the kernel adds its link-local address and then sends
+    router solicitations, and each change makes a browser on this machine abort every
+    request it has in flight (Chromium's ERR_NETWORK_CHANGED), such as the console's
+    own script while its page loads."""
+    setting = Path(f"/proc/sys/net/ipv6/conf/{device}/disable_ipv6")
+    if setting.exists():  # absent where the kernel has no IPv6 at all
+        setting.write_text("1")
 
 
 def _stop(delayer: subprocess.Popen) -> None:

@@ -36,19 +36,6 @@ def dashboard():
                            strategies=shop().strategies.describe())
 
 
-@web.get("/console")
-def console():
-    """The workshop console: labs, a live sale, the lock view, faults and settings.
-
-    The page only draws; it reads this instance's API, and asks the launcher's
-    control (``control_url``) for everything only the launcher can do."""
-    state = shop()
-    return render_template("console.html", instance=state.config.instance,
-                           control_url=state.config.control_url or "",
-                           token_required=bool(state.config.admin_token),
-                           strategies=state.strategies.describe(), settings=state.settings())
-
-
 @web.get("/panel")
 def panel():
     """Render the part of the dashboard that refreshes itself."""

@@ -16,7 +16,7 @@ import locks
 
 from lockshop.cluster.redis_servers import redis_server_binary
 from lockshop.cluster.zookeeper_servers import zookeeper_installed
-from lockshop.control import Busy
+from lockshop.console import Busy
 from lockshop.workshop import labs
 from lockshop.workshop.staging.record import Lab, LabRecord, Step
 from lockshop.workshop.staging.stage import Parts, running

@@ -6,7 +6,7 @@ const SVG = "http://www.w3.org/2000/svg";
 // Okabe and Ito's palette: told apart by colour-blind readers too, and on a projector.
 const COLOURS = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9"];
 // Chinese glyphs need a CJK font; ./run installs WenQuanYi Zen Hei. Words come from the
-// catalog (static/i18n.js, loaded before this file): i18n._("English").
+// catalog (the shop's i18n.js, loaded before this file): i18n._("English").
 const FONT_FAMILY = "system-ui, 'WenQuanYi Zen Hei', 'Noto Sans CJK SC', sans-serif";
 
 function svgElement(name, attributes, text) {

@@ -19,7 +19,7 @@ from loadtest.runner import latest_history_row, run_locust
 from lockshop.cluster.client import ShopClient, ShopClientError
 from lockshop.cluster.launcher import Cluster
 from lockshop.cluster.processes import process_state
-from lockshop.control import Busy
+from lockshop.console import Busy
 from lockshop.workshop.runs import lock_figures, parse_lock_metrics
 from shop.i18n import lazy_gettext
 

@@ -8,7 +8,7 @@ const CONTROL = root.dataset.control;          // "" when not started by `locksh
 const TOKEN_REQUIRED = root.dataset.tokenRequired === "yes";
 const TOKEN_KEY = "lockshop-admin-token";
 const view = {state: null, labRun: null, lockWindow: 30, pids: new Map()};
-// Every word a person reads goes through the catalog (static/i18n.js): _("English").
+// Every word a person reads goes through the catalog (the shop's i18n.js): _("English").
 const {_} = i18n;
 
 // --- talking to the shop and to the control -------------------------------------
@@ -16,12 +16,28 @@ const {_} = i18n;
 function token() { return sessionStorage.getItem(TOKEN_KEY) || ""; }
 function instructor() { return !TOKEN_REQUIRED || token() !== ""; }
 
+// How long a look (a GET) may take. A paused instance, or a slowed link, would keep
+// one unanswered forever, and the refresh loop waits for each in turn: it gives up on
+// that one, says so, and asks again at the next tick. An action (a POST) may take as
+// long as it takes: a restart waits for the instance to answer.
+const LOOK_TIMEOUT_MS = 10_000;
+
 async function call(url, options) {
   // The control is another origin: it learns the page's language from this header.
   const headers = {"Content-Type": "application/json",
                    "Accept-Language": document.documentElement.lang || "en"};
   if (token()) headers.Authorization = `Bearer ${token()}`;
-  const response = await fetch(url, {...options, headers});
+  const look = !options || !options.method || options.method === "GET";
+  const signal = look ? AbortSignal.timeout(LOOK_TIMEOUT_MS) : undefined;
+  let response;
+  try {
+    response = await fetch(url, {...options, headers, signal});
+  } catch (error) {
+    if (error.name === "TimeoutError") {
+      throw new Error(_("no answer in %(seconds)s s", {seconds: LOOK_TIMEOUT_MS / 1000}));
+    }
+    throw error;
+  }
   const body = await response.json().catch(() => ({}));
   if (!response.ok) throw new Error(body.message || body.error || `${response.status} ${response.statusText}`);
   return body;
@@ -64,7 +80,7 @@ const button = (label, onclick, extra) => element("button", {type: "button", onc
 function showRole() {
   document.body.classList.toggle("student", !instructor());
   document.getElementById("role").textContent = instructor()
-    ? _("instructor: every control is yours") : _("student: read-only, and the shop's buy pages");
+    ? _("instructor: every button is yours") : _("student: read-only, and the shop's buy pages");
 }
 const tokenForm = document.getElementById("token-form");
 if (tokenForm) {

@@ -32,23 +32,21 @@ from pathlib import Path
 
 from flask import Flask, Response, jsonify, request, send_from_directory
 from werkzeug.exceptions import HTTPException
-from werkzeug.serving import make_server
 
 from lockshop.cluster.client import ShopClient, ShopClientError
-from lockshop.cluster.zookeeper_sessions import end_session
+from lockshop.cluster.hold_logs import collect_holds
 from lockshop.cluster.launcher import Cluster
 from lockshop.cluster.network import Link, NetworkError
 from lockshop.cluster.processes import ServerProcess, process_state
-from lockshop.control import Busy
-from lockshop.control.handbook import Handbook
-from lockshop.control.lab_runs import LabRunner, catalogue
-from lockshop.control.room import MAX_BYTES, Room, RoomRefused
+from lockshop.cluster.zookeeper_sessions import end_session
+from lockshop.console import Busy
+from lockshop.console.handbook import Handbook
+from lockshop.console.lab_runs import LabRunner, catalogue
+from lockshop.console.live_sales import BadSale, SaleRequest, SaleRunner
+from lockshop.console.room import MAX_BYTES, Room, RoomRefused
 from lockshop.exercises import catalogue as catalogue_of_exercises
-from lockshop.control.live_sales import BadSale, SaleRequest, SaleRunner
-from lockshop.cluster.hold_logs import collect_holds
 from shop.config import Config
-from shop.i18n import ENGLISH, N_, language
-from shop.i18n import lazy_gettext
+from shop.i18n import ENGLISH, N_, language, lazy_gettext
 from shop.i18n.web import init_app as init_languages
 
 ROOM_RESULTS = "/control/room/results"
@@ -280,6 +278,10 @@ def control_app(control: Control) -> Flask:
             english = str(error.message)
         return jsonify({"error": english, "message": str(error.message)}), error.status
 
+    @app.errorhandler(Busy)
+    def busy(error: Busy):
+        return refuse(ControlError(409, error.args[0]))  # one lab, or one sale, at a time
+
     @app.errorhandler(HTTPException)
     def http_error(error: HTTPException):
         return jsonify({"error": error.description}), error.code
@@ -308,8 +310,6 @@ def control_app(control: Control) -> Flask:
             run = control.labs.start(name)
         except KeyError:
             raise ControlError(404, lazy_gettext("no lab named %(name)r", name=name)) from None
-        except Busy as busy:
-            raise ControlError(409, busy.args[0]) from None
         return jsonify(run.as_dict()), 202
 
     @app.get("/control/labs/runs/<int:number>")
@@ -326,11 +326,7 @@ def control_app(control: Control) -> Flask:
         except BadSale as bad:
             raise ControlError(422, bad.args[0]) from None
         control.check_strategy(sale_request.strategy)
-        try:
-            sale = control.sales.start(sale_request)
-        except Busy as busy:
-            raise ControlError(409, busy.args[0]) from None
-        return jsonify(sale.as_dict()), 202
+        return jsonify(control.sales.start(sale_request).as_dict()), 202
 
     @app.get("/control/sales")
     def sales():
@@ -406,28 +402,3 @@ def found(lookup, number: int, what: str):
     except KeyError:
         raise ControlError(404, lazy_gettext(
                 "no %(what)s %(number)s", what=lazy_gettext(what), number=number)) from None
-
-
-class ControlServer:
-    """The control app on its own port, served from a thread of the launcher."""
-
-    def __init__(self, host: str, port: int) -> None:
-        self.host, self.port = host, port
-        self._app = Flask(__name__)  # replaced by serve(); the socket is bound now
-        self._server = make_server(host, port, self._dispatch, threaded=True)
-        self.port = self._server.server_port
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
-
-    def serve(self, control: Control) -> None:
-        self._app = control_app(control)
-        threading.Thread(target=self._server.serve_forever, name="control", daemon=True).start()
-
-    def close(self) -> None:
-        self._server.shutdown()
-
-    def _dispatch(self, environ, start_response):
-        return self._app(environ, start_response)
-

@@ -1,0 +1,21 @@
+"""The workshop console, all of it: a page on every instance, a control in the launcher.
+
+    page.py, templates/, static/   the page: it draws, and decides nothing
+    instance.py                    what each instance serves: the shop, with the page
+    control.py                     what the page's buttons ask of ``lockshop up`` (HTTP)
+    lab_runs.py, live_sales.py     a lab, or a Locust sale, run in the background
+    room.py                        the room board: the students' exercise results
+    handbook.py                    the handbook, built on first use and served
+    launch.py                      how ``lockshop up`` starts it all, in order
+
+The page is served by the shop's instances, so that it reads their API from its
+own origin; the shop does not import it (``instance.py`` mounts it). Only the
+launcher owns the processes, the servers and the labs, so only its control can
+pause an instance, stop Redis, stage a lab or run a sale. The control answers
+on a port of its own, with the same admin token as the shop: reading is open to
+students, acting needs the token.
+"""
+
+
+class Busy(Exception):
+    """Something of the same kind is already running: one lab (or sale) at a time."""

@@ -1,0 +1,59 @@
+"""How ``lockshop up`` starts the console, in the order it must.
+
+1. The control's port is taken first, so that every instance can be told where
+   the control answers.
+2. The instances serve the shop with the console's page on it (``instance.py``).
+3. Once they run, the control answers, from a thread of the launcher: it owns
+   the processes, the servers and the labs.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from flask import Flask
+from werkzeug.serving import make_server
+
+from lockshop.cluster.launcher import Cluster
+from lockshop.cluster.processes import ServerProcess
+from lockshop.console.control import Control, control_app
+from lockshop.console.page import CONTROL_URL_VARIABLE
+
+#: What each instance serves: the shop, with the console's page.
+INSTANCE_APP = "lockshop.console.instance:app"
+
+
+class Console:
+    """The console of one ``lockshop up``: its control's port now, the control later."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self._app = Flask(__name__)  # until start(); the socket is bound now
+        self._server = make_server(host, port, self._dispatch, threaded=True)
+        self.control_url = f"http://{host}:{self._server.server_port}"
+        self.control: Control | None = None
+
+    def served(self) -> dict:
+        """What the instances serve, as ``Cluster``'s keywords."""
+        return {"app": INSTANCE_APP, "env": {CONTROL_URL_VARIABLE: self.control_url}}
+
+    def start(self, cluster: Cluster, servers: dict[str, ServerProcess],
+              runtime: Path) -> Control:
+        """Answer for ``cluster`` and ``servers``, keeping the console's files in ``runtime``."""
+        control = Control(cluster, servers, cluster.config, runtime)
+        self._app = control_app(control)
+        threading.Thread(target=self._server.serve_forever, name="control", daemon=True).start()
+        self.control = control
+        return control
+
+    def __enter__(self) -> Console:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if self.control is not None:
+            self._server.shutdown()  # only once serving: it waits for the loop to stop
+            self.control.close()
+        self._server.server_close()
+
+    def _dispatch(self, environ, start_response):
+        return self._app(environ, start_response)
