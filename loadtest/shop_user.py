@@ -9,6 +9,11 @@
   is sent again with the same key, up to ``--order-retries`` times, to any
   instance: as a careful client retries, without ever buying twice.
   ``--order-retries 0`` turns retries off.
+* The sale opens once every buyer is in: a buyer may look at the products
+  first, but places no order before Locust says the last one has been spawned.
+  With ``--open-for SECONDS`` the run ends that long after the doors opened,
+  so that a short run on a busy machine still sells for all of its time
+  (Locust's own ``--run-time`` counts from the first spawn).
 * When the test stops, the shop's audit is read once (on the master in a
   distributed run, never on the workers). If it is not correct, a failure
   entry "AUDIT shop audit" is added to the statistics and Locust exits 1.
@@ -21,6 +26,7 @@ import random
 import uuid
 
 import gevent
+import gevent.event
 import locust.stats
 import requests
 from locust import HttpUser, events
@@ -45,6 +51,29 @@ def _add_arguments(parser) -> None:
     parser.add_argument("--order-retries", type=int, env_var="LOCKSHOP_ORDER_RETRIES",
                         default=2, help="retries of an order that timed out or got a 503, "
                                         "each with the order's idempotency key")
+    parser.add_argument("--open-for", type=float, env_var="LOCKSHOP_OPEN_FOR", default=0.0,
+                        help="seconds the sale stays open once every buyer is in; then "
+                             "Locust stops (0: until --run-time or Ctrl-C)")
+
+
+# --- the doors ---------------------------------------------------------------------
+
+#: Set once every buyer is in: Locust has spawned the last one (in a distributed run
+#: the master tells each worker).
+doors = gevent.event.Event()
+
+
+@events.init.add_listener
+def _keep_the_doors(environment, **_kwargs) -> None:
+    def open_the_doors(**_kwargs) -> None:  # Locust says only how many users there are
+        doors.set()
+        open_for = environment.parsed_options.open_for if environment.parsed_options else 0.0
+        if open_for and not isinstance(environment.runner, WorkerRunner):
+            # quit() stops the buyers and fires test_stop: the audit below is read as
+            # after --run-time.
+            gevent.spawn_later(open_for, environment.runner.quit)
+
+    environment.events.spawning_complete.add_listener(open_the_doors)
 
 
 def targets_of(environment) -> list[str]:
@@ -115,6 +144,7 @@ class ShopUser(HttpUser):
         The order (JSON) once placed; None when refused (409, the expected
         answer when stock runs out) or failed.
         """
+        doors.wait()  # no order before the sale opens
         options = self.environment.parsed_options
         timeout = options.order_timeout if options else 10.0
         retries = options.order_retries if options else 2

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import csv
+import subprocess
+import sys
 
 import pytest
 from sqlalchemy import func, select
 
+from loadtest import locustfile_path
 from loadtest.runner import run_locust
 from lockshop.cluster.client import ShopClient
 from lockshop.cluster.launcher import Cluster
@@ -94,6 +97,32 @@ def test_every_locustfile_places_orders(cluster, tmp_path, locustfile):
     result = run_locust(cluster.urls[:1], locustfile=locustfile, users=4, run_time_s=3,
                         admin_token="s3cret", csv_prefix=tmp_path / locustfile)
     assert result.exit_code == 0, result.output
+    assert admin.audit()["totals"]["orders"] > 0
+
+
+def test_no_order_before_every_buyer_is_in_and_the_sale_closes_on_time(cluster, tmp_path):
+    """Four buyers, spawned two a second: the first ones look at the products and wait
+    at the doors. Locust's history (a row a second, per request name) shows no order
+    while fewer than four were in, and orders after; --open-for ends the run two seconds
+    after the doors opened, where --run-time would have gone on for ten minutes."""
+    admin = ShopClient(cluster.urls[0], "s3cret")
+    admin.reset(SMALL_CATALOGUE)
+    admin.set_settings(strategy="local", business_delay_ms=0)
+    prefix = tmp_path / "doors"
+    done = subprocess.run(
+        [sys.executable, "-m", "locust", "-f", str(locustfile_path("flash_sale")),
+         "--headless", "--users", "4", "--spawn-rate", "2", "--open-for", "2",
+         "--run-time", "600s", "--host", cluster.urls[0], "--targets", cluster.urls[0],
+         "--admin-token", "s3cret", "--csv", str(prefix), "--csv-full-history",
+         "--only-summary", "--loglevel", "WARNING"],
+        capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    with open(f"{prefix}_stats_history.csv", newline="") as history:
+        rows = list(csv.DictReader(history))
+    spawning = [r for r in rows if 0 < int(r["User Count"]) < 4]
+    assert any(r["Name"] == "/api/products" for r in spawning)  # buyers were looking
+    assert all(int(r["Total Request Count"]) == 0 for r in spawning
+               if r["Name"].startswith("/api/orders"))
     assert admin.audit()["totals"]["orders"] > 0
 
 

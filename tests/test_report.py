@@ -5,9 +5,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 
+from locks import Backends
+from lockshop.workshop.report import _why
+from lockshop.workshop.runs import FLASH_SALE, PlannedRun, RunResult
+from shop.orders.order_strategies import Strategies
 from shop.store.audit import take_audit
 from shop.store.db import make_engine, make_sessions
 
@@ -26,9 +31,18 @@ def report(tmp_path_factory):
     return folder, done
 
 
+def what_each_run_did(folder) -> str:
+    """For a failed assertion: each row's verdict and figures, and why."""
+    rows = json.loads((folder / "results.json").read_text())["rows"]
+    return "\n".join(f"{r['scenario']} {r['strategy']}: orders {r['orders']}, lost updates "
+                     f"{r['lost_updates']}, failed requests {r['failed_requests']}: {r['why']}"
+                     for r in rows)
+
+
 def test_it_writes_every_file(report):
     folder, done = report
-    assert done.returncode == 0, done.stderr  # none WRONG and atomic correct, as expected
+    # none WRONG and atomic correct, as expected
+    assert done.returncode == 0, done.stderr + what_each_run_did(folder)
     assert "[4/4] Seat sale: atomic on 2 instance(s)" in done.stderr  # the progress line
     for name in ("report.md", "report.html", "results.json"):
         assert (folder / name).stat().st_size > 0
@@ -46,7 +60,7 @@ def test_each_row_says_what_happened_and_why(report):
     rows = json.loads((folder / "results.json").read_text())["rows"]
     by_run = {(r["scenario"], r["strategy"]): r for r in rows}
     none = by_run[("flash_sale", "none")]
-    assert none["correct"] is False and none["lost_updates"] > 0
+    assert none["correct"] is False and none["lost_updates"] > 0, what_each_run_did(folder)
     assert none["why"].startswith("Wrong:") and "Why:" in none["why"]
     atomic = by_run[("seat_sale", "atomic")]
     assert atomic["correct"] is True and atomic["why"].startswith("Correct:")
@@ -82,3 +96,20 @@ def test_the_table_agrees_with_the_audit(report):
     assert cells[7] == f"{last['overlaps']} ({last['overlaps_both_wrote']})"  # none: no lock
     assert cells[8] == str(last["retries"])
     assert float(cells[9]) == last["orders_per_s"]
+
+
+def test_a_run_that_placed_no_order_is_not_called_correct():
+    """An empty sale's audit is correct: the row must say there was nothing to judge, and
+    the report count it as a surprise, whatever the strategy was expected to do (the
+    clean-clone CI run once had a two-second run place nothing, and saw none "correct")."""
+    strategy = Strategies(Backends(), "sqlite").get("atomic")
+    totals = {"initial": 30, "sold": 0, "remaining": 30, "orders": 0, "oversold": 0,
+              "lost_updates": 0, "double_booked_seats": 0, "retries": 0,
+              "stale_writes_rejected": 0}
+    empty = RunResult(FLASH_SALE, PlannedRun(strategy, 2), {"correct": True, "totals": totals},
+                      locust=None, lock={}, overlaps={"both_wrote": 0})
+    assert empty.correct and not empty.sold_anything and not empty.as_expected
+    assert _why(empty).startswith("Nothing to judge")
+    placed = replace(empty, audit={"correct": True, "totals": {**totals, "orders": 1,
+                                                                "sold": 1, "remaining": 29}})
+    assert placed.as_expected and _why(placed).startswith("Correct:")

@@ -58,7 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
         "demo", help=_("run a flash sale per strategy and print the table"))
     demo.add_argument("--instances", type=positive, default=3)
     demo.add_argument("--users", type=positive, default=24, help=_("Locust users per run"))
-    demo.add_argument("--run-time", type=positive, default=8, help=_("seconds per run"))
+    demo.add_argument("--run-time", type=positive, default=8,
+                      help=_("seconds each sale stays open, once every buyer is in"))
     demo.add_argument("--business-delay-ms", type=delay, default=20)
     demo.add_argument("--strategies",
                       help=_("comma-separated names (default: every available one)"))
@@ -103,7 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--output", type=Path, default=Path("report"))
     report.add_argument("--instances", type=positive, default=3)
     report.add_argument("--users", type=positive, default=24)
-    report.add_argument("--run-time", type=positive, default=8, help=_("seconds per run"))
+    report.add_argument("--run-time", type=positive, default=8,
+                        help=_("seconds each sale stays open, once every buyer is in"))
     report.add_argument("--business-delay-ms", type=delay, default=20)
     report.add_argument("--strategies",
                         help=_("comma-separated names (default: every usable one)"))

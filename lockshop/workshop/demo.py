@@ -77,7 +77,7 @@ def run_demo(config: Config, *, instances: int = 3, users: int = 24, run_time_s:
     for r in surprises:
         print(_("UNEXPECTED: %(strategy)s on %(instances)s instance(s) was %(verdict)s, "
                 "expected %(expected)s", strategy=r.run.strategy.name,
-                instances=r.run.instances, verdict=_verdict(r.correct),
+                instances=r.run.instances, verdict=_run_verdict(r),
                 expected=_verdict(r.run.expected_correct)))
     job_surprises: list[JobsResult] = []
     if jobs:
@@ -116,7 +116,7 @@ def _row(result: RunResult) -> tuple:
             _overlaps(result.overlaps), result.overlaps["both_wrote"],
             result.lock["herd_wakeups"], result.locust.requests_per_second,
             round(result.locust.p95_ms),
-            _verdict(result.correct), _verdict(result.run.expected_correct))
+            _run_verdict(result), _verdict(result.run.expected_correct))
 
 
 def _overlaps(overlaps: dict) -> str:
@@ -126,3 +126,7 @@ def _overlaps(overlaps: dict) -> str:
 
 def _verdict(correct: bool) -> str:
     return _("correct") if correct else _("WRONG")
+
+
+def _run_verdict(result: RunResult) -> str:
+    return _verdict(result.correct) if result.sold_anything else _("no orders")

@@ -102,7 +102,8 @@ def _row(result: RunResult, run_time_s: int, output: Path) -> dict:
     strategy = result.run.strategy
     return {
         "scenario": result.scenario.name, "strategy": strategy.name, "family": strategy.family,
-        "instances": result.run.instances, "correct": result.correct,
+        "instances": result.run.instances, "sold_anything": result.sold_anything,
+        "correct": result.correct,
         "expected_correct": result.run.expected_correct, "as_expected": result.as_expected,
         "why": _why(result), **{k: totals[k] for k in (
             "initial", "sold", "remaining", "orders", "oversold", "lost_updates",
@@ -122,6 +123,9 @@ def _row(result: RunResult, run_time_s: int, output: Path) -> dict:
 def _why(result: RunResult) -> str:
     totals = result.audit["totals"]
     strategy = result.run.strategy
+    if not result.sold_anything:
+        return _("Nothing to judge: no order was placed in this run (Locust's report "
+                 "says why).")
     if result.correct:
         costs = []
         if totals["retries"]:

@@ -78,8 +78,14 @@ class RunResult:
         return bool(self.audit["correct"]) and self.overlaps["both_wrote"] == 0
 
     @property
+    def sold_anything(self) -> bool:
+        """Some order was placed: a run without one shows no race, so it proves nothing
+        either way (Locust could not reach the shop, or was never given the time)."""
+        return self.audit["totals"]["orders"] > 0
+
+    @property
     def as_expected(self) -> bool:
-        return self.correct == self.run.expected_correct
+        return self.sold_anything and self.correct == self.run.expected_correct
 
 
 def staged_only(strategy) -> bool:
