@@ -188,7 +188,8 @@ class RedisFactory(LockFactory):
         expires = ttl if ttl >= 0 else None
         kind = self.client.type(key).decode()
         if kind == "string":
-            tokens = [self.client.get(key)]
+            # The lease may run out between TYPE and GET: then nobody holds the key.
+            tokens = [token] if (token := self.client.get(key)) is not None else []
         elif kind == "hash":
             tokens = list(self.client.hkeys(key))
         else:

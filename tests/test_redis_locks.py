@@ -57,6 +57,21 @@ def test_keys_are_readable_in_redis_cli(redis_server, factory):
     assert client.get("lockshop:lock:product:7") is None
 
 
+def test_a_look_as_the_lease_runs_out_sees_no_holder(factory):
+    """The console and the tests look at a lock while its lease may run out: a key that
+    is gone between TYPE and GET has no holder (it was a crash on a None token)."""
+    locks_ = factory("redis")
+    locks_.lock("product:7").acquire()
+    answer_type = locks_.client.type
+
+    def type_then_expire(key):
+        kind = answer_type(key)
+        locks_.client.delete(key)  # the lease runs out just after TYPE has answered
+        return kind
+    locks_.client.type = type_then_expire
+    assert locks_.look("product:7").holders == []
+
+
 def test_fencing_tokens_grow(factory):
     tokens = []
     for _ in range(3):
