@@ -232,7 +232,7 @@ def test_the_page_goes_on_refreshing_while_its_own_instance_is_paused(console, w
     assert paused.status_code == 200, paused.text
     try:
         row.locator(".badge.paused").wait_for()
-        page.get_by_text("refreshLocks: no answer in 10 s").wait_for()
+        page.get_by_text("Locks: no answer in 10 s").wait_for()
         console.shot("own-instance-paused")
     finally:
         resumed = requests.post(f"{control}/control/instances/shop-1/resume", headers=auth,

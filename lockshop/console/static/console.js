@@ -386,15 +386,17 @@ async function refreshState() {
 }
 
 async function tick() {
-  const steps = [refreshLocks];
-  if (CONTROL) steps.push(refreshState, refreshSales, refreshLabRun, refreshRoom);
+  // Each look is named by the panel it draws, as the page titles it.
+  const steps = [[_("Locks"), refreshLocks]];
+  if (CONTROL) steps.push([_("Cluster"), refreshState], [_("Live sale"), refreshSales],
+                          [_("Labs"), refreshLabRun], [_("Exercises"), refreshRoom]);
   const problems = [];
-  for (const step of steps) {
+  for (const [panel, step] of steps) {
     try {
       await step();
     } catch (error) {
       // An instance may be paused or restarting: show it, and try again next tick.
-      problems.push(`${step.name}: ${error.message}`);
+      problems.push(`${panel}: ${error.message}`);
     }
   }
   const problem = document.getElementById("refresh-problem");
