@@ -140,8 +140,11 @@ class ZkFairLock(QueueLockBase):
             event = woken.wait(min(seconds, self.fallback_poll))
             if event is not None:
                 self._metrics.record(self.strategy, "wakeup")
-        # 6. goto 2, unless the wake-up can only mean that the lock is ours
-        self.ahead = [] if self._lock_is_ours_after(event) else None
+        # 6. goto 2, unless the wake-up can only mean that the lock is ours. Never when our
+        # session ended after we looked: our node went with it, and the watch was set on
+        # the session after it, about a queue we are no longer in.
+        ours = self._lock_is_ours_after(event) and self.session_id == self.factory.session_id()
+        self.ahead = [] if ours else None
 
     def _lock_is_ours_after(self, event: str | None) -> bool:
         """Whether the wake-up ``event`` means "the lock is yours" without a second look:
