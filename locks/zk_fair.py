@@ -37,7 +37,8 @@ Two shortcuts, each where ZooKeeper's guarantees make a step unnecessary:
   the holder just ahead *handed it over* (an exclusive holder marks its node
   ``released`` in the transaction that deletes it, which a waiter giving up
   or a session ending never does), or the node that went was the only one
-  ahead of ours.
+  ahead of ours; and only while the session that made our node lives (a
+  watch set on the next session speaks of a queue our node has left).
 
 Re-entrant (A0): an owner (``locks.owner.current_owner()``, a thread or an
 asyncio task) that holds the lock may acquire it again, with this lock
