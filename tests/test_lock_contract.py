@@ -17,6 +17,7 @@ import time
 import pytest
 
 import locks
+from helpers import require_zookeeper
 from locks import (
     DistributedLock,
     LockLost,
@@ -26,11 +27,22 @@ from locks import (
     Strategy,
     UnknownStrategy,
 )
+from lockshop.cluster.zookeeper_servers import ZooKeeperServer
 
 #: Every lock strategy but those broken on purpose.
 CONTRACT_STRATEGIES = [s.name for s in locks.all_strategies() if not s.family.endswith("-broken")]
 #: Those that exclude other threads of the same process (all but ``none``).
 EXCLUSIVE_IN_PROCESS = [name for name in CONTRACT_STRATEGIES if locks.get(name).expected_correct(1)]
+
+
+@pytest.fixture(scope="module")
+def zookeeper(tmp_path_factory):
+    """One ZooKeeper server for this module (over the one per test of the conftest):
+    every test here names a lock of its own and hurts no server, and starting and
+    stopping a server for each of its 64 ZooKeeper tests took about 25 s."""
+    require_zookeeper()
+    with ZooKeeperServer(tmp_path_factory.mktemp("zookeeper")) as server:
+        yield server
 
 
 @pytest.fixture(params=CONTRACT_STRATEGIES)
