@@ -79,9 +79,12 @@ def resolve(spec: str, exercise: Exercise) -> tuple[type, str]:
 
 
 def grade(exercise: Exercise, spec: str, *, say: Callable[[str], None] = lambda _: None,
-          sale: bool = True) -> Grade:
+          sale: bool = True,
+          on_result: Callable[[CheckResult], None] = lambda _: None) -> Grade:
     """Run ``exercise``'s checks on the lock ``spec`` names, on servers of the grader's own
-    (without the sale across shop instances, the slow one, when ``sale`` is false)."""
+    (without the sale across shop instances, the slow one, when ``sale`` is false).
+    ``on_result`` is given each check's result as soon as it is known (the room streams
+    them to the student's browser)."""
     lock_class, spec = resolve(spec, exercise)
     result = Grade(exercise.id, spec)
     started = time.monotonic()
@@ -102,11 +105,13 @@ def grade(exercise: Exercise, spec: str, *, say: Callable[[str], None] = lambda 
                     # say so at once rather than after the slowest check of all.
                     outcome = skipped_for_todos(check, len(todos))
                     result.results.append(outcome)
+                    on_result(outcome)
                     for line in describe(outcome):
                         say(line)
                     continue
                 outcome = run_check(check, grading, source=Path(spec.rpartition(':')[0]))
                 result.results.append(outcome)
+                on_result(outcome)
                 for line in describe(outcome):
                     say(line)
     finally:
