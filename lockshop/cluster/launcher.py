@@ -29,6 +29,7 @@ from lockshop.cluster.network import LOOPBACK, Host, Network
 from lockshop.cluster.processes import (
     StartError,
     free_port,
+    pause_group,
     port_is_free,
     signal_group,
     spawn,
@@ -110,8 +111,9 @@ class Cluster:
         instance.process.wait()
 
     def pause(self, name: str) -> None:
-        """SIGSTOP an instance: it holds its connections and locks, and does nothing."""
-        signal_group(self.instance(name).process, signal.SIGSTOP)
+        """SIGSTOP an instance: it holds its connections and locks, and does nothing
+        (from the moment this returns)."""
+        pause_group(self.instance(name).process)
 
     def resume(self, name: str) -> None:
         signal_group(self.instance(name).process, signal.SIGCONT)

@@ -96,6 +96,42 @@ def signal_group(process: subprocess.Popen, sig: signal.Signals) -> None:
         pass
 
 
+def pause_group(process: subprocess.Popen, timeout: float = 5.0) -> None:
+    """SIGSTOP the child's process group, and return only once every thread of every
+    process in it has stopped.
+
+    The signal is delivered to each thread when the kernel next schedules it: on a busy
+    machine a JVM thread may still answer one request after ``kill()`` has returned, and
+    a lab that pauses a server to force a race would then see no race at all."""
+    signal_group(process, signal.SIGSTOP)
+    deadline = time.monotonic() + timeout
+    while not _all_stopped(process.pid):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"process group {process.pid} did not stop within {timeout:g} s")
+        time.sleep(0.001)
+
+
+def _all_stopped(group: int) -> bool:
+    """Whether every thread of every process in process group ``group`` is stopped."""
+    for task_stat in Path("/proc").glob("[0-9]*/task/*/stat"):
+        fields = _stat_fields(task_stat)
+        # fields[0] is the state, fields[2] the process group; a thread that has exited
+        # meanwhile (no file, or Z, X) has nothing left to run.
+        if fields is None or fields[2] != str(group) or fields[0] in ("T", "t", "Z", "X"):
+            continue
+        return False
+    return True
+
+
+def _stat_fields(path: Path) -> list[str] | None:
+    """The fields of a /proc stat file after the command's name (in parentheses, which
+    may itself hold spaces and parentheses), or None when the task has gone."""
+    try:
+        return path.read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
 def last_line(path: Path) -> str:
     """The last non-empty line of a log, usually the reason a server stopped."""
     try:
@@ -147,8 +183,10 @@ class ServerProcess:
             self.process = None
 
     def pause(self) -> None:
-        """SIGSTOP: the server still holds its connections but answers nothing."""
-        signal_group(self.process, signal.SIGSTOP)
+        """SIGSTOP: the server still holds its connections but answers nothing (from the
+        moment this returns: every one of its threads has stopped)."""
+        if self.process is not None:
+            pause_group(self.process)
 
     def resume(self) -> None:
         if self.process is not None and self.process.poll() is None:
