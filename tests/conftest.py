@@ -31,6 +31,13 @@ POSTGRES_ADMIN_URL = os.environ.get("LOCKSHOP_TEST_POSTGRES_ADMIN_URL",
                                     "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 MYSQL_ADMIN_URL = os.environ.get("LOCKSHOP_TEST_MYSQL_ADMIN_URL",
                                  "mysql+pymysql://root@127.0.0.1:3306/")
+def pytest_xdist_auto_num_workers(config) -> int:
+    """How many workers ``-n auto`` (what ``./run tests`` passes) starts: more than the
+    cores, because most tests wait (on a server starting, a lease running out, a business
+    delay) far longer than they compute. LOCKSHOP_TEST_WORKERS overrides it."""
+    return int(os.environ.get("LOCKSHOP_TEST_WORKERS") or 2 * (os.cpu_count() or 1))
+
+
 @pytest.fixture(scope="session")
 def postgres_admin_url() -> str:
     error = server_error(POSTGRES_ADMIN_URL)

@@ -18,6 +18,7 @@ The Chinese page of ``x.md`` is ``x.zh.md`` (mkdocs-static-i18n's suffix layout)
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 from pathlib import Path
@@ -112,11 +113,15 @@ def _write_lesson_pages(folder: Path) -> None:
             pages[f"{key.lower()}{suffix}.md"] = _article_page(key, language)
     folder.mkdir(exist_ok=True)
     for stale in set(p.name for p in folder.glob("*.md")) - set(pages):
-        (folder / stale).unlink()
+        (folder / stale).unlink(missing_ok=True)
     for name, text in pages.items():
         path = folder / name
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            path.write_text(text, encoding="utf-8")
+            # Whole or not at all: two builds may run at once (the tests run in
+            # parallel), and one must never read the other's half-written page.
+            partial = path.with_name(f".{name}.{os.getpid()}")
+            partial.write_text(text, encoding="utf-8")
+            os.replace(partial, path)
 
 
 def on_page_markdown(markdown, page, config, files, **_):

@@ -31,13 +31,16 @@ Where it cannot run (not root, no ``ip`` or ``nft``, namespaces forbidden)
 
 from __future__ import annotations
 
+import fcntl
 import ipaddress
 import os
 import secrets
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterable, Sequence
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -110,7 +113,7 @@ def unavailable() -> str | None:
 class Network:
     """A bridge and hosts on it; a context manager that removes them all on exit."""
 
-    tag: str = field(default_factory=lambda: secrets.token_hex(2))
+    tag: str = field(default_factory=lambda: secrets.token_hex(3))
     hosts: dict[str, Host] = field(default_factory=dict)
     _subnet: ipaddress.IPv4Network | None = None
     #: (from host, to host) pairs whose packets are dropped now.
@@ -132,10 +135,13 @@ class Network:
         problem = unavailable()
         if problem:
             raise NetworkError(problem)
-        self._subnet = _free_subnet()
-        _ip("link", "add", self.bridge, "type", "bridge")
-        _ipv4_only(self.bridge)
-        _ip("addr", "add", f"{self.machine.address}/24", "dev", self.bridge)
+        # Two networks started at once (tests run in parallel) would otherwise both
+        # find the same subnet free before either had taken it.
+        with _machine_wide_lock():
+            self._subnet = _free_subnet()
+            _ip("link", "add", self.bridge, "type", "bridge")
+            _ipv4_only(self.bridge)
+            _ip("addr", "add", f"{self.machine.address}/24", "dev", self.bridge)
         _ip("link", "set", self.bridge, "up")
         return self
 
@@ -268,6 +274,14 @@ class Network:
 
     def __exit__(self, *exc_info) -> None:
         self.close()
+
+
+@contextmanager
+def _machine_wide_lock() -> Iterator[None]:
+    """Held by one process of this machine at a time (an flock, freed if it dies)."""
+    with open(Path(tempfile.gettempdir()) / "lockshop-network.lock", "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        yield
 
 
 def _free_subnet() -> ipaddress.IPv4Network:
