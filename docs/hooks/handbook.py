@@ -23,6 +23,7 @@ import re
 from pathlib import Path
 
 import yaml
+from mkdocs.plugins import event_priority
 
 from lockshop.workshop import lessons
 
@@ -133,6 +134,22 @@ def on_page_markdown(markdown, page, config, files, **_):
     return _join_chinese_lines(markdown) if language == "zh" else markdown
 
 
+@event_priority(-100)  # after mkdocs-static-i18n has set this page's language links
+def on_page_context(context, page, config, **_):
+    """The language switcher's links relative to the page. mkdocs-static-i18n leaves the
+    home pages' links absolute ("/", "/zh/"), which point outside the site when it is
+    served under a prefix, as the console serves it under /handbook/. A link from the
+    site's root without its leading slash is one the theme's ``url`` filter makes
+    relative to the page."""
+    # The plugin sets config.extra.alternate as an attribute, which the theme reads.
+    alternates = getattr(config.extra, "alternate", None) or config.extra.get("alternate") or []
+    for alternate in alternates:
+        link = alternate.get("link", "")
+        if link.startswith("/") and not link.startswith("//"):
+            alternate["link"] = link.lstrip("/") or "./"
+    return context
+
+
 #: A line break between two Chinese characters (or their punctuation) inside a paragraph:
 #: HTML shows it as a space, which Chinese does not put between words.
 _CJK_BREAK = re.compile(r"(?<=[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef“”])\n"
@@ -217,7 +234,7 @@ def _lesson(lab, key: str, language: str) -> list[str]:
         f"[{e['id']} · {e['title'](language)}](../exercises{_zh(language)}.md#exercise-{e['id']})"
         for e in lessons.exercises_for(lab.id)) or words["none"]
     c = w["colon"].strip()
-    out += [f"- **{w['lab']}{c}** `lockshop lab {lab.id}`{w['open']}`{lab.name}`{w['comma']}"
+    out += [f"- **{w['lab']}{c}** `./run lab {lab.id}`{w['open']}`{lab.name}`{w['comma']}"
             f"{w['about']} {lab.seconds} {w['s']}{needs}{w['close']}",
             f"- **{w['console']}{c}** {w['console_path'].format(id=lab.id)}",
             f"- **{w['watch']}{c}** {text.watch(language)}",
@@ -237,11 +254,11 @@ def _lesson_index(language: str) -> str:
     words = WORDS[language]
     intro = {
         "en": "Every lesson the workshop teaches, by article. Each entry says the lesson, "
-              "what the article says and where, the lab that stages it (`lockshop lab ID`, "
+              "what the article says and where, the lab that stages it (`./run lab ID`, "
               "or the console's Labs list), what to watch, the fix, the code to read and "
               "the exercise that practises it. A lesson of two articles is on both pages.",
         "zh": "工作坊讲的每个知识点，按文章排列。每一条都写明：知识点本身、文章在哪里怎么说、重现它的"
-              "实验（`lockshop lab 编号`，或控制台的“实验”列表）、看什么、怎么修、读哪段代码，以及"
+              "实验（`./run lab 编号`，或控制台的“实验”列表）、看什么、怎么修、读哪段代码，以及"
               "对应的练习。同时出自两篇文章的知识点在两页上都有。"}[language]
     out = [f"# {words['all_lessons']}", "", intro, ""]
     for key in _article_keys():
