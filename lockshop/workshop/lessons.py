@@ -405,11 +405,11 @@ _LESSONS = (
     Lesson(
         "C15", "持有者暂停超过租约，在别人拿到锁之后才写入；防护令牌拒绝这次过期的写入",
         T("A holder paused (a GC pause, SIGSTOP) past its lease still believes it holds the "
-          "lock when it wakes, and writes after another holder: an oversell no check before "
-          "the write can close. A fencing token, a number that grows with every acquisition, "
+          "lock when it wakes, and writes over another holder's sale: a lost update that no "
+          "check before the write can prevent. A fencing token, a number that grows with every acquisition, "
           "travels with the write, and the storage refuses a token older than one it has seen.",
-          "持有者暂停（GC 停顿、SIGSTOP）超过租约，醒来后仍以为自己持有锁，在另一个持有者之后写入："
-          "写之前的任何检查都关不上这个窗口。防护令牌是每次加锁都会增大的数字，随写入一起提交，"
+          "持有者停顿（GC 停顿、SIGSTOP）到锁过期，醒来后仍以为自己持有锁，把另一个持有者写入的结果"
+          "覆盖掉，造成丢失更新：写之前做多少检查都关不上这个窗口。防护令牌是每次加锁都会增大的数字，随写入一起提交，"
           "存储拒绝比它见过的更旧的防护令牌。"),
         {"A4": T("两种方案的优缺点比较: even Redlock cannot be 100% right in complex cases, and "
                  "the article sends the reader to the debate How to do distributed locking, "
@@ -417,10 +417,13 @@ _LESSONS = (
                  "“两种方案的优缺点比较”：即使用 Redlock 在复杂场景下也无法保证 100% 没问题，"
                  "文章让读者去看 How to do distributed locking 的讨论，防护令牌正是那里对暂停的"
                  "客户端给出的答案。")},
-        T("A is paused past its lease, B sells, A wakes and writes: oversold 1 (broken); "
-          "A's write is refused as a stale write and the audit counts it (fix).",
-          "A 暂停超过租约，B 卖出，A 醒来写入：坏的一半超卖 1 件；修好的一半 A 的写入作为过期写入"
-          "被拒绝，审计会记下它。"),
+        T("A is paused past its lease, B sells, A wakes and writes over B's sale: sold 2, "
+          "stock 4, one lost update (broken; nothing is sold beyond the stock, but one sale's "
+          "decrement is lost); A's write is refused as a stale write and the audit counts it "
+          "(fix).",
+          "A 停顿到锁过期，B 卖出一件，A 醒来后把 B 的结果覆盖掉：卖出 2 件、库存还剩 4，丢失更新 "
+          "1 次（问题版本：并没有卖超库存，但有一次扣减被覆盖了）；修复版本里 A 的写入因防护令牌过期"
+          "被拒绝，审计会记下这次过期写入。"),
         T("Hand the token to the product row before reading (UPDATE … WHERE fence < :t) and "
           "write only while the row still holds it (WHERE fence = :t).",
           "读之前先把防护令牌交给商品行（UPDATE … WHERE fence < :t），写入时只有该行仍是这个令牌才"
@@ -582,10 +585,10 @@ _LESSONS = (
                  "session, and is deleted once the session is no longer valid (会话失效).",
                  "“基于 Zookeeper 实现分布式锁”：临时节点的生命周期和客户端会话绑定，一旦客户端会话"
                  "失效，节点就会自动删除。")},
-        T("A is paused past its session; B takes the lock and sells; A wakes and writes: "
-          "oversold (broken); refused as a stale write (fix).",
-          "A 暂停超过会话时间；B 拿到锁并卖出；A 醒来写入：坏的一半超卖；修好的一半作为过期写入"
-          "被拒绝。"),
+        T("A is paused past its session; B takes the lock and sells; A wakes and writes over "
+          "B's sale: one lost update (broken); refused as a stale write (fix).",
+          "A 停顿到会话超时；B 拿到锁并卖出一件；A 醒来后覆盖了 B 的结果：问题版本丢失一次更新；"
+          "修复版本里 A 的写入作为过期写入被拒绝。"),
         T("Fence the write with the node's creation zxid, and check the session before the "
           "commit (ensure_held).",
           "用节点创建时的 zxid 防护写入，并在提交前核对会话（ensure_held）。"),
