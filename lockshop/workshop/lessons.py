@@ -326,9 +326,11 @@ _LESSONS = (
                  "第四、五部分给出办法：每次加锁生成一个 uuid，释放前先核对。")},
         T("Step 3 of each half: the broken DEL leaves no key (it was B's); the fixed release "
           "is refused and B keeps the lock. Step 4: two holders and one unit oversold, then "
-          "none. In the console's lock view the timeline draws B and C's overlap in red.",
-          "看每一半的第 3 步：坏的 DEL 之后键没了（删掉的是 B 的）；修好的释放被拒绝，B 仍然持有。"
-          "第 4 步：先是两个持有者、超卖 1 件，然后是没有。控制台的锁视图会把 B 和 C 的重叠画成红色。"),
+          "none. Run from the console's Labs list, the lock view's timeline draws B and C's "
+          "overlap in red (a run from the terminal draws nothing there).",
+          "看两个版本的第 3 步：问题版本的 DEL 之后键没了（删掉的是 B 的锁）；修复版本的释放被拒绝，"
+          "B 仍然持有。第 4 步：问题版本出现两个持有者、超卖 1 件，修复版本没有。在控制台的“实验”列表里"
+          "运行时，锁视图的时间线会把 B 和 C 的重叠画成红色（在终端里运行则不会画）。"),
         T("A random token per acquisition in the key's value; release with a Lua script that "
           "deletes the key only if it still holds that token.",
           "每次加锁在键的值里写一个随机的唯一标识；释放时用 Lua 脚本，只有键里仍是这个唯一标识才删除。"),
@@ -406,11 +408,12 @@ _LESSONS = (
         "C15", "持有者暂停超过租约，在别人拿到锁之后才写入；防护令牌拒绝这次过期的写入",
         T("A holder paused (a GC pause, SIGSTOP) past its lease still believes it holds the "
           "lock when it wakes, and writes over another holder's sale: a lost update that no "
-          "check before the write can prevent. A fencing token, a number that grows with every acquisition, "
-          "travels with the write, and the storage refuses a token older than one it has seen.",
+          "check before the write can prevent. A fencing token, a number that grows with "
+          "every acquisition, travels with the write, and the storage refuses a token older "
+          "than one it has seen.",
           "持有者停顿（GC 停顿、SIGSTOP）到锁过期，醒来后仍以为自己持有锁，把另一个持有者写入的结果"
-          "覆盖掉，造成丢失更新：写之前做多少检查都关不上这个窗口。防护令牌是每次加锁都会增大的数字，随写入一起提交，"
-          "存储拒绝比它见过的更旧的防护令牌。"),
+          "覆盖掉，造成丢失更新：写之前做多少检查都关不上这个窗口。防护令牌是每次加锁都会增大的数字，"
+          "随写入一起提交，存储拒绝比它见过的更旧的防护令牌。"),
         {"A4": T("两种方案的优缺点比较: even Redlock cannot be 100% right in complex cases, and "
                  "the article sends the reader to the debate How to do distributed locking, "
                  "where the fencing token is the answer to a paused client.",
