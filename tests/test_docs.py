@@ -78,6 +78,25 @@ def test_a_lesson_of_two_articles_is_on_both_article_pages(site):
         assert 'id="c11"' in html
 
 
+def _lesson_ids(text: str) -> set[str]:
+    """C01, and every id of a range C06–C08."""
+    found = set()
+    for first, last in re.findall(r"C(\d\d)(?:–C(\d\d))?", text):
+        found |= {f"C{n:02d}" for n in range(int(first), int(last or first) + 1)}
+    return found
+
+
+@pytest.mark.parametrize("page", ["guide/index.md", "guide/index.zh.md"])
+def test_the_guides_plan_and_its_list_of_lessons_left_out_name_every_lab_once(page):
+    text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+    plan = _lesson_ids(text[:text.index("| 2:55 |")])
+    left_out = _lesson_ids(text[text.index("| 2:55 |"):text.index("## 1.")])
+    labs = set(lessons.labs())
+    assert labs - plan - left_out == set(), "in neither the plan nor the lessons left out"
+    assert plan & left_out == set(), "both in the plan and left out"
+    assert (plan | left_out) - labs == set(), "not a lab"
+
+
 def test_the_language_switcher_works_under_a_prefix(site):
     """The console serves the handbook under /handbook/: every page's language links are
     relative, and each lands on a page of the built site."""
