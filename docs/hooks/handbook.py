@@ -198,7 +198,7 @@ def _article_line(key: str, language: str) -> str:
     if key == "beyond":
         return words["beyond_about"]
     article = lessons.ARTICLES[key]
-    who = ", ".join(part for part in (article["by"], article["date"]) if part)
+    who = words["comma"].join(part for part in (article["by"], article["date"]) if part)
     return f"*{who}* — {article['about'](language)}" if who else article["about"](language)
 
 
