@@ -261,7 +261,7 @@ _LESSONS = (
           "在 FOR UPDATE 查找的列上建唯一索引。"),
         ("lockshop/workshop/labs/mariadb.py", "shop/orders/transactions.py")),
     Lesson(
-        "C09", "没有过期时间的 SETNX：持有者被杀后所有人都被挡住；SET NX PX 一个租约后释放",
+        "C09", "没有过期时间的 SETNX：持有者被杀后所有人都被挡住；SET NX PX 让锁在过期时间到了之后自动释放",
         T("SETNX takes the lock and DEL frees it. A holder killed inside its critical section "
           "never deletes, and with no expiry the key stays until a person deletes it. SET "
           "key value NX PX lease gives the key its expiry in the same command: the lock frees "
@@ -388,7 +388,7 @@ _LESSONS = (
         T("A lease must outlive the work, but nobody knows how long the work takes. A "
           "watchdog renews a short lease while its holder lives; when the holder dies, its "
           "watchdog dies too, and the lock frees one lease later.",
-          "租约必须比工作长，但谁也不知道工作要多久。看门狗在持有者活着时不断为一个短租约续期；"
+          "锁的过期时间必须比业务执行时间长，可谁也说不准业务要执行多久。看门狗在持有者活着时不断为一个短租约续期；"
           "持有者死了，看门狗也跟着没了，锁在一个租约后释放。"),
         {"A4": T("②另一种方式：Redisson: Redisson's keys last 30 s by default, and its "
                  "watchdog sets the timeout back to 30 s every 10 s while the lock is held; "
@@ -405,7 +405,7 @@ _LESSONS = (
           "每次持有一个续期线程，每过三分之一租约续一次；续期失败就当作锁已丢失，在提交前报告。"),
         ("locks/redis_watchdog.py", "locks/watchdog.py", "locks/redisson.py")),
     Lesson(
-        "C15", "持有者暂停超过租约，在别人拿到锁之后才写入；防护令牌拒绝这次过期的写入",
+        "C15", "持有者停顿到锁过期，在别人拿到锁之后才写入；防护令牌拒绝这次过期写入",
         T("A holder paused (a GC pause, SIGSTOP) past its lease still believes it holds the "
           "lock when it wakes, and writes over another holder's sale: a lost update that no "
           "check before the write can prevent. A fencing token, a number that grows with "
@@ -577,12 +577,12 @@ _LESSONS = (
           "zk_rw：销售拿写锁，盘点拿读锁。"),
         ("locks/zk_rw.py", "shop/orders/stocktake.py")),
     Lesson(
-        "C22", "ZooKeeper 会话在持有者暂停时过期，第二个持有者进来；zxid 防护令牌挡住第一个",
+        "C22", "持有者停顿时 ZooKeeper 会话过期，第二个持有者进来；用 zxid 做防护令牌挡住第一个",
         T("A paused holder cannot keep its session alive; ZooKeeper expires the session, "
           "deletes the holder's node, and a second holder gets the lock. When the first "
           "wakes, it writes unless the write is fenced: the creation zxid of its node is a "
           "token that only grows.",
-          "暂停的持有者无法维持会话；ZooKeeper 让会话过期、删除它的节点，第二个持有者拿到锁。"
+          "停顿的持有者无法维持会话；ZooKeeper 让会话过期、删除它的节点，第二个持有者拿到锁。"
           "第一个醒来后照样写入，除非写入被防护：它的节点创建时的 zxid 就是一个只增不减的防护令牌。"),
         {"A4": T("基于 Zookeeper 实现分布式锁: an ephemeral node lives as long as the client "
                  "session, and is deleted once the session is no longer valid (会话失效).",
@@ -849,7 +849,7 @@ _LESSONS = (
           "排队的锁：redis_fair（BLPOP，释放唤醒队首）或 ZooKeeper 公平锁。"),
         ("locks/redis_fair.py", "locks/redis_lock.py")),
     Lesson(
-        "C35", "定时任务比租约还长，除非写入前再核对一次锁，否则会跑两次",
+        "C35", "定时任务执行得比锁的过期时间还久，除非写入前再核对一次锁，否则会跑两次",
         T("A job that outlives its lock's lease lets the next run take the lock and do the "
           "same work. A job that checks its lock last, in the transaction of its write, "
           "finds it gone and stops.",
@@ -862,7 +862,7 @@ _LESSONS = (
         T("Reminders per customer: two (both runs sent) in the broken half; one in the fix "
           "half, where A finds its lock gone before writing and its run is recorded as lost.",
           "看每位顾客的提醒数：问题版本两条（两次执行都发了）；修复版本一条，A 在写入前发现锁已不在，"
-          "这次执行记为 lost。"),
+          "这次执行的结果记为 lost（锁已丢失）。"),
         T("Check the guard in the write's own transaction (ensure_held), and fence the "
           "job's writes by its token.",
           "在写入自己的事务里核对保护（ensure_held），并用防护令牌保护任务的写入。"),
@@ -1034,11 +1034,11 @@ _LESSONS = (
           "在订单自己的事务里写入这个键，作为 order_keys 的主键。"),
         ("shop/orders/idempotency.py",)),
     Lesson(
-        "C45", "与 Redis 断开超过租约的持有者，在别人拿到锁后写入；防护令牌拒绝它",
+        "C45", "与 Redis 断开直到锁过期的持有者，在别人拿到锁后写入；防护令牌拒绝它",
         T("A holder cut off from Redis past its lease cannot renew or check anything; Redis "
           "lets the key expire and another takes the lock. When the link heals, the first "
           "writes unless the write is fenced.",
-          "与 Redis 断开超过租约的持有者既不能续期也不能核对；Redis 让键过期，别人拿到锁。"
+          "与 Redis 断开直到锁过期的持有者，既不能续期也不能核对；Redis 让键过期，别人拿到锁。"
           "网络恢复后，第一个持有者照样写入，除非写入被防护。"),
         {},
         T("shop-1 is cut off (packets dropped, as a real partition does); shop-2 sells; "
