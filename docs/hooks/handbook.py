@@ -206,7 +206,7 @@ def _article_page(key: str, language: str) -> str:
     words = WORDS[language]
     labs = _labs_of(key)
     out = [f"# {_article_heading(key, language)}", "", _article_line(key, language), "",
-           f"## {words['on_page']}", "",
+           f"## {words['on_page']} {{#the-lessons-on-this-page}}", "",  # one anchor per language
            f"| {words['id']} | {words['title']} | {words['lab']} | {words['time']} |",
            "| --- | --- | --- | --- |"]
     for lab in labs:
@@ -265,7 +265,8 @@ def _lesson_index(language: str) -> str:
               "对应的练习。同时出自两篇文章的知识点在两页上都有。"}[language]
     out = [f"# {words['all_lessons']}", "", intro, ""]
     for key in _article_keys():
-        out += [f"## [{_article_heading(key, language)}]({key.lower()}.md)", "",
+        anchor = " {#beyond-the-articles}" if key == "beyond" else ""
+        out += [f"## [{_article_heading(key, language)}]({key.lower()}.md){anchor}", "",
                 _article_line(key, language), ""]
         for lab in _labs_of(key):
             out.append(f"- [{lab.id}]({key.lower()}.md#{lab.id.lower()}) "
