@@ -153,6 +153,16 @@ def on_page_context(context, page, config, **_):
     return context
 
 
+def on_template_context(context, template_name, config, **_):
+    """The 404 page has no page of its own in each language: its language links go to the
+    two home pages (mkdocs-static-i18n leaves them on whichever page was built last). Like
+    every link of the 404 page, they are absolute: it is served at any path."""
+    if template_name == "404.html":
+        for alternate in getattr(config.extra, "alternate", None) or []:
+            alternate["link"] = "/" if alternate.get("lang") == "en" else f"/{alternate['lang']}/"
+    return context
+
+
 #: A line break between two Chinese characters (or their punctuation) inside a paragraph:
 #: HTML shows it as a space, which Chinese does not put between words.
 _CJK_BREAK = re.compile(r"(?<=[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef“”])\n"
