@@ -208,7 +208,8 @@ def _article_line(key: str, language: str) -> str:
     if key == "beyond":
         return words["beyond_about"]
     article = lessons.ARTICLES[key]
-    who = words["comma"].join(part for part in (article["by"], article["date"]) if part)
+    by = article["by"](language) if callable(article["by"]) else article["by"]  # a name, or words
+    who = words["comma"].join(part for part in (by, article["date"]) if part)
     return f"*{who}* — {article['about'](language)}" if who else article["about"](language)
 
 
