@@ -698,7 +698,7 @@ _LESSONS = (
           "释放脚本里 HINCRBY 所有者 -1；计数到 0 才 DEL。"),
         ("locks/redis_reentrant.py", "locks/redis_broken.py")),
     Lesson(
-        "C28", "用多条命令实现可重入加锁，可能让两个客户端同时持锁；一段 Lua 脚本不会",
+        "C28", "用多条命令实现可重入加锁，可能让两个所有者同时持锁；一段 Lua 脚本不会",
         T("The reentrant acquire written as separate commands (EXISTS, then HSET, then "
           "PEXPIRE) lets two owners both see no key and both write their name. The same "
           "steps in one Lua script run as one.",
