@@ -127,7 +127,7 @@ _LESSONS = (
                  "库存超卖；办法是把读、判断、写三步用锁包起来。")},
         T("The broken half's sold figure against the stock: several times more sold than "
           "there was, and lost updates beside it. Then the fix half: sold equals the stock.",
-          "看问题版本里“卖出”与库存的对比：卖出数是库存的好几倍，旁边还有丢失的更新。"
+          "看问题版本里“卖出”与库存的对比：卖出数是库存的好几倍，旁边还有丢失更新。"
           "再看修复版本：卖出正好等于库存。"),
         T("Take a lock named after the product (product:<id>) before the read and release it "
           "after the commit.",
