@@ -39,6 +39,7 @@ from lockshop.cluster.launcher import Cluster
 from lockshop.cluster.network import Network
 from lockshop.cluster.postgres_servers import PostgresServer, postgres_unavailable
 from lockshop.cluster.processes import StartError
+from shop.i18n import _
 from lockshop.cluster.scratch import scratch_database
 from lockshop.cluster.servers import own_servers
 from lockshop.cluster.hold_logs import collect_holds, overlap_audit, overlaps
@@ -168,8 +169,8 @@ def run_soak(names: list[str] | None, *, minutes: float, seed: int, buyers: int,
             if on_postgres and postgres is None:
                 problem = postgres_unavailable()
                 if problem:
-                    raise StartError(f"{name} soaks on PostgreSQL, which cannot run here: "
-                                     f"{problem}")
+                    raise StartError(_("%(name)s soaks on PostgreSQL, which cannot run "
+                                       "here: %(problem)s", name=name, problem=problem))
                 postgres = stack.enter_context(PostgresServer(host=lan.host(DATABASE_HOST)))
                 servers.started[DATABASE_HOST] = postgres
             hosts = fault_hosts(name, strategies.get(name).family, on_postgres)

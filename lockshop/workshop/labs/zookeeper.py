@@ -26,6 +26,7 @@ from shop.store.db import engine_of
 from shop.store.models import ProductKind
 from shop.store.products import ProductSpec
 from shop.i18n import N_, _
+from shop.i18n.lock_errors import named
 
 #: The shortest session ZooKeeper allows here (tickTime 500 ms): the lock's lease.
 SESSION_MS = 1000
@@ -188,7 +189,7 @@ def _outcome(lock, release: bool = False) -> str:
         if not lock.acquire():
             return "refused"
     except Exception as error:  # noqa: BLE001 - what happened is the observation
-        return f"{type(error).__name__}: {error}"
+        return named(error)
     if release:
         lock.release()
     return "acquired"
