@@ -390,5 +390,5 @@ def test_every_reason_the_locks_give_is_said_through_the_catalog():
     assert [(where, text) for where, text in reasons if text not in shapes] == []
     with language(CHINESE):
         said = say_reason("the 200 ms lease expired before release")
-    assert said == "锁在释放前已过期（过期时间 200 毫秒）"
+    assert said == "锁已在释放前过期，过期时间为 200 毫秒"
     assert say_reason("a reason of a student's own") == "a reason of a student's own"

@@ -23,7 +23,7 @@ from locks.custom import LockClassError, factory_for, load_lock_class, split_spe
 from lockshop.exercises import Exercise
 from lockshop.exercises import grading as limits
 from lockshop.exercises.grading import Check, Grading
-from shop.i18n import _
+from shop.i18n import _, join
 
 
 @dataclass
@@ -198,7 +198,7 @@ def describe(result: CheckResult) -> list[str]:
              indent + _("observed: %(observed)s  (%(seconds)s s)", observed=result.observed,
                         seconds=f"{result.seconds:g}")]
     if not result.passed:
-        articles = f" ({', '.join(result.articles)})" if result.articles else ""
+        articles = _(" (%(articles)s)", articles=join(result.articles)) if result.articles else ""
         lines.append(indent + _("lesson %(lesson)s%(articles)s: %(title)s", lesson=result.lesson,
                                 articles=articles, title=result.lesson_title))
         lines.append(indent + _("hint: %(hint)s", hint=result.hint))

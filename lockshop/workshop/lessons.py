@@ -337,7 +337,7 @@ _LESSONS = (
           "每次加锁在键的值里写一个随机的唯一标识；释放时用 Lua 脚本，只有键里仍是这个唯一标识才删除。"),
         ("locks/redis_lock.py", "locks/redis_broken.py")),
     Lesson(
-        "C12", "先 GET 比较再 DEL 有同样的窗口；Lua 脚本把它关上",
+        "C12", "先 GET 比较再 DEL，中间同样有空档；Lua 脚本把比较和删除合成一步",
         T("Checking the token with GET and then deleting with DEL is two commands: the lease "
           "can run out and another client take the lock between them, and the DEL deletes "
           "that client's lock. One Lua script (or WATCH/MULTI) does the check and the delete "
@@ -506,7 +506,7 @@ _LESSONS = (
           "用临时节点加锁（在 Redis 上则用租约）。"),
         ("locks/zk_simple.py", "locks/redis_broken.py")),
     Lesson(
-        "C19", "ZooKeeper 的简单锁每次释放都唤醒所有等待者；顺序节点只唤醒一个",
+        "C19", "羊群效应：ZooKeeper 的简单锁每次释放都唤醒所有等待者；顺序节点只唤醒一个",
         T("In the simple ZooKeeper lock every waiter watches the one lock node; each release "
           "wakes them all, they all race to create it, and all but one go back to waiting: "
           "the herd effect. With sequential nodes each waiter watches only the node just "

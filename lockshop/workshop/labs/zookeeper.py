@@ -93,7 +93,7 @@ def stage_ephemeral(run) -> None:
             pass  # it holds the lock; leaving the block kills it
         run.check(_("a process takes the lock of product:1 and is killed (SIGKILL)"),
                   expected=_("it held the lock, and dies without releasing it"),
-                  observed=_("it said %(said)r, and was killed", said=said),
+                  observed=_("it reported: %(said)s; then it was killed", said=steps.said(said)),
                   agrees=said == "held")
         factory = run.open_locks(strategy, redis_url=redis_server.url, zk_hosts=zk.address,
                                  lease_ms=SESSION_MS)
