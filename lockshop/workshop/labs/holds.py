@@ -111,7 +111,7 @@ def stage_watchdog(run) -> None:
             pass  # killed on leaving the block: its watchdog dies with it
         granted, waited = _wait(factory, 3)
         run.check(_("a process holding the lock is killed (%(said)s); B asks, waiting up to "
-                    "3 s", said=said),
+                    "3 s", said=steps.said(said)),
                   expected=_("granted about one lease (300 ms) after the death"),
                   observed=steps.asked(granted, waited, 2),
                   agrees=granted and waited < 1.0)
