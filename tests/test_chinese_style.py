@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import ast
 import io
+import os
 import re
+import subprocess
+import sys
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +23,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from helpers import require
 from lockshop import catalog as catalogs
+from lockshop.cluster.redis_servers import redis_server_binary
 from lockshop.exercises import EXERCISES
 from lockshop.exercises.skeleton_text import skeleton_path, skeleton_text
 from lockshop.workshop import lessons
@@ -128,8 +133,8 @@ def style_faults(lines: list[Line]) -> list[str]:
                               ("'→', not '->'", ARROW)):
             hit = pattern.search(text)
             if hit:
-                found.append(f"{line.where}: {rule}: …{text[max(0, hit.start() - 12):hit.end() + 12]}…"
-                             .replace("\0", "…"))
+                near = text[max(0, hit.start() - 12):hit.end() + 12].replace("\0", "…")
+                found.append(f"{line.where}: {rule}: …{near}…")
     return found
 
 
@@ -306,8 +311,9 @@ def _code(source: str) -> str:
     tree = ast.parse(source)
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
-        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
-                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+        first = body[0] if isinstance(body, list) and body else None
+        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+                and isinstance(first.value.value, str):
             body[0] = ast.Pass()
         if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "NotImplementedError":
             node.args = []
@@ -392,3 +398,29 @@ def test_every_reason_the_locks_give_is_said_through_the_catalog():
         said = say_reason("the 200 ms lease expired before release")
     assert said == "锁已在释放前过期，过期时间为 200 毫秒"
     assert say_reason("a reason of a student's own") == "a reason of a student's own"
+
+
+def _lockshop_zh(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG")}
+    return subprocess.run([sys.executable, "-m", "lockshop.cli", "--lang", "zh", *args],
+                          cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_exercise_start_under_zh_writes_the_chinese_skeleton_and_the_grader_says_its_todos(
+        tmp_path):
+    require(redis_server_binary() is not None, "redis-server is not installed")
+    started = _lockshop_zh("exercise", "start", "3", str(tmp_path), cwd=tmp_path)
+    assert started.returncode == 0, started.stderr
+    written = (tmp_path / "token_lock.py").read_text(encoding="utf-8")
+    assert written == skeleton_text(EXERCISES["3"], "zh")
+    checked = _lockshop_zh("exercise", "check", "3", "token_lock.py", cwd=tmp_path)
+    said = checked.stdout
+    assert checked.returncode == 1, said + checked.stderr
+    assert "还有 TODO（第 " in said and "还没有写：TODO 1：" in said
+    assert "TODO 2 和 3：写出 RELEASE" in said
+    # the holder the grader kills died of the TODO: said in Chinese, not Python's words
+    assert "NotImplementedError" not in said and "exited" not in said
+    assert "它退出了（状态码 1）：还没有写：TODO 1：" in said
+    english = re.compile(r"\b[a-z]{2,}(?: [a-z]{2,}){3}\b")
+    assert [line for line in said.splitlines() if english.search(prose(line))] == []

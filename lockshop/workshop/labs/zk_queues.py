@@ -380,7 +380,8 @@ def stage_zk_reentrant(run) -> None:
 
 LABS = (
     Lab("C19", "herd", N_("The herd effect: the simple ZooKeeper lock wakes every waiter on "
-        "every release; the sequential one wakes one"), ("A1", "A3"), ("zookeeper",), 3, stage_herd),
+        "every release; the sequential one wakes one"), ("A1", "A3"), ("zookeeper",), 3,
+        stage_herd),
     Lab("C20", "arrival_order", N_("Sequential nodes serve waiters first come, first served; "
         "the simple lock lets a newcomer jump the queue"), ("A0", "A3", "A4"), ("zookeeper",), 3,
         stage_arrival_order),
