@@ -233,7 +233,7 @@ def _lesson(lab, key: str, language: str) -> list[str]:
     words = WORDS[language]
     text = lessons.LESSONS[lab.id]
     w = words
-    needs = f"{w['semi']}{w['needs']} {', '.join(lab.needs)}" if lab.needs else ""
+    needs = f"{w['semi']}{w['needs']} {_needs(lab, language)}" if lab.needs else ""
     out = [f"## {lab.id} · {_title(lab, language)} {{#{lab.id.lower()}}}", "",
            f"**{w['lesson']}{w['stop'].strip()}** {text.claim(language)}", ""]
     if text.where:
@@ -256,6 +256,16 @@ def _lesson(lab, key: str, language: str) -> list[str]:
             f"- **{w['read']}{c}** " + w["comma"].join(f"`{path}`" for path in text.read),
             f"- **{w['exercise']}{c}** {exercise}", ""]
     return out
+
+
+def _needs(lab, language: str) -> str:
+    """What a lab needs, in the lab list's words (the message catalog's, for Chinese)."""
+    from lockshop.workshop.labs import NEEDS
+    from shop.i18n import translations
+
+    catalog = translations("zh_CN" if language == "zh" else "en")
+    return WORDS[language]["comma"].join(catalog.gettext(NEEDS[need]) if need in NEEDS else need
+                                         for need in lab.needs)
 
 
 def _zh(language: str) -> str:
@@ -417,7 +427,7 @@ def _lab_times_table(language: str, here: str) -> str:
         measured = f"{MEASURED[lab.id]:g} s" if lab.id in MEASURED else ""
         link = f"[{lab.id}]({_link(here, lessons.page(lab))}#{lab.id.lower()})"
         out.append(f"| {link} | `{lab.name}` | ~{lab.seconds} s | {measured} | "
-                   f"{', '.join(lab.needs)} |")
+                   f"{_needs(lab, language)} |")
     total = sum(lab.seconds for lab in lessons.labs().values())
     return "\n".join(out) + f"\n\n{words['estimate']}: ~{total} s.\n"
 
