@@ -52,12 +52,13 @@ def postgres_binaries() -> Path | None:
 def postgres_unavailable() -> str | None:
     """Why a server of our own cannot start here, or None when it can."""
     if postgres_binaries() is None:
-        return "PostgreSQL is not installed (Debian: apt-get install postgresql)"
+        return _("PostgreSQL is not installed (Debian: apt-get install postgresql)")
     if os.geteuid() == 0:
         try:
             pwd.getpwnam(USER)
         except KeyError:
-            return f"no {USER!r} user to run PostgreSQL as (it refuses to run as root)"
+            return _("no %(user)r user to run PostgreSQL as (it refuses to run as root)",
+                     user=USER)
     return None
 
 
