@@ -78,6 +78,27 @@ def test_a_lesson_of_two_articles_is_on_both_article_pages(site):
         assert 'id="c11"' in html
 
 
+def test_every_title_in_the_navigation_has_its_chinese():
+    import yaml
+
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    zh = next(entry for entry in next(plugin["i18n"] for plugin in config["plugins"]
+                                      if isinstance(plugin, dict) and "i18n" in plugin)
+              ["languages"] if entry["locale"] == "zh")
+
+    def titles(nav) -> set[str]:
+        found = set()
+        for item in nav:
+            if isinstance(item, dict):
+                for title, value in item.items():
+                    found.add(title)
+                    if isinstance(value, list):
+                        found |= titles(value)
+        return found
+
+    assert titles(config["nav"]) - set(zh["nav_translations"]) == set()
+
+
 def _lesson_ids(text: str) -> set[str]:
     """C01, and every id of a range C06–C08."""
     found = set()
