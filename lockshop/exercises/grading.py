@@ -161,6 +161,11 @@ def first_line(holder: subprocess.Popen, seconds: float = 15.0) -> str:
     reader.join(seconds)
     if line and line[0]:
         return line[0].strip()
+    if line:  # end of its output: it is dying; let it finish, to say what it died of
+        try:
+            holder.wait(5)
+        except subprocess.TimeoutExpired:
+            pass
     if holder.poll() is not None:
         problem = holder.stderr.read().strip().splitlines()
         return _("it exited (status %(code)s): %(problem)s", code=holder.returncode,
