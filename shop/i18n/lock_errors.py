@@ -37,6 +37,7 @@ REASONS = (
 #: What a backend that cannot be reached is called in ``BackendUnavailable``.
 BACKENDS = (
     N_("redis (%(reachable)s of %(servers)s servers reachable, %(needed)s needed)"),
+    N_("redis"), N_("zookeeper"), N_("database"),
 )
 
 #: Every message ``locks.custom.LockClassError`` gives (a student's file that gives no
@@ -89,7 +90,7 @@ def say_lock_error(error: BaseException) -> str:
         cause = error.__cause__
         said = _("%(backend)s cannot be reached (lock %(lock)s)",
                  backend=say_reason(error.backend, BACKENDS), lock=error.name)
-        return said + (": " + _cause(cause) if cause else "")
+        return _("%(error)s: %(cause)s", error=said, cause=_cause(cause)) if cause else said
     if isinstance(error, LockError):
         return str(error)
     return f"{type(error).__name__}: {error}"
