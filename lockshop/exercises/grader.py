@@ -24,6 +24,7 @@ from lockshop.exercises import Exercise
 from lockshop.exercises import grading as limits
 from lockshop.exercises.grading import Check, Grading
 from shop.i18n import _, join
+from shop.i18n.lock_errors import BACKENDS, say_reason
 
 
 @dataclass
@@ -93,7 +94,7 @@ def grade(exercise: Exercise, spec: str, *, say: Callable[[str], None] = lambda 
         with Grading(lock_class, spec, exercise.family, runtime) as grading:
             say(_("exercise %(id)s: %(title)s", id=exercise.id, title=exercise.title))
             say("  " + _("your lock: %(spec)s, on a %(family)s server of the grader's own",
-                         spec=spec, family=exercise.family))
+                         spec=spec, family=say_reason(exercise.family, BACKENDS)))
             for line, todo in todos_left(Path(spec.rpartition(":")[0])):
                 say("  " + _("TODO left (line %(line)s): %(todo)s", line=line, todo=todo))
             todos = todos_left(Path(spec.rpartition(":")[0]))
