@@ -69,7 +69,7 @@ ARTICLES = {
                       "for the release; how long a lease should be",
                       "用唯一标识避免误释放别人的锁；用 WATCH/MULTI 释放；过期时间设多长")},
     "A3": {"title": "Zookeeper 实现分布式锁", "by": T("a GitHub markdown note",
-                                                     "GitHub 上的一篇 markdown 笔记"), "date": "",
+                                                     "GitHub 上的一篇 Markdown 笔记"), "date": "",
            "about": T("two ticket offices sell one seat; ZooKeeper's simple lock, the sequential "
                       "lock and the read/write lock",
                       "两个售票点卖同一个座位；ZooKeeper 的简单锁、顺序锁和读写锁")},
