@@ -58,9 +58,9 @@ def load_lock_class(spec: str) -> type[DistributedLock]:
                                  "DistributedLock)")
         return value
     if not found:
-        raise LockClassError(f"{where}: holds no lock class (a subclass of DistributedLock)")
+        raise LockClassError(f"{where}: has no lock class (a subclass of DistributedLock)")
     if len(found) > 1:
-        raise LockClassError(f"{where}: holds {len(found)} lock classes ({', '.join(found)}): "
+        raise LockClassError(f"{where}: has {len(found)} lock classes ({', '.join(found)}): "
                              f"name one, as {target}:{next(iter(found))}")
     return next(iter(found.values()))
 

@@ -174,7 +174,7 @@ def test_up_refuses_a_port_in_use(tmp_path):
         port = taken.getsockname()[1]
         done = run_cli("up", "--instances", "1", "--port", str(port), cwd=tmp_path)
     assert done.returncode == 2
-    assert f"port(s) {port} on 127.0.0.1 are in use" in done.stderr
+    assert f"port {port} on 127.0.0.1 is in use" in done.stderr
 
 
 @pytest.mark.cluster

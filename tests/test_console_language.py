@@ -22,7 +22,7 @@ CONTROL: list[str] = []
 #: What a reader sees of each language, drawn by the template (tabs, headings), by the
 #: script (the role line, the Run buttons) and by the control (a lab's title).
 CHINESE = ["集群", "实时秒杀", "实验", "练习", "持有情况：最近", "学员：只读", "运行",
-           "租约比工作短：直接 DEL 会删掉下一个持有者的锁"]
+           "锁的过期时间短于业务执行时间：直接 DEL 会误删下一个持有者的锁"]
 ENGLISH = ["Cluster", "Live sale", "Labs", "Exercises", "Holds over the last",
            "student: read-only", "Run",
            "A lease shorter than the work: a plain DEL frees the next holder's lock"]
@@ -86,7 +86,7 @@ def test_a_browser_that_asks_for_english_reads_english(browser, console_url):
     said = text_of(page)
     assert [word for word in ENGLISH if word not in said] == []
     assert not re.search(r"[\u4e00-\u9fff]", page.locator("nav.tabs").inner_text())
-    assert "租约比工作短" not in said
+    assert "锁的过期时间短于业务执行时间" not in said
     assert errors == []
     context.close()
 
@@ -96,7 +96,7 @@ def test_the_switch_on_the_page_changes_the_language_and_keeps_it(browser, conso
     page.click("header .languages a[hreflang='zh-CN']")
     page.wait_for_selector("#lab-list li[data-lab='C11']")
     said = text_of(page)
-    assert "实时秒杀" in said and "租约比工作短" in said, said
+    assert "实时秒杀" in said and "锁的过期时间短于业务执行时间" in said, said
     page.goto(console_url)  # no ?lang= now: the cookie remembers the choice
     page.wait_for_selector("#lab-list li[data-lab='C11']")
     assert "实时秒杀" in text_of(page)
@@ -117,4 +117,4 @@ def test_the_control_refuses_in_the_language_asked_and_keeps_an_english_code(con
     assert english.json() == {"error": "no lab named 'C99'", "message": "no lab named 'C99'"}
     room = requests.post(f"{CONTROL[0]}/control/room/results", data=b"{}", timeout=10,
                          headers={"Accept-Language": "zh", "Content-Type": "application/json"})
-    assert room.status_code == 401 and room.json()["message"].startswith("这需要教室码")
+    assert room.status_code == 401 and room.json()["message"].startswith("这需要房间码")

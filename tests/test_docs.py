@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urljoin
 
 import pytest
 
@@ -65,7 +66,7 @@ def test_every_lab_has_its_lesson_entry_in_both_languages(site):
             html = (site / f"{language}{page}" / "index.html").read_text(encoding="utf-8")
             entry = re.search(rf'<h2 id="{lab.id.lower()}">(.*?)</h2>', html, re.S)
             assert entry, f"{lab.id}: no lesson entry on {language}{page}"
-            assert f"lockshop lab {lab.id}" in html
+            assert f"./run lab {lab.id}" in html  # as a fresh clone runs it
     assert lessons.url("C11", "zh").startswith("zh/lessons/")
 
 
@@ -75,6 +76,63 @@ def test_a_lesson_of_two_articles_is_on_both_article_pages(site):
     for article in lab.articles:
         html = (site / "lessons" / article.lower() / "index.html").read_text(encoding="utf-8")
         assert 'id="c11"' in html
+
+
+def test_every_title_in_the_navigation_has_its_chinese():
+    import yaml
+
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    zh = next(entry for entry in next(plugin["i18n"] for plugin in config["plugins"]
+                                      if isinstance(plugin, dict) and "i18n" in plugin)
+              ["languages"] if entry["locale"] == "zh")
+
+    def titles(nav) -> set[str]:
+        found = set()
+        for item in nav:
+            if isinstance(item, dict):
+                for title, value in item.items():
+                    found.add(title)
+                    if isinstance(value, list):
+                        found |= titles(value)
+        return found
+
+    assert titles(config["nav"]) - set(zh["nav_translations"]) == set()
+
+
+def _lesson_ids(text: str) -> set[str]:
+    """C01, and every id of a range C06–C08."""
+    found = set()
+    for first, last in re.findall(r"C(\d\d)(?:–C(\d\d))?", text):
+        found |= {f"C{n:02d}" for n in range(int(first), int(last or first) + 1)}
+    return found
+
+
+@pytest.mark.parametrize("page", ["guide/index.md", "guide/index.zh.md"])
+def test_the_guides_plan_and_its_list_of_lessons_left_out_name_every_lab_once(page):
+    text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+    plan = _lesson_ids(text[:text.index("| 2:55 |")])
+    left_out = _lesson_ids(text[text.index("| 2:55 |"):text.index("## 1.")])
+    labs = set(lessons.labs())
+    assert labs - plan - left_out == set(), "in neither the plan nor the lessons left out"
+    assert plan & left_out == set(), "both in the plan and left out"
+    assert (plan | left_out) - labs == set(), "not a lab"
+
+
+def test_the_language_switcher_works_under_a_prefix(site):
+    """The console serves the handbook under /handbook/: every page's language links are
+    relative, and each lands on a page of the built site."""
+    pages = [site / "index.html", site / "zh" / "index.html",
+             site / "guide" / "index.html", site / "zh" / "strategies" / "index.html"]
+    for path in pages:
+        folder = path.parent.relative_to(site).as_posix()
+        url = "/handbook/" + ("" if folder == "." else f"{folder}/")
+        links = re.findall(r'<a href="([^"]*)" hreflang="(en|zh)"', path.read_text("utf-8"))
+        assert {lang for _, lang in links} == {"en", "zh"}, path
+        for href, lang in links:
+            assert not href.startswith("/"), f"{path.relative_to(site)}: {href}"
+            target = urljoin(url, href).removeprefix("/handbook/")
+            assert (site / target / "index.html").is_file(), f"{url} -> {href} ({lang})"
+            assert target.startswith("zh/") == (lang == "zh"), f"{url} -> {href} ({lang})"
 
 
 def test_the_built_site_loads_nothing_from_the_internet(site):

@@ -167,9 +167,9 @@ def test_start_never_overwrites(tmp_path):
     ("from locks.redis_support import RedisLockBase\nclass A(RedisLockBase)\n    pass\n",
      "broken.py:2: syntax error"),
     ("import no_such_module_anywhere\n", "broken.py:1: ModuleNotFoundError"),
-    ("x = 1\n", "broken.py: holds no lock class"),
+    ("x = 1\n", "broken.py: has no lock class"),
     ("from locks.redis_support import RedisLockBase\nclass A(RedisLockBase): pass\n"
-     "class B(RedisLockBase): pass\n", "holds 2 lock classes (A, B): name one"),
+     "class B(RedisLockBase): pass\n", "has 2 lock classes (A, B): name one"),
     ("from locks.zk_session import ZooKeeperLockBase\nclass A(ZooKeeperLockBase): pass\n",
      "is a zookeeper lock; exercise 3 is a redis exercise"),
 ])

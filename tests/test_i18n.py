@@ -372,11 +372,11 @@ def test_lab_c11_runs_in_chinese_under_lang_zh_cn_and_in_english_with_lang_en():
     assert done.returncode == 0, done.stdout + done.stderr
     said = done.stdout
     # the title, both halves, a step with what was expected and seen, and the verdict
-    assert said.startswith("C11 redis_plain_del: 租约比工作短"), said
-    assert "  坏的版本: redis_plain_del: SET NX PX 加锁，直接 DEL 释放" in said
+    assert said.startswith("C11 redis_plain_del: 锁的过期时间短于业务执行时间"), said
+    assert "  问题版本：redis_plain_del: SET NX PX 加锁，直接 DEL 释放" in said
     assert "预期：它的 DEL 删掉了 B 的锁 · 观察到：A 释放成功；键存在：否  ✓" in said
     assert "预期：被拒绝：键里是 B 的唯一标识，不是 A 的；锁仍归 B" in said
-    assert "=> 成立（" in said and "修好的版本在同样的步骤下守住了" in said
+    assert "=> 结论成立（" in said and "修复版本在相同步骤下保持正确" in said
     assert "expected:" not in said and "observed" not in said and "holds" not in said
     english = lockshop("--lang", "en", "lab", "C11").stdout
     assert "A finishes and releases" in english and "expected: its DEL deletes B's lock" in english
@@ -386,8 +386,9 @@ def test_lab_c11_runs_in_chinese_under_lang_zh_cn_and_in_english_with_lang_en():
 def test_the_lab_list_is_in_chinese():
     said = lockshop("lab", "list").stdout
     assert "A2  Redis分布式锁唯一标识避免误释放（释放时核对唯一标识）" in said
-    assert "C11  redis_plain_del" in said and "租约比工作短" in said
-    assert "--  文章之外" in said and "个知识点中有" in said
+    assert "C11  redis_plain_del" in said and "锁的过期时间短于业务执行时间" in said
+    assert "\n文章之外\n" in said and "[需要 Redis，店铺实例]" in said
+    assert "个知识点中有" in said
 
 
 def test_a_bad_value_and_a_missing_argument_are_refused_in_chinese():

@@ -24,6 +24,7 @@ import re
 from pathlib import Path
 
 import yaml
+from mkdocs.plugins import event_priority
 
 from lockshop.workshop import lessons
 
@@ -47,7 +48,9 @@ WORDS = {
            "term": "term", "zh": "中文", "meaning": "meaning", "article": "the articles say",
            "measured": "measured", "estimate": "estimate", "needs_col": "needs",
            "name": "name", "stop": ". ", "colon": ": ", "open": " (", "close": ")",
-           "semi": "; ", "comma": ", ", "s": "s"},
+           "semi": "; ", "comma": ", ", "s": "s", "family": "family", "how": "how it works",
+           "expected": "expected across instances", "fails": "how it fails",
+           "correct": "correct", "wrong": "fails"},
     "zh": {"lesson": "知识点", "says": "文章怎么说", "lab": "实验", "console": "控制台",
            "watch": "看什么", "fix": "修复", "read": "读代码", "exercise": "练习",
            "none": "暂无", "about": "约", "needs": "需要",
@@ -63,7 +66,8 @@ WORDS = {
            "term": "术语", "zh": "中文", "meaning": "含义", "article": "文章的说法",
            "measured": "实测", "estimate": "估计", "needs_col": "需要", "name": "名称",
            "stop": "。", "colon": "：", "open": "（", "close": "）", "semi": "；", "comma": "，",
-           "s": "秒"},
+           "s": "秒", "family": "类别", "how": "做法", "expected": "多实例下的预期",
+           "fails": "会怎样出错", "correct": "正确", "wrong": "出错"},
 }
 
 #: The labs' times on the 2-core development machine, measured with
@@ -138,6 +142,32 @@ def on_page_markdown(markdown, page, config, files, **_):
     return _join_chinese_lines(markdown) if language == "zh" else markdown
 
 
+@event_priority(-100)  # after mkdocs-static-i18n has set this page's language links
+def on_page_context(context, page, config, **_):
+    """The language switcher's links relative to the page. mkdocs-static-i18n leaves the
+    home pages' links absolute ("/", "/zh/"), which point outside the site when it is
+    served under a prefix, as the console serves it under /handbook/. A link from the
+    site's root without its leading slash is one the theme's ``url`` filter makes
+    relative to the page."""
+    # The plugin sets config.extra.alternate as an attribute, which the theme reads.
+    alternates = getattr(config.extra, "alternate", None) or config.extra.get("alternate") or []
+    for alternate in alternates:
+        link = alternate.get("link", "")
+        if link.startswith("/") and not link.startswith("//"):
+            alternate["link"] = link.lstrip("/") or "./"
+    return context
+
+
+def on_template_context(context, template_name, config, **_):
+    """The 404 page has no page of its own in each language: its language links go to the
+    two home pages (mkdocs-static-i18n leaves them on whichever page was built last). Like
+    every link of the 404 page, they are absolute: it is served at any path."""
+    if template_name == "404.html":
+        for alternate in getattr(config.extra, "alternate", None) or []:
+            alternate["link"] = "/" if alternate.get("lang") == "en" else f"/{alternate['lang']}/"
+    return context
+
+
 #: A line break between two Chinese characters (or their punctuation) inside a paragraph:
 #: HTML shows it as a space, which Chinese does not put between words.
 _CJK_BREAK = re.compile(r"(?<=[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef“”])\n"
@@ -183,7 +213,8 @@ def _article_line(key: str, language: str) -> str:
     if key == "beyond":
         return words["beyond_about"]
     article = lessons.ARTICLES[key]
-    who = ", ".join(part for part in (article["by"], article["date"]) if part)
+    by = article["by"](language) if callable(article["by"]) else article["by"]  # a name, or words
+    who = words["comma"].join(part for part in (by, article["date"]) if part)
     return f"*{who}* — {article['about'](language)}" if who else article["about"](language)
 
 
@@ -191,7 +222,7 @@ def _article_page(key: str, language: str) -> str:
     words = WORDS[language]
     labs = _labs_of(key)
     out = [f"# {_article_heading(key, language)}", "", _article_line(key, language), "",
-           f"## {words['on_page']}", "",
+           f"## {words['on_page']} {{#the-lessons-on-this-page}}", "",  # one anchor per language
            f"| {words['id']} | {words['title']} | {words['lab']} | {words['time']} |",
            "| --- | --- | --- | --- |"]
     for lab in labs:
@@ -207,7 +238,7 @@ def _lesson(lab, key: str, language: str) -> list[str]:
     words = WORDS[language]
     text = lessons.LESSONS[lab.id]
     w = words
-    needs = f"{w['semi']}{w['needs']} {', '.join(lab.needs)}" if lab.needs else ""
+    needs = f"{w['semi']}{w['needs']} {_needs(lab, language)}" if lab.needs else ""
     out = [f"## {lab.id} · {_title(lab, language)} {{#{lab.id.lower()}}}", "",
            f"**{w['lesson']}{w['stop'].strip()}** {text.claim(language)}", ""]
     if text.where:
@@ -222,7 +253,7 @@ def _lesson(lab, key: str, language: str) -> list[str]:
         f"[{e['id']} · {e['title'](language)}](../exercises{_zh(language)}.md#exercise-{e['id']})"
         for e in lessons.exercises_for(lab.id)) or words["none"]
     c = w["colon"].strip()
-    out += [f"- **{w['lab']}{c}** `lockshop lab {lab.id}`{w['open']}`{lab.name}`{w['comma']}"
+    out += [f"- **{w['lab']}{c}** `./run lab {lab.id}`{w['open']}`{lab.name}`{w['comma']}"
             f"{w['about']} {lab.seconds} {w['s']}{needs}{w['close']}",
             f"- **{w['console']}{c}** {w['console_path'].format(id=lab.id)}",
             f"- **{w['watch']}{c}** {text.watch(language)}",
@@ -230,6 +261,16 @@ def _lesson(lab, key: str, language: str) -> list[str]:
             f"- **{w['read']}{c}** " + w["comma"].join(f"`{path}`" for path in text.read),
             f"- **{w['exercise']}{c}** {exercise}", ""]
     return out
+
+
+def _needs(lab, language: str) -> str:
+    """What a lab needs, in the lab list's words (the message catalog's, for Chinese)."""
+    from lockshop.workshop.labs import NEEDS
+    from shop.i18n import translations
+
+    catalog = translations("zh_CN" if language == "zh" else "en")
+    return WORDS[language]["comma"].join(catalog.gettext(NEEDS[need]) if need in NEEDS else need
+                                         for need in lab.needs)
 
 
 def _zh(language: str) -> str:
@@ -242,15 +283,16 @@ def _lesson_index(language: str) -> str:
     words = WORDS[language]
     intro = {
         "en": "Every lesson the workshop teaches, by article. Each entry says the lesson, "
-              "what the article says and where, the lab that stages it (`lockshop lab ID`, "
+              "what the article says and where, the lab that stages it (`./run lab ID`, "
               "or the console's Labs list), what to watch, the fix, the code to read and "
               "the exercise that practises it. A lesson of two articles is on both pages.",
         "zh": "工作坊讲的每个知识点，按文章排列。每一条都写明：知识点本身、文章在哪里怎么说、重现它的"
-              "实验（`lockshop lab 编号`，或控制台的“实验”列表）、看什么、怎么修、读哪段代码，以及"
+              "实验（`./run lab 编号`，或控制台的“实验”列表）、看什么、怎么修、读哪段代码，以及"
               "对应的练习。同时出自两篇文章的知识点在两页上都有。"}[language]
     out = [f"# {words['all_lessons']}", "", intro, ""]
     for key in _article_keys():
-        out += [f"## [{_article_heading(key, language)}]({key.lower()}.md)", "",
+        anchor = " {#beyond-the-articles}" if key == "beyond" else ""
+        out += [f"## [{_article_heading(key, language)}]({key.lower()}.md){anchor}", "",
                 _article_line(key, language), ""]
         for lab in _labs_of(key):
             out.append(f"- [{lab.id}]({key.lower()}.md#{lab.id.lower()}) "
@@ -299,16 +341,86 @@ def _glossary_table(language: str, here: str) -> str:
     return "\n".join(out) + "\n"
 
 
+#: The registry's descriptions in Chinese, by strategy (the registry keeps English only);
+#: a strategy missing here is shown with its English words.
+STRATEGIES_ZH = {
+    "none": ("不加保护：读、判断、写三步毫无防护地执行。",
+             "并发的买家读到同一个库存，各自写入库存减一：先是丢失更新，接着就是超卖。"),
+    "local": ("每个进程里每个商品一把 threading.Lock。",
+              "单进程内正确；每个实例各有各的锁，多个实例之间互相重叠，照样超卖。"),
+    "table": ("锁表里带唯一键的一行：插入即加锁，删除即解锁；租约让崩溃的持有者留下的锁可以被接管；"
+              "带防护令牌。",
+              "持有者停顿到锁过期，就会和下一个持有者重叠；防护令牌把它迟到的写入变成被拒绝的过期写入。"),
+    "table_no_expiry": ("带唯一键的一行：插入即加锁，删除即解锁；没有过期时间列。",
+                        "持有者在删除之前死掉，这一行就留在表里：这个商品之后的订单全都等待并返回 503，"
+                        "直到有人手工删掉这一行。"),
+    "redis_setnx": ("SETNX key token；DEL 释放。不设过期时间。",
+                    "持有者死在临界区里，锁就永远不会释放：这个商品之后的订单全都等待并返回 503，"
+                    "直到管理员删掉这个键。"),
+    "redis_setnx_expire": ("先 SETNX，再用第二条命令 EXPIRE。",
+                           "SETNX 和 EXPIRE 之间崩溃，会留下一把永不过期的锁"
+                           "（故障钩子 crash_after_setnx）。"),
+    "redis_plain_del": ("SET NX PX，但释放时直接 DEL，不核对所有者。",
+                        "比租约还慢的持有者删掉了下一个持有者的锁（误删）：两个持有者同时在，造成超卖。"),
+    "redis_get_del": ("SET NX PX；释放时先 GET、比较，再 DEL：两条命令。",
+                      "如果锁在 GET 和 DEL 之间过期，DEL 删掉的就是别人的锁"
+                      "（故障钩子 pause_before_del 把这个窗口撑开）。"),
+    "redis_reentrant_del": ("可重入（“所有者 → 次数”的哈希），但用 DEL 释放。",
+                            "重入过的持有者在内层释放时把整把锁都放掉了：外层临界区在没有锁的情况下执行，"
+                            "别的持有者趁机进来。"),
+    "redis_reentrant_steps": ("可重入加锁拆成几条命令：EXISTS、HSET、PEXPIRE。",
+                              "两个所有者都看到 EXISTS 返回 0，于是都 HSET 写入自己的名字：两个持有者"
+                              "（故障钩子 pause_after_exists 把这个窗口撑开）。"),
+    "redis_reentrant_thread_id": ("可重入（“所有者 → 次数”的哈希，用 Lua 实现），所有者用线程号命名。",
+                                  "线程持着锁结束后，锁就留给了下一个拿到同一线程号的线程："
+                                  "Python 会复用线程号，那个线程会被当成所有者重入。"),
+    "redis_rw_readers_first": ("读写锁，只要没有写者持锁，读者就能进来。",
+                               "写者等待期间陆续到来的读者都排到它前面：只要读操作一直前后重叠，"
+                               "写者就永远拿不到锁。"),
+    "redis": ("SET key token NX PX lease；用 Lua 比较后删除；INCR 生成防护令牌。",
+              "持有者停顿到锁过期，就会和下一个持有者重叠；防护令牌拒绝它迟到的写入。"),
+    "redis_reentrant": ("“所有者（线程）→ 次数”的哈希，用 Lua 实现：可以再次加锁，释放时减到零。",
+                        "和 redis 一样：持有者停顿到锁过期；防护令牌拒绝它的写入。"),
+    "redis_watchdog": ("SET NX PX，持锁期间看门狗每过三分之一的过期时间续期一次。",
+                       "续期失败就丢了锁：持有者在提交前收到 LockLost。整个进程停顿时看门狗也一起停顿；"
+                       "这种情况靠防护令牌兜底。"),
+    "redisson": ("Redisson 的锁：Lua 实现的可重入哈希，加一个为租约续期的看门狗。",
+                 "整个进程停顿到锁过期时，看门狗也一起停顿；防护令牌拒绝它的写入。"),
+    "redis_fair": ("等待者排队，在 BLPOP 上睡眠，直到释放唤醒队首；队首等了超过 20 毫秒就直接把锁交给它"
+                   "（Go 互斥锁的饥饿模式）。",
+                   "和 redis 一样：持有者停顿到锁过期；防护令牌拒绝它的写入。"),
+    "redlock": ("在 N 台独立的 Redis 服务器上跑 Redlock：在有效期（扣除时钟漂移）内拿到多数派。",
+                "没有防护令牌；停顿超过有效期会出现两个持有者（店铺在提交前会检查有效期）。"
+                "可用的服务器不到多数时返回 503。"),
+    "zk_simple": ("一个临时节点；等待者监听它，节点消失后重新抢（羊群效应）。",
+                  "结果正确，但每次释放都会唤醒所有等待者（见唤醒次数）。会话丢失就丢了锁："
+                  "提交前抛出 LockLost，另有防护令牌。"),
+    "zk_fair": ("临时顺序节点：序号最小的持锁，每个等待者只监听前一个节点；先来后到；可重入。",
+                "会话丢失就丢了锁：提交前抛出 LockLost，并用节点创建时的 zxid 做防护令牌。"),
+    "zk_rw": ("用顺序节点实现的读写锁：下单拿写锁，盘点拿读锁，所以盘点之间可以共享，也永远不会看到"
+              "做了一半的销售。",
+              "和 zk_fair 一样。"),
+    "zk_fair_trusting": ("公平锁，但等待者把前面任何一个节点的删除都当成“锁归我了”。",
+                         "前面的等待者放弃（超时）时，它后面那个在持有者还持锁时就闯了进来："
+                         "两个持有者。"),
+}
+
+
 def _strategies_table(language: str, here: str) -> str:
     from locks.registry import all_strategies
 
-    out = ["| name | family | how it works | expected across instances | how it fails |",
-           "| --- | --- | --- | --- | --- |"]
+    words = WORDS[language]
+    out = [f"| {words['name']} | {words['family']} | {words['how']} | {words['expected']} | "
+           f"{words['fails']} |", "| --- | --- | --- | --- | --- |"]
     for strategy in all_strategies():
-        expected = "correct" if strategy.correct_across_instances else "fails"
+        expected = words["correct" if strategy.correct_across_instances else "wrong"]
         module = strategy.factory.partition(":")[0].replace(".", "/") + ".py"
-        out.append(f"| `{strategy.name}` | {strategy.family} | {strategy.summary} "
-                   f"(`{module}`) | {expected} | {strategy.failure_mode} |")
+        summary, failure = strategy.summary, strategy.failure_mode
+        if language == "zh" and strategy.name in STRATEGIES_ZH:
+            summary, failure = STRATEGIES_ZH[strategy.name]
+            summary = summary.removesuffix("。")  # the module follows in brackets
+        out.append(f"| `{strategy.name}` | {strategy.family} | {summary}{words['open']}"
+                   f"`{module}`{words['close']} | {expected} | {failure} |")
     return "\n".join(out) + "\n"
 
 
@@ -320,7 +432,7 @@ def _lab_times_table(language: str, here: str) -> str:
         measured = f"{MEASURED[lab.id]:g} s" if lab.id in MEASURED else ""
         link = f"[{lab.id}]({_link(here, lessons.page(lab))}#{lab.id.lower()})"
         out.append(f"| {link} | `{lab.name}` | ~{lab.seconds} s | {measured} | "
-                   f"{', '.join(lab.needs)} |")
+                   f"{_needs(lab, language)} |")
     total = sum(lab.seconds for lab in lessons.labs().values())
     return "\n".join(out) + f"\n\n{words['estimate']}: ~{total} s.\n"
 

@@ -28,6 +28,7 @@ from lockshop.cluster.client import ShopClient
 from lockshop.cluster.launcher import Cluster
 from lockshop.cluster.scratch import scratch_database, server_error
 from lockshop.table import format_table
+from shop.i18n import N_, _
 from lockshop.workshop.runs import usable
 from shop.config import Config, locks_backends
 from shop.orders.order_strategies import Strategies
@@ -75,12 +76,12 @@ def bench_database(config: Config, *, databases: list[str], servers: dict[str, s
         "rows": [asdict(r) for r in rows]})
     print()
     print(format_table(
-        ("database", "strategy", "layout", "orders", "orders/s", "p50 ms", "p95 ms",
-         "failed", "audit"),
+        [_(c) for c in (N_("database"), N_("strategy"), N_("layout"), N_("orders"),
+                        N_("orders/s"), N_("p50 ms"), N_("p95 ms"), N_("failed"), N_("audit"))],
         [(r.database, r.strategy, r.layout, r.orders, r.orders_per_s, round(r.p50_ms),
-          round(r.p95_ms), r.failed_requests, "correct" if r.correct else "NOT correct")
+          round(r.p95_ms), r.failed_requests, _("correct") if r.correct else _("NOT correct"))
          for r in rows]))
-    print(f"\nwritten to {output}")
+    print("\n" + _("written to %(file)s", file=output))
     return rows
 
 
@@ -92,7 +93,8 @@ def _database_url(database: str, servers: dict[str, str], runtime: Path,
     admin_url = servers[database]
     problem = server_error(admin_url)
     if problem:
-        say(f"{database}: skipped, the server is not usable ({problem})")
+        say(_("%(database)s: skipped, the server is not usable (%(problem)s)",
+              database=database, problem=problem))
         return None
     return stack.enter_context(scratch_database(admin_url, "lockshop_bench"))
 
@@ -105,14 +107,16 @@ def _bench_one_database(config: Config, database: str, chosen: list[str] | None,
                                   if strategies.get(n).family in DATABASE_FAMILIES]
     skipped = [n for n in names if not usable(strategies, n)]
     for name in skipped:
-        say(f"{database}: {name} skipped, it needs another database")
+        say(_("%(database)s: %(name)s skipped, it needs another database", database=database,
+              name=name))
     names = [n for n in names if n not in skipped]
     rows = []
     with Cluster(config, instances=instances, runtime_dir=runtime) as cluster:
         admin = ShopClient(cluster.urls[0], config.admin_token)
         for name in names:
             for layout, products in LAYOUTS.items():
-                say(f"{database}: {name}, {layout}…")
+                say(_("%(database)s: %(name)s, %(layout)s…", database=database, name=name,
+                      layout=layout))
                 admin.reset(products)
                 admin.set_settings(strategy=name, business_delay_ms=business_delay_ms)
                 result = run_locust(cluster.urls, users=users, run_time_s=run_time_s,

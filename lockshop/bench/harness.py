@@ -40,6 +40,7 @@ import locks
 from locks import Backends
 from lockshop.bench.output import say, write_json
 from lockshop.table import format_table
+from shop.i18n import ENGLISH, N_, _, language
 
 LEASE_MS = 10_000
 CONTENDED_PROCESSES = 8
@@ -171,7 +172,7 @@ def contended(kind: str, endpoints: Endpoints, seconds: float) -> Figures:
     # processes can be put in one line: a hand-off is the gap between them.
     handoffs = [after[0] - before[1] for before, after in itertools.pairwise(sections)]
     counted = int(redis.Redis.from_url(endpoints.redis_url).get(f"{name}:counter") or 0)
-    return Figures("contended sections/s", kind, round(len(waits) / seconds, 1),
+    return Figures(N_("contended sections/s"), kind, round(len(waits) / seconds, 1),
                    p50_ms=round(1000 * statistics.median(waits), 2),
                    p99_ms=round(1000 * waits[int(0.99 * (len(waits) - 1))], 2),
                    max_ms=round(1000 * waits[-1], 2),
@@ -184,14 +185,16 @@ def measure(endpoints: Endpoints, seconds: float, *, uncontended_kinds: tuple[st
     rounds: dict[str, list[float]] = {kind: [] for kind in uncontended_kinds}
     for number in range(1, ROUNDS + 1):
         for kind in uncontended_kinds:
-            say(f"uncontended, round {number} of {ROUNDS}: {kind}…")
+            say(_("uncontended, round %(number)s of %(rounds)s: %(kind)s…", number=number,
+                  rounds=ROUNDS, kind=kind))
             rounds[kind].append(uncontended(kind, endpoints, seconds))
-    figures = [Figures("uncontended pairs/s", kind, round(statistics.median(rates), 1))
+    figures = [Figures(N_("uncontended pairs/s"), kind, round(statistics.median(rates), 1))
                for kind, rates in rounds.items()]
     contended_rounds: dict[str, list[Figures]] = {kind: [] for kind in contended_kinds}
     for number in range(1, ROUNDS + 1):
         for kind in contended_kinds:
-            say(f"contended, {CONTENDED_PROCESSES} processes, round {number} of {ROUNDS}: {kind}…")
+            say(_("contended, %(processes)s processes, round %(number)s of %(rounds)s: %(kind)s…",
+                  processes=CONTENDED_PROCESSES, number=number, rounds=ROUNDS, kind=kind))
             contended_rounds[kind].append(contended(kind, endpoints, seconds))
     # The round with the median throughput, whole (its waits belong to its
     # rate), but with the increments lost in every round: none may hide.
@@ -201,26 +204,33 @@ def measure(endpoints: Endpoints, seconds: float, *, uncontended_kinds: tuple[st
     return figures
 
 
+#: The table's columns, said in the reader's language (the JSON keeps the fields' names).
+COLUMNS = (N_("measure"), N_("lock"), N_("per second"), N_("wait p50 ms"), N_("p99 ms"),
+           N_("max ms"), N_("hand-off p50 ms"), N_("lost increments"))
+
+
 def report(title: str, figures: list[Figures], output: Path, seconds: float,
-           ratios: list[str], settings: dict | None = None) -> None:
-    """Print the table and the ratios; write everything as JSON to ``output``."""
+           ratios: Callable[[], list[str]], settings: dict | None = None) -> None:
+    """Print the table and the ratios (``ratios()`` says them in the current language);
+    write everything as JSON to ``output``, in English."""
     def show(value):
         return "-" if value is None else value
 
     print()
-    print(format_table(("measure", "lock", "per second", "wait p50 ms", "p99 ms", "max ms",
-                        "hand-off p50 ms", "lost increments"),
-                       [(f.measure, f.lock, f.per_second, show(f.p50_ms), show(f.p99_ms),
+    print(format_table([_(c) for c in COLUMNS],
+                       [(_(f.measure), f.lock, f.per_second, show(f.p50_ms), show(f.p99_ms),
                          show(f.max_ms), show(f.handoff_p50_ms), show(f.lost_increments))
                         for f in figures]))
     print()
-    for line in ratios:
+    for line in ratios():
         print(line)
+    with language(ENGLISH):
+        ratios = ratios()
     write_json(output, {
         "benchmark": title, "seconds_per_measure": seconds,
         "contended_processes": CONTENDED_PROCESSES, "settings": settings or {},
         "figures": [asdict(f) for f in figures], "ratios": ratios})
-    print(f"written to {output}")
+    print(_("written to %(file)s", file=output))
 
 
 def rate(figures: list[Figures], measure: str, kind: str) -> float:

@@ -28,6 +28,7 @@ from lockshop.bench.harness import (
     servers_of_its_own,
 )
 from lockshop.cluster.redis_servers import RedisServer
+from shop.i18n import _, join
 
 OURS = ("redis", "redis_reentrant", "redis_watchdog", "redis_fair")
 RAW = "raw SET NX PX + DEL"
@@ -91,9 +92,11 @@ def bench_redis(*, seconds: float = 3.0, output: Path) -> list[Figures]:
     def uncontended_rate(kind: str) -> float:
         return rate(figures, "uncontended", kind)
 
-    report("redis locks", figures, output, seconds, [
-        "uncontended, as a share of the raw loop: " + ", ".join(
-            f"{k} {uncontended_rate(k) / uncontended_rate(RAW):.2f}" for k in OURS),
-        "Redlock over 5 servers vs pottery: "
-        f"{uncontended_rate('redlock') / uncontended_rate('pottery Redlock'):.1f}x"])
+    def ratios() -> list[str]:
+        shares = join(f"{k} {uncontended_rate(k) / uncontended_rate(RAW):.2f}" for k in OURS)
+        redlock = uncontended_rate("redlock") / uncontended_rate("pottery Redlock")
+        return [_("uncontended, as a share of the raw loop: %(shares)s", shares=shares),
+                _("Redlock over 5 servers vs pottery: %(ratio)sx", ratio=f"{redlock:.1f}")]
+
+    report("redis locks", figures, output, seconds, ratios)
     return figures

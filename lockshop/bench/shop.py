@@ -31,6 +31,7 @@ from lockshop.cluster.client import ShopClient
 from lockshop.cluster.launcher import Cluster
 from lockshop.cluster.servers import own_servers
 from lockshop.table import format_table
+from shop.i18n import N_, _
 from lockshop.workshop.runs import usable
 from shop.config import Config, locks_backends
 from shop.orders.order_strategies import Strategies
@@ -45,10 +46,13 @@ STOCK = 1_000_000
 
 #: (what, the limit, how to read it): checked on every run.
 TARGETS = (
-    ("atomic orders/s on one instance / the floor's requests/s", 0.5, "at least"),
-    ("atomic, one order at a time / one health check", 2.5, "at most"),
-    ("redis - atomic, one order at a time (ms)", 1.0, "at most"),
+    (N_("atomic orders/s on one instance / the floor's requests/s"), 0.5, "at least"),
+    (N_("atomic, one order at a time / one health check"), 2.5, "at most"),
+    (N_("redis - atomic, one order at a time (ms)"), 1.0, "at most"),
 )
+#: How a target's limit and outcome are said (the JSON keeps them as they are).
+SENSES = {"at least": N_("at least"), "at most": N_("at most")}
+OUTCOMES = {True: N_("met"), False: N_("NOT met"), None: N_("not measured")}
 
 
 @dataclass(frozen=True)
@@ -89,7 +93,7 @@ def _usable(config: Config, names: list[str]) -> list[str]:
     strategies = Strategies(locks_backends(config), "sqlite")
     try:
         for name in [n for n in names if not usable(strategies, n)]:
-            say(f"{name}: skipped, it needs another database")
+            say(_("%(name)s: skipped, it needs another database", name=name))
         return [n for n in names if usable(strategies, n)]
     finally:
         strategies.close()
@@ -97,8 +101,8 @@ def _usable(config: Config, names: list[str]) -> list[str]:
 
 def _measure(what: str, call: Call, urls: list[str], connections: int,
              seconds: float) -> ShopFigures:
-    say(f"{what}: one at a time, then {connections} connections on one instance "
-         f"and on {len(urls)}…")
+    say(_("%(what)s: one at a time, then %(connections)s connections on one instance and on "
+          "%(instances)s…", what=what, connections=connections, instances=len(urls)))
     alone = one_at_a_time(urls[0], call, seconds=seconds)
     on_one = run_load(urls[:1], call, connections=connections, seconds=seconds)
     on_all = run_load(urls, call, connections=connections, seconds=seconds)
@@ -137,17 +141,19 @@ def judge(figures: list[ShopFigures]) -> list[dict]:
 def _report(figures: list[ShopFigures], verdicts: list[dict], output: Path, **settings) -> None:
     print()
     print(format_table(
-        ("measure", "one at a time ms", "per s, 1 instance",
-         f"per s, {settings['instances']} instances", "refused", "audit"),
+        (_("measure"), _("one at a time ms"), _("per s, 1 instance"),
+         _("per s, %(instances)s instances", instances=settings["instances"]), _("refused"),
+         _("audit")),
         [(f.measure, f"{f.one_at_a_time_ms:.2f}", f.per_second_one, f.per_second_all, f.refused,
-          "-" if f.correct is None else "correct" if f.correct else "NOT correct")
+          "-" if f.correct is None else _("correct") if f.correct else _("NOT correct"))
          for f in figures]))
     print()
-    for verdict in verdicts:
-        outcome = {True: "met", False: "NOT met", None: "not measured"}[verdict["met"]]
-        print(f"{verdict['target']}: {verdict['measured']} ({verdict['limit']}): {outcome}")
+    for (what, limit, sense), verdict in zip(TARGETS, verdicts, strict=True):
+        print(_("%(target)s: %(measured)s (%(sense)s %(limit)s): %(outcome)s", target=_(what),
+                measured=verdict["measured"], sense=_(SENSES[sense]), limit=limit,
+                outcome=_(OUTCOMES[verdict["met"]])))
     write_json(output, {
         "benchmark": "the shop's own cost per order", "settings": settings,
         "load": "lockshop.bench.http_load: asyncio, raw HTTP/1.1, keep-alive, closed loop",
         "figures": [asdict(f) for f in figures], "targets": verdicts})
-    print(f"written to {output}")
+    print(_("written to %(file)s", file=output))

@@ -38,6 +38,7 @@ from lockshop.bench.harness import (
 )
 from lockshop.cluster.redis_servers import RedisServer
 from lockshop.cluster.zookeeper_servers import TICK_MS, ZooKeeperServer
+from shop.i18n import N_, _, join
 
 OURS = ("zk_simple", "zk_fair", "zk_rw")
 RAW = "raw create + delete"
@@ -70,6 +71,10 @@ def lock_maker(kind: str, endpoints: Endpoints) -> Maker | None:
     return kazoo_lock
 
 
+#: The two measures the ratios compare, as the ratios say them.
+MEASURES = {"uncontended": N_("uncontended"), "contended": N_("contended")}
+
+
 def bench_zookeeper(*, seconds: float = 3.0, output: Path) -> list[Figures]:
     with servers_of_its_own("lockshop-bench-zk-") as start:
         counter = start(RedisServer, "redis").url
@@ -77,9 +82,13 @@ def bench_zookeeper(*, seconds: float = 3.0, output: Path) -> list[Figures]:
         figures = measure(Endpoints(counter, zk_hosts=zookeeper.address), seconds,
                           uncontended_kinds=(RAW, *OURS, *PEERS),
                           contended_kinds=(*OURS, *PEERS))
-    ratios = [f"{measure_name} vs {peer}: " + ", ".join(
-        f"{k} {rate(figures, measure_name, k) / rate(figures, measure_name, peer):.2f}x"
-        for k in OURS) for measure_name in ("uncontended", "contended") for peer in PEERS]
+    def ratios() -> list[str]:
+        return [_("%(measure)s vs %(peer)s: %(ratios)s", measure=_(MEASURES[measure]),
+                  peer=peer, ratios=join(
+                      f"{k} {rate(figures, measure, k) / rate(figures, measure, peer):.2f}x"
+                      for k in OURS))
+                for measure in MEASURES for peer in PEERS]
+
     report("zookeeper locks", figures, output, seconds, ratios, settings={
         "zookeeper": "standalone, Debian package", "tickTime_ms": TICK_MS,
         "forceSync": "yes", "session_timeout_ms": 10_000})

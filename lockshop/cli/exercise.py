@@ -2,7 +2,7 @@
 
 Exit codes: 0 every check passed (or the list/start worked); 1 a check failed;
 2 bad input (an unknown exercise, a file that exists, a lock file that does
-not import or holds no lock class), said in one line.
+not import or has no lock class), said in one line.
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ import requests
 from locks.custom import LockClassError
 from lockshop.cli.commands import CliError
 from shop.config import Config
-from shop.i18n import _
+from lockshop.exercises.skeleton_text import skeleton_text
+from shop.i18n import _, current_language
+from shop.i18n.lock_errors import say_class_error
 
 
 def cmd_exercise(args: argparse.Namespace, config: Config) -> int:
@@ -74,7 +76,7 @@ def _start(exercise, folder: Path) -> int:
     if target.exists():
         raise CliError(_("%(target)s exists already: not overwriting your work (remove it, "
                          "or start in another folder)", target=target))
-    target.write_text(exercise.skeleton.read_text())
+    target.write_text(skeleton_text(exercise, current_language()), encoding="utf-8")
     print(_("wrote %(target)s", target=target))
     print(_("fill in its TODOs, then check it: lockshop exercise check %(id)s %(target)s",
             id=exercise.id, target=target))
@@ -96,7 +98,7 @@ def _check(exercise, args) -> int:
         try:
             graded = grader.grade(exercise, args.target, say=say)
         except LockClassError as error:
-            raise CliError(str(error)) from None
+            raise CliError(say_class_error(error)) from None
         say(grader.summary(graded))
         grades.append(graded)
     passed = all(g.passed for g in grades)

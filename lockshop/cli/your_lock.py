@@ -18,6 +18,7 @@ from locks.custom import LockClassError, load_lock_class, register_spec, split_s
 from lockshop.cli.commands import CliError
 from shop.config import PREFIX, Config
 from shop.i18n import _
+from shop.i18n.lock_errors import say_class_error
 
 
 def add_lock_option(parser: argparse.ArgumentParser, command, *, stand_in: bool) -> None:
@@ -40,7 +41,7 @@ def _with_lock(command, stand_in: bool):
         try:
             strategy = register_spec(named)
         except LockClassError as error:
-            raise CliError(str(error)) from None
+            raise CliError(say_class_error(error)) from None
         print(_("your lock is the strategy %(name)s (%(lock)s)", name=strategy.name,
                 lock=args.lock), flush=True)
         if not stand_in:
@@ -57,7 +58,7 @@ def _named_spec(spec: str) -> str:
     try:
         lock_class = load_lock_class(spec)
     except LockClassError as error:
-        raise CliError(str(error)) from None
+        raise CliError(say_class_error(error)) from None
     target, class_name = split_spec(spec)
     if target.endswith(".py") or "/" in target or Path(target).exists():
         target = str(Path(target).resolve())

@@ -50,7 +50,7 @@ class ShopClient:
         except urllib.error.HTTPError as error:
             return error.code, None
         except (urllib.error.URLError, ConnectionError, TimeoutError) as error:
-            return _("no answer (%(reason)s)", reason=getattr(error, "reason", error)), None
+            return _("no answer (%(reason)s)", reason=why_no_answer(error)), None
 
     def get(self, path: str) -> dict:
         """Any JSON answer of the shop's, by path ("/api/strategies")."""
@@ -84,3 +84,17 @@ class ShopClient:
             request.add_header("Authorization", f"Bearer {self.admin_token}")
         with urllib.request.urlopen(request, timeout=timeout or self.timeout) as response:
             return response.read()
+
+
+def why_no_answer(error: BaseException) -> str:
+    """Why a request got no answer, in the reader's language (the libraries' own words
+    are English: "timed out", "Remote end closed connection without response")."""
+    reason = getattr(error, "reason", error)
+    text = str(reason).lower()
+    if isinstance(reason, TimeoutError) or "timed out" in text:
+        return _("timed out")
+    if isinstance(reason, ConnectionRefusedError) or "refused" in text:
+        return _("connection refused")
+    if "closed" in text or isinstance(reason, ConnectionError):
+        return _("the connection closed without an answer")
+    return str(reason)

@@ -40,6 +40,7 @@ from shop.app import create_schema
 from shop.config import Config
 from shop.store.db import backend_name, make_engine, make_sessions, normalise_url
 from shop.store.settings import ClusterSettings, seed_settings
+from shop.i18n import ngettext
 
 log = logging.getLogger(__name__)
 
@@ -154,8 +155,10 @@ class Cluster:
         ports = list(range(self.first_port, self.first_port + self.count))
         taken = [p for p in ports if not port_is_free(p, self.host)]
         if taken:
-            raise StartError(f"port(s) {', '.join(map(str, taken))} on {self.host} are in use; "
-                             "choose another --port")
+            raise StartError(ngettext(
+                "port %(ports)s on %(host)s is in use; choose another --port",
+                "ports %(ports)s on %(host)s are in use; choose another --port", len(taken),
+                ports=", ".join(map(str, taken)), host=self.host))
         return ports
 
     def host_of(self, name: str) -> Host:

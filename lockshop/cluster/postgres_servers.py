@@ -32,6 +32,7 @@ from lockshop.cluster.processes import (
     last_line,
     spawn,
 )
+from shop.i18n import _
 
 #: Where Debian's package puts the server's programs: /usr/lib/postgresql/<major>/bin.
 _DEBIAN_BINARIES = Path("/usr/lib/postgresql")
@@ -51,12 +52,13 @@ def postgres_binaries() -> Path | None:
 def postgres_unavailable() -> str | None:
     """Why a server of our own cannot start here, or None when it can."""
     if postgres_binaries() is None:
-        return "PostgreSQL is not installed (Debian: apt-get install postgresql)"
+        return _("PostgreSQL is not installed (Debian: apt-get install postgresql)")
     if os.geteuid() == 0:
         try:
             pwd.getpwnam(USER)
         except KeyError:
-            return f"no {USER!r} user to run PostgreSQL as (it refuses to run as root)"
+            return _("no %(user)r user to run PostgreSQL as (it refuses to run as root)",
+                     user=USER)
     return None
 
 
@@ -141,7 +143,8 @@ class PostgresServer(ServerProcess):
              "-U", USER, "--auth=trust", "--no-sync", "--encoding=UTF8", "--no-locale"]),
             capture_output=True, text=True)
         if done.returncode != 0:
-            raise StartError(f"initdb failed: {(done.stderr or done.stdout).strip()[-300:]}")
+            raise StartError(_("initdb failed: %(said)s",
+                                 said=(done.stderr or done.stdout).strip()[-300:]))
         # Its own subnet only: the LAN's hosts and the machine (the bridge's address).
         with (self.folder / "data" / "pg_hba.conf").open("a") as rules:
             rules.write("host all all 0.0.0.0/0 trust\n")
@@ -159,14 +162,16 @@ class PostgresServer(ServerProcess):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise StartError(f"postgres on port {self.port} exited with "
-                                 f"{self.process.returncode}: {last_line(self.log_path)} "
-                                 f"(log: {self.log_path})")
+                raise StartError(_("postgres on port %(port)s exited with %(code)s: %(said)s "
+                                   "(log: %(log)s)", port=self.port,
+                                   code=self.process.returncode,
+                                   said=last_line(self.log_path), log=self.log_path))
             if self._answers():
                 return
             time.sleep(0.1)
-        raise StartError(f"postgres on port {self.port} not ready after {timeout:g}s "
-                         f"(log: {self.log_path})")
+        raise StartError(_("postgres on port %(port)s not ready after %(seconds)s s "
+                           "(log: %(log)s)", port=self.port, seconds=f"{timeout:g}",
+                           log=self.log_path))
 
     def _answers(self) -> bool:
         """Whether it takes a session: a server still starting up accepts the

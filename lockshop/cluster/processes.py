@@ -19,6 +19,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
+from shop.i18n import _
 
 PR_SET_PDEATHSIG = 1
 
@@ -65,8 +66,9 @@ def wait_for_http(url: str, process: subprocess.Popen, log_path: Path,
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise StartError(f"{url} exited with {process.returncode}: {last_line(log_path)} "
-                             f"(log: {log_path})")
+            raise StartError(_("%(url)s exited with %(code)s: %(said)s (log: %(log)s)", url=url,
+                               code=process.returncode, said=last_line(log_path),
+                               log=log_path))
         try:
             with urllib.request.urlopen(url, timeout=2) as response:
                 if response.status == 200:
@@ -74,7 +76,8 @@ def wait_for_http(url: str, process: subprocess.Popen, log_path: Path,
         except (urllib.error.URLError, ConnectionError, TimeoutError):
             pass
         time.sleep(0.1)
-    raise StartError(f"{url} not ready after {timeout:g}s: {last_line(log_path)} (log: {log_path})")
+    raise StartError(_("%(url)s not ready after %(seconds)s s: %(said)s (log: %(log)s)",
+                       url=url, seconds=f"{timeout:g}", said=last_line(log_path), log=log_path))
 
 
 def stop(process: subprocess.Popen, grace: float = 10.0) -> int | None:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from lockshop.cluster.network import LOOPBACK, Host
 from lockshop.cluster.processes import ServerProcess, StartError, free_port, spawn
+from shop.i18n import _
 
 
 def redis_server_binary() -> str | None:
@@ -42,7 +43,8 @@ class RedisServer(ServerProcess):
     def start(self) -> RedisServer:
         binary = redis_server_binary()
         if binary is None:
-            raise StartError("redis-server is not installed (Debian: apt-get install redis-server)")
+            raise StartError(_("redis-server is not installed (Debian: apt-get install "
+                               "redis-server)"))
         folder = self.runtime_dir / self.name
         folder.mkdir(parents=True, exist_ok=True)
         replica = ["--replicaof", "127.0.0.1", str(self.replica_of)] if self.replica_of else []
@@ -63,12 +65,14 @@ class RedisServer(ServerProcess):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise StartError(f"redis-server on port {self.port} exited "
-                                 f"with {self.process.returncode} (log: {log_path})")
+                raise StartError(_("redis-server on port %(port)s exited with %(code)s "
+                                   "(log: %(log)s)", port=self.port,
+                                   code=self.process.returncode, log=log_path))
             if _pong(self.port, self.host.address):
                 return
             time.sleep(0.05)
-        raise StartError(f"redis-server on port {self.port} did not answer (log: {log_path})")
+        raise StartError(_("redis-server on port %(port)s did not answer (log: %(log)s)",
+                           port=self.port, log=log_path))
 
 
 class RedisSentinel(ServerProcess):
@@ -89,7 +93,8 @@ class RedisSentinel(ServerProcess):
     def start(self) -> RedisSentinel:
         binary = redis_server_binary()
         if binary is None:
-            raise StartError("redis-server is not installed (Debian: apt-get install redis-server)")
+            raise StartError(_("redis-server is not installed (Debian: apt-get install "
+                               "redis-server)"))
         folder = self.runtime_dir / self.name
         folder.mkdir(parents=True, exist_ok=True)
         config = folder / "sentinel.conf"  # Sentinel rewrites it as it learns: it must be a file

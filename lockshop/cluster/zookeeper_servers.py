@@ -30,6 +30,7 @@ from lockshop.cluster.processes import (
     last_line,
     spawn,
 )
+from shop.i18n import _
 
 JAR = Path("/usr/share/java/zookeeper.jar")
 #: Logs to stderr (the server's log file) instead of nowhere.
@@ -82,7 +83,7 @@ class ZooKeeperServer(ServerProcess):
     def launch(self) -> ZooKeeperServer:
         """Start the process without waiting for it (an ensemble starts its members together)."""
         if not zookeeper_installed():
-            raise StartError("ZooKeeper is not installed (Debian: apt-get install zookeeper)")
+            raise StartError(_("ZooKeeper is not installed (Debian: apt-get install zookeeper)"))
         (self.folder / "data").mkdir(parents=True, exist_ok=True)
         (self.folder / "data" / "myid").write_text(f"{self.myid}\n")
         (self.folder / "zoo.cfg").write_text(self.config())
@@ -101,13 +102,16 @@ class ZooKeeperServer(ServerProcess):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise StartError(f"ZooKeeper {self.name} exited with {self.process.returncode}: "
-                                 f"{last_line(self.log_path)} (log: {self.log_path})")
+                raise StartError(_("ZooKeeper %(name)s exited with %(code)s: %(said)s "
+                                   "(log: %(log)s)", name=self.name,
+                                   code=self.process.returncode,
+                                   said=last_line(self.log_path), log=self.log_path))
             if self.mode() is not None:
                 return self
             time.sleep(0.1)
-        raise StartError(f"ZooKeeper {self.name} on port {self.port} is not serving after "
-                         f"{timeout:g}s (log: {self.log_path})")
+        raise StartError(_("ZooKeeper %(name)s on port %(port)s is not serving after "
+                           "%(seconds)s s (log: %(log)s)", name=self.name, port=self.port,
+                           seconds=f"{timeout:g}", log=self.log_path))
 
     def mode(self) -> str | None:
         """"standalone", "leader" or "follower" while serving; None otherwise."""
@@ -142,7 +146,7 @@ class ZooKeeperEnsemble:
         for server in self.servers:
             if server.process is not None and server.mode() == "leader":
                 return server
-        raise StartError("the ensemble has no leader")
+        raise StartError(_("the ensemble has no leader"))
 
     def stop(self) -> None:
         for server in self.servers:

@@ -14,6 +14,8 @@ import sys
 import threading
 from pathlib import Path
 
+from shop.i18n import _
+
 PROJECT = Path(__file__).resolve().parents[2]
 BUILT = PROJECT / ".lockshop" / "handbook"
 
@@ -40,5 +42,6 @@ class Handbook:
                                         str(self._own)], cwd=PROJECT, capture_output=True,
                                        text=True, timeout=300, check=False)
                 if built.returncode != 0:
-                    print(f"the handbook could not be built:\n{built.stderr}", file=sys.stderr)
+                    print(_("the handbook could not be built:") + "\n" + built.stderr,
+                          file=sys.stderr)
         return self._own if (self._own / "index.html").exists() else None

@@ -11,10 +11,18 @@ from __future__ import annotations
 
 from flask import Blueprint, Flask, current_app, render_template, url_for
 
+from shop.i18n import N_, _
 from shop.state import shop
 
 #: Where the launcher tells an instance its control answers.
 CONTROL_URL_VARIABLE = "LOCKSHOP_CONTROL_URL"
+
+#: A strategy's family (``Strategy.family``) as the strategy menu says it.
+FAMILIES = {"none": N_("no lock"), "in-process": N_("one lock per process"),
+            "database": N_("database"), "database-broken": N_("database, broken"),
+            "lock-free": N_("no lock needed"), "redis": N_("Redis"),
+            "redis-broken": N_("Redis, broken"), "zookeeper": N_("ZooKeeper"),
+            "zookeeper-broken": N_("ZooKeeper, broken"), "custom": N_("your lock")}
 
 page = Blueprint("console", __name__, url_prefix="/console", template_folder="templates",
                  static_folder="static", static_url_path="/static")
@@ -33,7 +41,13 @@ def console():
     return render_template("console.html", instance=state.config.instance,
                            control_url=current_app.extensions["console"]["control_url"],
                            token_required=bool(state.config.admin_token),
-                           strategies=state.strategies.describe(), settings=state.settings())
+                           strategies=state.strategies.describe(), settings=state.settings(),
+                           family=family)
+
+
+def family(name: str) -> str:
+    """A family's label in the reader's language (an unknown one as it is)."""
+    return _(FAMILIES[name]) if name in FAMILIES else name
 
 
 @page.app_context_processor

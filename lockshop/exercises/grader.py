@@ -23,7 +23,8 @@ from locks.custom import LockClassError, factory_for, load_lock_class, split_spe
 from lockshop.exercises import Exercise
 from lockshop.exercises import grading as limits
 from lockshop.exercises.grading import Check, Grading
-from shop.i18n import _
+from shop.i18n import _, join
+from shop.i18n.lock_errors import BACKENDS, say_reason
 
 
 @dataclass
@@ -93,7 +94,7 @@ def grade(exercise: Exercise, spec: str, *, say: Callable[[str], None] = lambda 
         with Grading(lock_class, spec, exercise.family, runtime) as grading:
             say(_("exercise %(id)s: %(title)s", id=exercise.id, title=exercise.title))
             say("  " + _("your lock: %(spec)s, on a %(family)s server of the grader's own",
-                         spec=spec, family=exercise.family))
+                         spec=spec, family=say_reason(exercise.family, BACKENDS)))
             for line, todo in todos_left(Path(spec.rpartition(":")[0])):
                 say("  " + _("TODO left (line %(line)s): %(todo)s", line=line, todo=todo))
             todos = todos_left(Path(spec.rpartition(":")[0]))
@@ -198,7 +199,7 @@ def describe(result: CheckResult) -> list[str]:
              indent + _("observed: %(observed)s  (%(seconds)s s)", observed=result.observed,
                         seconds=f"{result.seconds:g}")]
     if not result.passed:
-        articles = f" ({', '.join(result.articles)})" if result.articles else ""
+        articles = _(" (%(articles)s)", articles=join(result.articles)) if result.articles else ""
         lines.append(indent + _("lesson %(lesson)s%(articles)s: %(title)s", lesson=result.lesson,
                                 articles=articles, title=result.lesson_title))
         lines.append(indent + _("hint: %(hint)s", hint=result.hint))

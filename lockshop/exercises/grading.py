@@ -161,10 +161,25 @@ def first_line(holder: subprocess.Popen, seconds: float = 15.0) -> str:
     reader.join(seconds)
     if line and line[0]:
         return line[0].strip()
+    if line:  # end of its output: it is dying; let it finish, to say what it died of
+        try:
+            holder.wait(5)
+        except subprocess.TimeoutExpired:
+            pass
     if holder.poll() is not None:
         problem = holder.stderr.read().strip().splitlines()
-        return f"exited ({holder.returncode}): {problem[-1] if problem else 'nothing said'}"
-    return "no answer"
+        return _("it exited (status %(code)s): %(problem)s", code=holder.returncode,
+                 problem=_last_words(problem[-1]) if problem else _("it said nothing"))
+    return _("no answer")
+
+
+def _last_words(line: str) -> str:
+    """A dead holder's last line, said to the reader: a TODO left in the student's file is
+    said as the grader says it elsewhere, in the skeleton's own words."""
+    kind, _colon, message = line.partition(": ")
+    if kind == "NotImplementedError":
+        return _("not written yet: %(todo)s", todo=message or _("a method is not written yet"))
+    return line
 
 
 def stop_holder(holder: subprocess.Popen) -> None:

@@ -39,6 +39,7 @@ from lockshop.cluster.launcher import Cluster
 from lockshop.cluster.network import Network
 from lockshop.cluster.postgres_servers import PostgresServer, postgres_unavailable
 from lockshop.cluster.processes import StartError
+from shop.i18n import N_, _
 from lockshop.cluster.scratch import scratch_database
 from lockshop.cluster.servers import own_servers
 from lockshop.cluster.hold_logs import collect_holds, overlap_audit, overlaps
@@ -98,7 +99,7 @@ class SoakResult:
                 totals["lost_updates"], totals["double_booked_seats"], self.duplicate_orders,
                 self.tally.server_errors, answers["503"], answers["no answer"],
                 jobs["duplicate_runs"], jobs["stock_restored_more_than_once"],
-                "yes" if self.correct else "NO"]
+                _("yes") if self.correct else _("NO")]
 
     def as_dict(self) -> dict:
         return {"strategy": self.strategy, "seconds": self.seconds,
@@ -110,10 +111,11 @@ class SoakResult:
                 "duplicate_orders": self.duplicate_orders, "correct": self.correct}
 
 
-HEADERS = ["strategy", "orders", "faults", "overlaps", "both wrote", "interleaved",
-           "stale refused", "oversold", "lost updates", "seats twice", "duplicate orders",
-           "5xx not 503", "503s", "no answer", "job runs twice", "stock restored twice",
-           "orders correct"]
+HEADERS = [N_("strategy"), N_("orders"), N_("faults"), N_("overlaps"), N_("both wrote"),
+           N_("interleaved"), N_("stale refused"), N_("oversold"), N_("lost updates"),
+           N_("seats twice"), N_("duplicate orders"), N_("5xx not 503"), N_("503s"),
+           N_("no answer"), N_("job runs twice"), N_("stock restored twice"),
+           N_("orders correct")]
 
 
 def lock_hosts(strategy: str, family: str) -> list[str]:
@@ -133,7 +135,8 @@ def soak_strategies(strategies: Strategies, say=print) -> list[str]:
         if needs_postgresql(strategies, name):
             problem = postgres_unavailable()
             if problem:
-                say(f"{name} left out: it needs PostgreSQL, and {problem}")
+                say(_("%(name)s left out: it needs PostgreSQL, and %(problem)s", name=name,
+                      problem=problem))
                 continue
             chosen.append(name)
         elif usable(strategies, name) and strategies.available(name):
@@ -168,8 +171,8 @@ def run_soak(names: list[str] | None, *, minutes: float, seed: int, buyers: int,
             if on_postgres and postgres is None:
                 problem = postgres_unavailable()
                 if problem:
-                    raise StartError(f"{name} soaks on PostgreSQL, which cannot run here: "
-                                     f"{problem}")
+                    raise StartError(_("%(name)s soaks on PostgreSQL, which cannot run "
+                                       "here: %(problem)s", name=name, problem=problem))
                 postgres = stack.enter_context(PostgresServer(host=lan.host(DATABASE_HOST)))
                 servers.started[DATABASE_HOST] = postgres
             hosts = fault_hosts(name, strategies.get(name).family, on_postgres)
@@ -178,7 +181,7 @@ def run_soak(names: list[str] | None, *, minutes: float, seed: int, buyers: int,
                 results.append(soak_one(name, hosts, servers, lan, runtime / name, url,
                                         minutes * 60, seed, buyers, say))
             lan.heal()
-    say(f"\nruntime (logs, databases): {runtime}")
+    say("\n" + _("runtime (logs, databases): %(folder)s", folder=runtime))
     return results
 
 
@@ -199,8 +202,9 @@ def soak_one(strategy: str, hosts: list[str], servers, lan: Network, folder: Pat
     config = replace(servers.config, database_url=database_url,
                      admin_token=token, lock_lease_ms=LEASE_MS)
     faults = schedule(seed, seconds, list(INSTANCES), hosts)
-    say(f"{strategy}: {seconds / 60:g} min, {buyers} buyers, {len(faults)} faults "
-        f"(seed {seed}), on {backend_name(database_url)}")
+    say(_("%(strategy)s: %(minutes)s min, %(buyers)s buyers, %(faults)s faults (seed %(seed)s), "
+          "on %(database)s", strategy=strategy, minutes=f"{seconds / 60:g}", buyers=buyers,
+          faults=len(faults), seed=seed, database=backend_name(database_url)))
     with Cluster(config, instances=len(INSTANCES), runtime_dir=folder, network=lan) as cluster:
         urls = cluster.urls
         admin = ShopClient(urls[0], token)
@@ -230,7 +234,7 @@ def soak_one(strategy: str, hosts: list[str], servers, lan: Network, folder: Pat
         overlaps_found = hold_collector.audit(killed=injector.killed)
     result = SoakResult(strategy, round(elapsed, 1), faults, tally, audit, overlaps_found,
                         unkeyed_orders(database_url))
-    say(format_table(HEADERS, [result.row()]) + "\n")
+    say(format_table([_(h) for h in HEADERS], [result.row()]) + "\n")
     return result
 
 
@@ -321,4 +325,4 @@ def _ended_by_a_kill(instance: str, acquired: float, killed: list[tuple[str, flo
 
 
 def print_table(results: list[SoakResult], say=print) -> None:
-    say(format_table(HEADERS, [r.row() for r in results]))
+    say(format_table([_(h) for h in HEADERS], [r.row() for r in results]))

@@ -29,8 +29,12 @@ from dataclasses import dataclass, field
 from lockshop.cluster.launcher import Cluster
 from lockshop.cluster.network import Link, Network
 from lockshop.cluster.processes import ServerProcess
+from shop.i18n import N_, _
 
 KINDS = ("partition", "isolate", "slow", "pause", "kill", "restart")
+#: Each kind as the soak's log says it.
+FAULT_NAMES = {"partition": N_("partition"), "isolate": N_("isolate"), "slow": N_("slow"),
+               "pause": N_("pause"), "kill": N_("kill"), "restart": N_("restart")}
 GAP_S = (4.0, 10.0)  # between the end of one fault and the start of the next
 
 
@@ -43,9 +47,11 @@ class Fault:
     link: Link | None = None  # for "slow"
 
     def describe(self) -> str:
-        extra = (f" {self.link.delay_ms:.0f}±{self.link.jitter_ms:.0f} ms, "
-                 f"{self.link.loss_percent:.1f}% lost" if self.link else "")
-        return f"{self.at_s:6.1f} s  {self.kind:<9} {self.target:<10} {self.seconds:.1f} s{extra}"
+        extra = ("  " + _("%(delay)s±%(jitter)s ms, %(loss)s%% lost",
+                          delay=f"{self.link.delay_ms:.0f}", jitter=f"{self.link.jitter_ms:.0f}",
+                          loss=f"{self.link.loss_percent:.1f}") if self.link else "")
+        return (f"{self.at_s:6.1f} s  {_(FAULT_NAMES[self.kind]):<9} {self.target:<10} "
+                f"{self.seconds:.1f} s{extra}")
 
 
 def schedule(seed: int, seconds: float, instances: list[str], servers: list[str]) -> list[Fault]:

@@ -68,7 +68,8 @@ ARTICLES = {
            "about": T("a unique token so that no client releases another's lock; WATCH/MULTI "
                       "for the release; how long a lease should be",
                       "用唯一标识避免误释放别人的锁；用 WATCH/MULTI 释放；过期时间设多长")},
-    "A3": {"title": "Zookeeper 实现分布式锁", "by": "a GitHub markdown note", "date": "",
+    "A3": {"title": "Zookeeper 实现分布式锁", "by": T("a GitHub markdown note",
+                                                     "GitHub 上的一篇 Markdown 笔记"), "date": "",
            "about": T("two ticket offices sell one seat; ZooKeeper's simple lock, the sequential "
                       "lock and the read/write lock",
                       "两个售票点卖同一个座位；ZooKeeper 的简单锁、顺序锁和读写锁")},
@@ -92,7 +93,7 @@ EXERCISE_PATH: dict[str, tuple[str, Text, tuple[str, ...]]] = {
                                  "可重入锁：Lua 里的“所有者 → 次数”哈希"),
           ("C13", "C27", "C28")),
     "5": ("watchdog_lock.py", T("A watchdog that renews the lease while the holder lives",
-                                "看门狗：持有者活着就续租"), ("C14", "C36")),
+                                "看门狗：持有者活着就为锁续期"), ("C14", "C36")),
     "6": ("fenced_lock.py", T("A fencing token the shop's write checks",
                               "防护令牌：店铺写入时会核对它"), ("C15",)),
     "7": ("ephemeral_lock.py", T("A ZooKeeper lock on one ephemeral node",
@@ -126,8 +127,8 @@ _LESSONS = (
                  "库存超卖；办法是把读、判断、写三步用锁包起来。")},
         T("The broken half's sold figure against the stock: several times more sold than "
           "there was, and lost updates beside it. Then the fix half: sold equals the stock.",
-          "看坏的一半里“卖出”与库存的对比：卖出数是库存的好几倍，旁边还有丢失的更新。"
-          "再看修好的一半：卖出正好等于库存。"),
+          "看问题版本里“卖出”与库存的对比：卖出数是库存的好几倍，旁边还有丢失更新。"
+          "再看修复版本：卖出正好等于库存。"),
         T("Take a lock named after the product (product:<id>) before the read and release it "
           "after the commit.",
           "在读库存之前获取以商品命名的锁（product:<id>），提交之后再释放。"),
@@ -144,7 +145,7 @@ _LESSONS = (
                  "“分布式锁应用场景”一节的购票系统里，服务 1 和服务 2 都读到 6，都写回 5。")},
         T("The seat map: the broken half books seat A1 twice (a double booking); the fix "
           "half books it once and the other office gets the next seat.",
-          "看座位图：坏的一半把 A1 卖了两次（重复订座）；修好的一半只卖一次，另一个售票点拿到"
+          "看座位图：问题版本把 A1 卖了两次（重复订座）；修复版本只卖一次，另一个售票点拿到"
           "下一个座位。"),
         T("Sell each seat inside the show's lock (here zk_fair): read the free seats, take "
           "one, write, then release.",
@@ -182,7 +183,7 @@ _LESSONS = (
                  "订单，都取消它，都恢复库存，库存被加了两次。")},
         T("The number of restorations per expired order: three (one per instance) in the "
           "broken half, one in the fix half.",
-          "看每个过期订单被退回库存的次数：坏的一半是 3 次（每个实例一次），修好的一半是 1 次。"),
+          "看每个过期订单被退回库存的次数：问题版本是 3 次（每个实例一次），修复版本是 1 次。"),
         T("The job takes the lock job:<name> once per fire time, skips the fire time if "
           "another node holds it, and checks the lock again in its write's transaction.",
           "任务在每个触发时刻尝试一次获取 job:<名字> 锁，别的节点持有就跳过，并在写入的事务里"
@@ -200,7 +201,7 @@ _LESSONS = (
                  "开头的故事：计划任务短信提醒上线后，8 台 Tomcat 各跑一遍，每个用户收到 8 条短信；"
                  "“想办法”一节随后发现 Quartz 的集群靠数据库锁实现。")},
         T("Reminders per customer: three in the broken half, one in the fix half.",
-          "看每位顾客收到的提醒数：坏的一半 3 条，修好的一半 1 条。"),
+          "看每位顾客收到的提醒数：问题版本 3 条，修复版本 1 条。"),
         T("Guard the job with a lock per job and fire time, as in C04.",
           "和 C04 一样，用按任务和触发时刻划分的锁保护任务。"),
         ("shop/jobs/guards.py", "shop/jobs/tasks.py")),
@@ -219,7 +220,7 @@ _LESSONS = (
                  "删除这条记录就释放。文章没有说持有者一直不删会怎样。")},
         T("After the holder is killed: refused, refused, until the row is deleted by hand "
           "(broken); granted once the row's 500 ms lease has run out (fix).",
-          "持有者被杀掉之后：坏的一半一直被拒绝，直到手工删除那一行；修好的一半在这一行的 "
+          "持有者被杀掉之后：问题版本一直被拒绝，直到手工删除那一行；修复版本在这一行的 "
           "500 毫秒租约过期后就拿到了锁。"),
         T("An expires_at column written with the row; an insert that finds an expired row "
           "takes it over in the same transaction.",
@@ -261,7 +262,7 @@ _LESSONS = (
           "在 FOR UPDATE 查找的列上建唯一索引。"),
         ("lockshop/workshop/labs/mariadb.py", "shop/orders/transactions.py")),
     Lesson(
-        "C09", "没有过期时间的 SETNX：持有者被杀后所有人都被挡住；SET NX PX 一个租约后释放",
+        "C09", "没有过期时间的 SETNX：持有者被杀后所有人都被挡住；SET NX PX 让锁在过期时间到了之后自动释放",
         T("SETNX takes the lock and DEL frees it. A holder killed inside its critical section "
           "never deletes, and with no expiry the key stays until a person deletes it. SET "
           "key value NX PX lease gives the key its expiry in the same command: the lock frees "
@@ -280,7 +281,7 @@ _LESSONS = (
                  "业务做完 delete。")},
         T("The key's TTL after the kill: -1 (no expiry) in the broken half, so shop-2's "
           "orders get 503 for good; a lease counting down in the fix half, then a sale.",
-          "看杀掉之后键的 TTL：坏的一半是 -1（永不过期），shop-2 的订单一直是 503；修好的一半"
+          "看杀掉之后键的 TTL：问题版本是 -1（永不过期），shop-2 的订单一直是 503；修复版本"
           "租约在倒数，到期后就能卖。"),
         T("SET key token NX PX lease: the expiry goes with the key, in one command.",
           "SET key token NX PX 租约：过期时间和键在同一条命令里设置。"),
@@ -304,11 +305,11 @@ _LESSONS = (
           "has TTL -1 and shop-2 gets 503 (broken); the fix half has no second command to "
           "miss.",
           "故障钩子 crash_after_setnx 让 shop-1 在两条命令之间死掉：键的 TTL 是 -1，shop-2 收到 "
-          "503（坏的一半）；修好的一半没有第二条命令可错过。"),
+          "503（问题版本）；修复版本没有第二条命令可错过。"),
         T("One SET key token NX PX lease.", "一条 SET key token NX PX 租约。"),
         ("locks/redis_broken.py", "locks/redis_lock.py")),
     Lesson(
-        "C11", "租约比工作短：直接 DEL 会删掉下一个持有者的锁；核对唯一标识的释放会拒绝",
+        "C11", "锁的过期时间短于业务执行时间：直接 DEL 会误删下一个持有者的锁；先核对唯一标识再释放就不会",
         T("A's lease runs out while A still works; B takes the lock; A finishes and its "
           "plain DEL deletes B's key; C walks in beside B: two holders. Write a random token "
           "into the key and delete only a key that still holds yours.",
@@ -326,15 +327,17 @@ _LESSONS = (
                  "第四、五部分给出办法：每次加锁生成一个 uuid，释放前先核对。")},
         T("Step 3 of each half: the broken DEL leaves no key (it was B's); the fixed release "
           "is refused and B keeps the lock. Step 4: two holders and one unit oversold, then "
-          "none. In the console's lock view the timeline draws B and C's overlap in red.",
-          "看每一半的第 3 步：坏的 DEL 之后键没了（删掉的是 B 的）；修好的释放被拒绝，B 仍然持有。"
-          "第 4 步：先是两个持有者、超卖 1 件，然后是没有。控制台的锁视图会把 B 和 C 的重叠画成红色。"),
+          "none. Run from the console's Labs list, the lock view's timeline draws B and C's "
+          "overlap in red (a run from the terminal draws nothing there).",
+          "看两个版本的第 3 步：问题版本的 DEL 之后键没了（删掉的是 B 的锁）；修复版本的释放被拒绝，"
+          "B 仍然持有。第 4 步：问题版本出现两个持有者、超卖 1 件，修复版本没有。在控制台的“实验”列表里"
+          "运行时，锁视图的时间线会把 B 和 C 的重叠画成红色（在终端里运行则不会画）。"),
         T("A random token per acquisition in the key's value; release with a Lua script that "
           "deletes the key only if it still holds that token.",
           "每次加锁在键的值里写一个随机的唯一标识；释放时用 Lua 脚本，只有键里仍是这个唯一标识才删除。"),
         ("locks/redis_lock.py", "locks/redis_broken.py")),
     Lesson(
-        "C12", "先 GET 比较再 DEL 有同样的窗口；Lua 脚本把它关上",
+        "C12", "先 GET 比较再 DEL，中间同样有空档；Lua 脚本把比较和删除合成一步",
         T("Checking the token with GET and then deleting with DEL is two commands: the lease "
           "can run out and another client take the lock between them, and the DEL deletes "
           "that client's lock. One Lua script (or WATCH/MULTI) does the check and the delete "
@@ -357,7 +360,7 @@ _LESSONS = (
         T("The fault hook pause_before_del holds A between its GET and its DEL for one and a "
           "half leases: A's DEL then removes B's key (broken). The script has no between.",
           "故障钩子 pause_before_del 让 A 在 GET 和 DEL 之间停一个半租约：A 的 DEL 删掉了 B 的键"
-          "（坏的一半）。脚本没有“之间”。"),
+          "（问题版本）。Lua 脚本执行期间不会插入其他命令，也就没有这个窗口。"),
         T("Compare-and-delete in one Lua script: if GET key == token then DEL key.",
           "用一段 Lua 脚本比较并删除：若 GET key 等于唯一标识则 DEL key。"),
         ("locks/redis_lock.py", "locks/redis_broken.py")),
@@ -376,17 +379,17 @@ _LESSONS = (
                  "key、线程标识和重入次数（EXISTS、HEXISTS、HSET、HINCRBY、EXPIRE）。")},
         T("The inner call: it gives up after 0.3 s (broken); granted at once with a count of "
           "2, then 1 after the inner release, and the key gone after the outer (fix).",
-          "看内层调用：坏的一半 0.3 秒后放弃；修好的一半立即拿到，次数变成 2，内层释放后是 1，"
+          "看内层调用：问题版本 0.3 秒后放弃；修复版本立即拿到，次数变成 2，内层释放后是 1，"
           "外层释放后键被删除。"),
         T("A hash lockshop:lock:<name> of owner to count, changed only by Lua scripts.",
           "用哈希 lockshop:lock:<名字> 记录“所有者 → 次数”，只通过 Lua 脚本修改。"),
         ("locks/redis_reentrant.py", "locks/owner.py")),
     Lesson(
-        "C14", "看门狗在持有者活着时续租，持有者死后一个租约锁就释放",
+        "C14", "看门狗在持有者活着时为锁续期，持有者死后过一个过期时间锁就释放",
         T("A lease must outlive the work, but nobody knows how long the work takes. A "
           "watchdog renews a short lease while its holder lives; when the holder dies, its "
           "watchdog dies too, and the lock frees one lease later.",
-          "租约必须比工作长，但谁也不知道工作要多久。看门狗在持有者活着时不断为一个短租约续期；"
+          "锁的过期时间必须比业务执行时间长，可谁也说不准业务要执行多久。看门狗在持有者活着时不断为一个短租约续期；"
           "持有者死了，看门狗也跟着没了，锁在一个租约后释放。"),
         {"A4": T("②另一种方式：Redisson: Redisson's keys last 30 s by default, and its "
                  "watchdog sets the timeout back to 30 s every 10 s while the lock is held; "
@@ -403,24 +406,28 @@ _LESSONS = (
           "每次持有一个续期线程，每过三分之一租约续一次；续期失败就当作锁已丢失，在提交前报告。"),
         ("locks/redis_watchdog.py", "locks/watchdog.py", "locks/redisson.py")),
     Lesson(
-        "C15", "持有者暂停超过租约，在别人拿到锁之后才写入；防护令牌拒绝这次过期的写入",
+        "C15", "持有者停顿到锁过期，在别人拿到锁之后才写入；防护令牌拒绝这次过期写入",
         T("A holder paused (a GC pause, SIGSTOP) past its lease still believes it holds the "
-          "lock when it wakes, and writes after another holder: an oversell no check before "
-          "the write can close. A fencing token, a number that grows with every acquisition, "
-          "travels with the write, and the storage refuses a token older than one it has seen.",
-          "持有者暂停（GC 停顿、SIGSTOP）超过租约，醒来后仍以为自己持有锁，在另一个持有者之后写入："
-          "写之前的任何检查都关不上这个窗口。防护令牌是每次加锁都会增大的数字，随写入一起提交，"
-          "存储拒绝比它见过的更旧的防护令牌。"),
+          "lock when it wakes, and writes over another holder's sale: a lost update that no "
+          "check before the write can prevent. A fencing token, a number that grows with "
+          "every acquisition, travels with the write, and the storage refuses a token older "
+          "than one it has seen.",
+          "持有者停顿（GC 停顿、SIGSTOP）到锁过期，醒来后仍以为自己持有锁，把另一个持有者写入的结果"
+          "覆盖掉，造成丢失更新：写之前做多少检查都关不上这个窗口。防护令牌是每次加锁都会增大的数字，"
+          "随写入一起提交，存储拒绝比它见过的更旧的防护令牌。"),
         {"A4": T("两种方案的优缺点比较: even Redlock cannot be 100% right in complex cases, and "
                  "the article sends the reader to the debate How to do distributed locking, "
                  "where the fencing token is the answer to a paused client.",
                  "“两种方案的优缺点比较”：即使用 Redlock 在复杂场景下也无法保证 100% 没问题，"
                  "文章让读者去看 How to do distributed locking 的讨论，防护令牌正是那里对暂停的"
                  "客户端给出的答案。")},
-        T("A is paused past its lease, B sells, A wakes and writes: oversold 1 (broken); "
-          "A's write is refused as a stale write and the audit counts it (fix).",
-          "A 暂停超过租约，B 卖出，A 醒来写入：坏的一半超卖 1 件；修好的一半 A 的写入作为过期写入"
-          "被拒绝，审计会记下它。"),
+        T("A is paused past its lease, B sells, A wakes and writes over B's sale: sold 2, "
+          "stock 4, one lost update (broken; nothing is sold beyond the stock, but one sale's "
+          "decrement is lost); A's write is refused as a stale write and the audit counts it "
+          "(fix).",
+          "A 停顿到锁过期，B 卖出一件，A 醒来后把 B 的结果覆盖掉：卖出 2 件、库存还剩 4，丢失更新 "
+          "1 次（问题版本：并没有卖超库存，但有一次扣减被覆盖了）；修复版本里 A 的写入因防护令牌过期"
+          "被拒绝，审计会记下这次过期写入。"),
         T("Hand the token to the product row before reading (UPDATE … WHERE fence < :t) and "
           "write only while the row still holds it (WHERE fence = :t).",
           "读之前先把防护令牌交给商品行（UPDATE … WHERE fence < :t），写入时只有该行仍是这个令牌才"
@@ -465,7 +472,7 @@ _LESSONS = (
                  "“两种方案的优缺点比较”让读者去看 How to do distributed locking 的讨论。")},
         T("A holds on three servers; one of them restarts empty; B asks: B also gets three "
           "(broken). With the delayed restart B is refused (fix).",
-          "A 在三台上持有；其中一台清空重启；B 请求：坏的一半 B 也拿到三台；延迟重启后 B 被拒绝。"),
+          "A 在三台上持有；其中一台清空重启；B 请求：问题版本 B 也拿到三台；延迟重启后 B 被拒绝。"),
         T("Restart a Redlock server only after the longest lease (or turn on fsync'd "
           "persistence); and prefer a lock with a fencing token where writes matter.",
           "Redlock 的服务器要等最长的租约过完才重启（或打开每次都落盘的持久化）；写入要紧的地方，"
@@ -493,13 +500,13 @@ _LESSONS = (
         T("After the kill: the Redis key is still there and a second holder is refused "
           "(broken); the node is gone once the session times out, and the second holder "
           "gets in (fix).",
-          "杀掉之后：Redis 的键还在，第二个持有者被拒绝（坏的一半）；会话超时后节点消失，"
-          "第二个持有者进来了（修好的一半）。"),
+          "杀掉之后：Redis 的键还在，第二个持有者被拒绝（问题版本）；会话超时后节点消失，"
+          "第二个持有者进来了（修复版本）。"),
         T("Lock with an ephemeral node (or, on Redis, a lease).",
           "用临时节点加锁（在 Redis 上则用租约）。"),
         ("locks/zk_simple.py", "locks/redis_broken.py")),
     Lesson(
-        "C19", "ZooKeeper 的简单锁每次释放都唤醒所有等待者；顺序节点只唤醒一个",
+        "C19", "羊群效应：ZooKeeper 的简单锁每次释放都唤醒所有等待者；顺序节点只唤醒一个",
         T("In the simple ZooKeeper lock every waiter watches the one lock node; each release "
           "wakes them all, they all race to create it, and all but one go back to waiting: "
           "the herd effect. With sequential nodes each waiter watches only the node just "
@@ -526,12 +533,12 @@ _LESSONS = (
           "用临时顺序节点；每个等待者只监听它的前一个节点。"),
         ("locks/zk_simple.py", "locks/zk_fair.py")),
     Lesson(
-        "C20", "顺序节点按到达顺序服务等待者；简单锁让后来者先进",
+        "C20", "顺序节点让等待者先来后到；简单锁会让后来者插队",
         T("Sequential nodes queue waiters in the order they arrived, and the lowest holds: "
           "first come, first served. In the simple lock whoever is quickest to create the "
           "node after a release wins, and a newcomer can go ahead of a waiter that has "
           "waited longer.",
-          "顺序节点按到达顺序给等待者排队，序号最小的持有：先到先得。简单锁在释放后谁先创建出节点"
+          "顺序节点让等待者按到达的先后排队，序号最小的持有锁：先来后到。简单锁在释放后谁先创建出节点"
           "谁就赢，新来的可能插到等了更久的等待者前面。"),
         {"A0": T("Zookeeper 实现分布式锁, the plan: each thread creates an ephemeral sequential "
                  "node under /lock, holds when its number is the smallest, otherwise watches "
@@ -571,21 +578,21 @@ _LESSONS = (
           "zk_rw：销售拿写锁，盘点拿读锁。"),
         ("locks/zk_rw.py", "shop/orders/stocktake.py")),
     Lesson(
-        "C22", "ZooKeeper 会话在持有者暂停时过期，第二个持有者进来；zxid 防护令牌挡住第一个",
+        "C22", "持有者停顿时 ZooKeeper 会话过期，第二个持有者进来；用 zxid 做防护令牌挡住第一个",
         T("A paused holder cannot keep its session alive; ZooKeeper expires the session, "
           "deletes the holder's node, and a second holder gets the lock. When the first "
           "wakes, it writes unless the write is fenced: the creation zxid of its node is a "
           "token that only grows.",
-          "暂停的持有者无法维持会话；ZooKeeper 让会话过期、删除它的节点，第二个持有者拿到锁。"
+          "停顿的持有者无法维持会话；ZooKeeper 让会话过期、删除它的节点，第二个持有者拿到锁。"
           "第一个醒来后照样写入，除非写入被防护：它的节点创建时的 zxid 就是一个只增不减的防护令牌。"),
         {"A4": T("基于 Zookeeper 实现分布式锁: an ephemeral node lives as long as the client "
                  "session, and is deleted once the session is no longer valid (会话失效).",
                  "“基于 Zookeeper 实现分布式锁”：临时节点的生命周期和客户端会话绑定，一旦客户端会话"
                  "失效，节点就会自动删除。")},
-        T("A is paused past its session; B takes the lock and sells; A wakes and writes: "
-          "oversold (broken); refused as a stale write (fix).",
-          "A 暂停超过会话时间；B 拿到锁并卖出；A 醒来写入：坏的一半超卖；修好的一半作为过期写入"
-          "被拒绝。"),
+        T("A is paused past its session; B takes the lock and sells; A wakes and writes over "
+          "B's sale: one lost update (broken); refused as a stale write (fix).",
+          "A 停顿到会话超时；B 拿到锁并卖出一件；A 醒来后覆盖了 B 的结果：问题版本丢失一次更新；"
+          "修复版本里 A 的写入作为过期写入被拒绝。"),
         T("Fence the write with the node's creation zxid, and check the session before the "
           "commit (ensure_held).",
           "用节点创建时的 zxid 防护写入，并在提交前核对会话（ensure_held）。"),
@@ -685,13 +692,13 @@ _LESSONS = (
                  "执行；要减去重入次数，减到 0 才删除。")},
         T("After the inner release another owner asks: it gets in while the outer section "
           "runs (broken); it is refused because the count is still 1 (fix).",
-          "内层释放后另一个所有者请求：坏的一半它在外层还在执行时进来了；修好的一半因为计数仍是 1 "
+          "内层释放后另一个所有者请求：问题版本它在外层还在执行时进来了；修复版本因为计数仍是 1 "
           "而被拒绝。"),
         T("HINCRBY owner -1 in the release script; DEL only when the count reaches 0.",
           "释放脚本里 HINCRBY 所有者 -1；计数到 0 才 DEL。"),
         ("locks/redis_reentrant.py", "locks/redis_broken.py")),
     Lesson(
-        "C28", "分几条命令做可重入加锁会放进两个所有者；一段 Lua 脚本不会",
+        "C28", "用多条命令实现可重入加锁，可能让两个所有者同时持锁；一段 Lua 脚本不会",
         T("The reentrant acquire written as separate commands (EXISTS, then HSET, then "
           "PEXPIRE) lets two owners both see no key and both write their name. The same "
           "steps in one Lua script run as one.",
@@ -704,8 +711,8 @@ _LESSONS = (
                  "指出多条命令就要考虑原子性，把加锁写进了脚本。")},
         T("The fault hook pause_after_exists holds A between EXISTS and HSET: both A and B "
           "hold (broken); one holder, the other refused (fix).",
-          "故障钩子 pause_after_exists 让 A 停在 EXISTS 和 HSET 之间：坏的一半 A 和 B 都持有；"
-          "修好的一半只有一个持有者，另一个被拒绝。"),
+          "故障钩子 pause_after_exists 让 A 停在 EXISTS 和 HSET 之间：问题版本 A 和 B 都持有；"
+          "修复版本只有一个持有者，另一个被拒绝。"),
         T("The whole acquire in one Lua script.", "整个加锁放进一段 Lua 脚本。"),
         ("locks/redis_reentrant.py", "locks/redis_broken.py")),
     Lesson(
@@ -788,19 +795,19 @@ _LESSONS = (
           "replica; B locks there. Both hold; A's write lands (broken) or is refused as "
           "stale (fix).",
           "A 在主节点加锁；主节点在复制之前死掉；Sentinel 提升副本；B 在新主上加锁。两者都持有；"
-          "坏的一半 A 的写入生效，修好的一半作为过期写入被拒绝。"),
+          "问题版本 A 的写入生效，修复版本作为过期写入被拒绝。"),
         T("Fence writes with a token whose counter survives the failover (lockshop takes an "
           "epoch from the server's clock), or use a consensus-backed lock.",
-          "用能挺过切换的防护令牌保护写入（lockshop 用服务器时钟取一个纪元），或改用基于共识的锁。"),
+          "用能挺过切换的防护令牌保护写入（lockshop 用服务器时钟取一个任期号），或改用基于共识的锁。"),
         ("locks/redis_lock.py", "lockshop/workshop/labs/failover.py")),
     Lesson(
-        "C33", "Redlock 的有效时间：租约减去加锁用时再减去时钟漂移；单台超时要短；失败的尝试要解开每一台",
+        "C33", "Redlock 的有效时间：租约减去加锁用时再减去时钟漂移；单台超时要短；加锁失败时要在所有节点上释放锁",
         T("Redlock's lock is worth only what is left of the lease after the time spent "
           "asking, less an allowance for clock drift. Each server must time out far sooner "
           "than the lease, so a dead one costs little, and a failed attempt must unlock every "
           "server, not only those that said yes.",
           "Redlock 的锁只值租约减去加锁所花时间、再减去时钟漂移余量后剩下的部分。每台服务器的超时"
-          "要远短于租约，这样一台死掉代价很小；加锁失败时要解开每一台，而不只是答应了的那些。"),
+          "要远短于租约，这样一台死掉代价很小；加锁失败时要在所有节点上释放锁，而不只是答应了的那几台。"),
         {"A1": T("基于 REDLOCK 做分布式锁, steps 1 to 5: note the time, ask N nodes with a "
                  "per-call timeout far below the lock's (5–50 ms for 10 s), hold only with a "
                  "majority in less than the timeout, the lock's time is the timeout less the "
@@ -843,7 +850,7 @@ _LESSONS = (
           "排队的锁：redis_fair（BLPOP，释放唤醒队首）或 ZooKeeper 公平锁。"),
         ("locks/redis_fair.py", "locks/redis_lock.py")),
     Lesson(
-        "C35", "定时任务比租约还长，除非写入前再核对一次锁，否则会跑两次",
+        "C35", "定时任务执行得比锁的过期时间还久，除非写入前再核对一次锁，否则会跑两次",
         T("A job that outlives its lock's lease lets the next run take the lock and do the "
           "same work. A job that checks its lock last, in the transaction of its write, "
           "finds it gone and stops.",
@@ -855,8 +862,8 @@ _LESSONS = (
                  "又执行了一遍同样的备份。")},
         T("Reminders per customer: two (both runs sent) in the broken half; one in the fix "
           "half, where A finds its lock gone before writing and its run is recorded as lost.",
-          "看每位顾客的提醒数：坏的一半两条（两次执行都发了）；修好的一半一条，A 在写入前发现锁已不在，"
-          "这次执行记为 lost。"),
+          "看每位顾客的提醒数：问题版本两条（两次执行都发了）；修复版本一条，A 在写入前发现锁已不在，"
+          "这次执行的结果记为 lost（锁已丢失）。"),
         T("Check the guard in the write's own transaction (ensure_held), and fence the "
           "job's writes by its token.",
           "在写入自己的事务里核对保护（ensure_held），并用防护令牌保护任务的写入。"),
@@ -919,8 +926,8 @@ _LESSONS = (
                  "会删除自己的节点。")},
         T("W1 waits behind the holder, W2 behind W1; W1 gives up: W2 takes W1's deletion "
           "for the lock and holds beside the holder (broken); W2 looks again and waits (fix).",
-          "W1 排在持有者后面，W2 排在 W1 后面；W1 放弃：坏的一半 W2 把 W1 的删除当成锁到手，和持有者"
-          "同时持有；修好的一半 W2 重新看一遍，继续等待。"),
+          "W1 排在持有者后面，W2 排在 W1 后面；W1 放弃：问题版本 W2 把 W1 的删除当成锁到手，和持有者"
+          "同时持有；修复版本 W2 重新看一遍，继续等待。"),
         T("On every wake-up, list the children again; on a timeout, delete your own node.",
           "每次被唤醒都重新列子节点；超时就删除自己的节点。"),
         ("locks/zk_fair.py", "locks/zk_broken.py")),
@@ -931,7 +938,7 @@ _LESSONS = (
           "writer never gets in. Queued in arrival order, a reader that comes after a writer "
           "waits behind it.",
           "只要没有写者持有就放读者进来的读写锁，会饿死等待中的写者：读者不断到来，读互相重叠，"
-          "写者永远进不去。按到达顺序排队时，写者之后来的读者要排在它后面。"),
+          "写者永远进不去。按先来后到排队时，比写者晚到的读者要排在它后面。"),
         {"A3": T("读写锁实现: a reader waits for the last write node before its own, so a "
                  "writer that queued first goes first.",
                  "“读写锁实现”：读者要等排在自己前面的最后一个写节点，所以先排队的写者先进。")},
@@ -940,7 +947,7 @@ _LESSONS = (
           "写者请求时读者每 100 毫秒来一个：读者优先的锁让它一直等；zk_rw 让它在排在前面的读者之后"
           "拿到锁。"),
         T("Queue readers and writers together in arrival order (zk_rw).",
-          "读者和写者一起按到达顺序排队（zk_rw）。"),
+          "读者和写者一起按先来后到排队（zk_rw）。"),
         ("locks/zk_rw.py", "locks/redis_broken.py")),
     Lesson(
         "C40", "在提交之前释放锁，下一个买家会读到旧库存",
@@ -1028,17 +1035,17 @@ _LESSONS = (
           "在订单自己的事务里写入这个键，作为 order_keys 的主键。"),
         ("shop/orders/idempotency.py",)),
     Lesson(
-        "C45", "与 Redis 断开超过租约的持有者，在别人拿到锁后写入；防护令牌拒绝它",
+        "C45", "与 Redis 断开直到锁过期的持有者，在别人拿到锁后写入；防护令牌拒绝它",
         T("A holder cut off from Redis past its lease cannot renew or check anything; Redis "
           "lets the key expire and another takes the lock. When the link heals, the first "
           "writes unless the write is fenced.",
-          "与 Redis 断开超过租约的持有者既不能续期也不能核对；Redis 让键过期，别人拿到锁。"
+          "与 Redis 断开直到锁过期的持有者，既不能续期也不能核对；Redis 让键过期，别人拿到锁。"
           "网络恢复后，第一个持有者照样写入，除非写入被防护。"),
         {},
         T("shop-1 is cut off (packets dropped, as a real partition does); shop-2 sells; "
           "shop-1's write overwrites that sale (broken) or is refused as stale (fix).",
           "shop-1 被断开（像真实的网络分区那样丢包）；shop-2 卖出；shop-1 的写入覆盖了那笔销售"
-          "（坏的一半），或作为过期写入被拒绝（修好的一半）。"),
+          "（问题版本），或作为过期写入被拒绝（修复版本）。"),
         T("The fencing token, handed to the product before the read and checked by the write.",
           "防护令牌：读之前交给商品行，写入时核对。"),
         ("locks/redis_lock.py", "shop/orders/order_path.py", "lockshop/cluster/network.py")),
@@ -1052,7 +1059,7 @@ _LESSONS = (
         {},
         T("The cut holder's write: it trusts the holder and overwrites (broken); refused "
           "with lock_lost before the commit, or stale_write by the zxid (fix).",
-          "看被断开的持有者的写入：信任持有者时它覆盖了别人（坏的一半）；修好的一半在提交前以 "
+          "看被断开的持有者的写入：信任持有者时它覆盖了别人（问题版本）；修复版本在提交前以 "
           "lock_lost 拒绝，或由 zxid 以 stale_write 拒绝。"),
         T("ensure_held() just before the commit, and the zxid as a fencing token.",
           "提交前调用 ensure_held()，并把 zxid 当作防护令牌。"),
@@ -1083,7 +1090,7 @@ _LESSONS = (
         {},
         T("Fire times run on both the old and the new leader during the cut (broken); none "
           "on the cut one (fix).",
-          "看断开期间的触发时刻：坏的一半新旧领导者都在跑；修好的一半被断开的那个一次也没跑。"),
+          "看断开期间的触发时刻：问题版本新旧领导者都在跑；修复版本被断开的那个一次也没跑。"),
         T("is_leader(): connected, same session; ask the server before writing.",
           "is_leader()：连接正常、会话未变；写入前先问服务器。"),
         ("locks/zk_election.py", "shop/jobs/scheduler.py")),
@@ -1098,8 +1105,8 @@ _LESSONS = (
         {},
         T("Worker A ends holding the lock; worker B gets A's thread id and asks without "
           "waiting: B re-enters (broken); B is refused as another owner (fix).",
-          "工作线程 A 持有锁时结束；B 拿到 A 的线程号，不等待地请求：坏的一半 B 重入了；"
-          "修好的一半 B 作为另一个所有者被拒绝。"),
+          "工作线程 A 持有锁时结束；B 拿到 A 的线程号，不等待地请求：问题版本 B 重入了；"
+          "修复版本 B 作为另一个所有者被拒绝。"),
         T("current_owner(): host, pid, thread id and a random part, kept in threading.local "
           "(per asyncio task in a weak map).",
           "current_owner()：主机、进程号、线程号加一个随机部分，保存在 threading.local 里"

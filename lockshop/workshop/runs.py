@@ -29,7 +29,7 @@ from lockshop.cluster.servers import own_servers
 from lockshop.cluster.hold_logs import begun_since, collect_holds, overlap_audit
 from shop.config import DEFAULT_DATABASE_URL, Config, locks_backends
 from shop.errors import Unprocessable
-from shop.i18n import lazy_gettext
+from shop.i18n import _, lazy_gettext
 from shop.orders.order_strategies import ShopStrategy, Strategies
 from shop.store.db import backend_name
 
@@ -128,7 +128,7 @@ def stage(config: Config, runtime: Path, server_admin_url: str | None = None,
     if server_admin_url:
         problem = server_error(server_admin_url)
         if problem:
-            raise StartError(f"cannot use the database server: {problem}")
+            raise StartError(_("cannot use the database server: %(problem)s", problem=problem))
         database = scratch_database(server_admin_url, "lockshop_run")
     else:
         database = nullcontext(config.database_url if config.database_url != DEFAULT_DATABASE_URL

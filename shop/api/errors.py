@@ -27,6 +27,7 @@ from locks import (
 )
 from shop.errors import ShopError
 from shop.i18n import N_, _
+from shop.i18n.lock_errors import BACKENDS, say_reason
 from shop.store.db import is_unavailable
 
 log = logging.getLogger(__name__)
@@ -65,11 +66,12 @@ def lock_error_answer(error: LockError) -> tuple[str, str, dict | None]:
     if isinstance(error, BackendUnavailable):
         return "backend_unavailable", _(
             "%(backend)s cannot be reached (lock %(lock)s); nothing was locked",
-            backend=error.backend, lock=error.name), {"backend": error.backend}
+            backend=say_reason(error.backend, BACKENDS), lock=error.name), \
+            {"backend": error.backend}
     if isinstance(error, LockLost):
         return "lock_lost", _(
             "lock %(lock)s was lost while held (%(reason)s); nothing was written",
-            lock=error.name, reason=error.reason), None
+            lock=error.name, reason=say_reason(error.reason)), None
     return "lock_error", _("lock error: %(error)s", error=str(error)), None
 
 

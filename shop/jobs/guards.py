@@ -108,7 +108,7 @@ class LockGuard(JobGuard):
         token = self.lock.fencing_token
         if token is not None:
             _hold_row(db, JobFence, self.job, JobFence.token == token, self.lock.name,
-                      "a later holder has handed in a newer token")
+                      "a later holder has handed in a newer fencing token")
 
     def give_back(self) -> None:
         with suppress(LockError):  # a lost lock has nothing to give back

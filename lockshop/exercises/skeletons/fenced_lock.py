@@ -4,8 +4,9 @@ Article A4 and the debate it cites (Kleppmann, "How to do distributed
 locking"): a holder whose whole process is paused (a long GC, SIGSTOP,
 swapping) past its lease pauses its watchdog too. Its lock expires, another
 holder takes it and writes, and then the first one wakes up and writes too,
-with no idea that time passed: the stock is oversold (lesson C15). No check
-before the write can close this, since the pause may come after the check.
+with no idea that time passed: its write lands on the other holder's, and
+that sale is lost (a lost update, lesson C15). No check before the write can
+close this, since the pause may come after the check.
 The storage must refuse the late write: every acquisition hands out a
 number that only grows (a *fencing token*), and the shop writes only with
 one newer than the last it saw for that product.

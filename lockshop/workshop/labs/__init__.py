@@ -29,7 +29,7 @@ from lockshop.workshop.labs import (
     zookeeper,
 )
 from lockshop.workshop.staging.record import ARTICLES, Lab, LabRecord
-from shop.i18n import N_, _
+from shop.i18n import N_, _, join
 
 LABS: dict[str, Lab] = {lab.id: lab for lab in sorted(
     (*sales.LABS, *jobs.LABS, *holds.LABS, *redis_leases.LABS, *reentrancy.LABS,
@@ -40,6 +40,9 @@ LABS: dict[str, Lab] = {lab.id: lab for lab in sorted(
 #: How many lessons the articles make (A0..A4); labs from C44 on stage what the
 #: articles leave out (faults of the network, clients that retry).
 ARTICLES_LESSONS = 43
+#: What a lab needs beyond Python (``Lab.needs``), as the lab list says it.
+NEEDS = {"redis": N_("Redis"), "zookeeper": N_("ZooKeeper"), "mariadb": N_("MariaDB"),
+         "instances": N_("shop instances"), "hosts": N_("hosts of their own (root)")}
 
 
 def find(name: str) -> Lab:
@@ -68,10 +71,11 @@ def listing() -> str:
     language."""
     lines = []
     for article, title, labs in by_article():
-        lines.append(f"{article}  {_(title)}")
+        lines.append(f"{article}  {_(title)}" if article != "--" else _(title))
         for lab in labs:
-            needs = ("  " + _("[needs %(parts)s]", parts=", ".join(lab.needs))
-                     if lab.needs else "")
+            needs = ("  " + _("[needs %(parts)s]", parts=join(
+                _(NEEDS[part]) if part in NEEDS else part for part in lab.needs))
+                if lab.needs else "")
             lines.append(f"  {lab.id:<4} {lab.name:<22} ~{lab.seconds:>2} s  "
                          f"{_(lab.title)}{needs}")
         lines.append("")

@@ -42,7 +42,7 @@ def stage_lock_row(run) -> None:
             pass  # leaving the block kills the holder
         run.check(_("a process inserts the lock row of product:1 and is killed (SIGKILL)"),
                   expected=_("it held the lock and dies before its delete"),
-                  observed=_("it said %(said)r, and was killed", said=said),
+                  observed=_("it reported: %(said)s; then it was killed", said=steps.said(said)),
                   agrees=said == "held")
         factory = run.open_locks(strategy, database_url=url, lease_ms=500)
         granted, waited = _wait(factory, 1.5)
@@ -111,7 +111,7 @@ def stage_watchdog(run) -> None:
             pass  # killed on leaving the block: its watchdog dies with it
         granted, waited = _wait(factory, 3)
         run.check(_("a process holding the lock is killed (%(said)s); B asks, waiting up to "
-                    "3 s", said=said),
+                    "3 s", said=steps.said(said)),
                   expected=_("granted about one lease (300 ms) after the death"),
                   observed=steps.asked(granted, waited, 2),
                   agrees=granted and waited < 1.0)

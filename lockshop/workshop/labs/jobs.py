@@ -182,7 +182,7 @@ def stage_leader(run) -> None:
 
     _jobs_on_three_instances(run, (
         ("broken", "none", _("every instance runs its own scheduler"), "none", {}, broken),
-        ("fix", "leader election", _("instances queue for one ZooKeeper lock; its holder "
+        ("fix", _("leader election"), _("instances queue for one ZooKeeper lock; its holder "
                                      "leads"),
          "none", {"job_guard": "leader"}, fixed)))
 

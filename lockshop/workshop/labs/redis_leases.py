@@ -23,6 +23,7 @@ from shop.store.audit import take_audit
 from shop.store.models import ProductKind
 from shop.store.products import ProductSpec
 from shop.i18n import N_, _, yes_no
+from shop.i18n.lock_errors import named, say_reason
 
 #: Short leases, so that a lab waits fractions of a second for them to run out.
 LEASE_MS = 200
@@ -290,7 +291,7 @@ def release_outcome(lock) -> Release:
         lock.release()
         return Release(False, _("released"))
     except LockLost as error:
-        return Release(True, _("was refused (%(reason)s)", reason=error.reason))
+        return Release(True, _("was refused (%(reason)s)", reason=say_reason(error.reason)))
 
 
 
@@ -298,7 +299,7 @@ def attempt(lock) -> str:
     try:
         return "acquired" if lock.acquire() else "refused"
     except Exception as error:  # noqa: BLE001 - what happened is the observation
-        return f"{type(error).__name__}: {error}"
+        return named(error)
 
 
 def wait_for(condition, what: str, seconds: float = 10.0) -> None:

@@ -168,7 +168,7 @@ def stage_redlock_validity(run) -> None:
                   expected=_("refused (two of five is no majority), and the two that said yes "
                              "are unlocked at once"),
                   observed=_("%(outcome)s; keys left on the two: %(left)s",
-                             outcome=steps.said(outcome.split(':')[0]), left=left),
+                             outcome=steps.said(outcome.replace("：", ":").split(":")[0]), left=left),
                   agrees=outcome.startswith("BackendUnavailable") and left == 0)
     finally:
         for server in servers[:3]:

@@ -44,7 +44,7 @@ def stage_retried_order(run) -> None:
                       observed=str(gave_up), agrees=gave_up != 201)
             retried = second.order(key=key)
             product = admin.audit()["products"][0]
-            observed = _("retry answered %(answer)s; the shop holds %(orders)s order(s)",
+            observed = _("retry answered %(answer)s; the shop has %(orders)s order(s)",
                          answer=retried, orders=product["orders"])
             if key is None:
                 run.check(_("retry the order on instance 2"),

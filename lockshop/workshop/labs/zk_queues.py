@@ -26,7 +26,8 @@ def stage_herd(run) -> None:
     zk = run.parts.zookeeper()
     for half, strategy, how, expected, agrees in (
             ("broken", "zk_simple", _("every waiter watches the one lock node"),
-             _("every release wakes every waiter still waiting: 5+4+3+2+1, about 15"),
+             _("every release wakes every waiter still waiting, the herd effect: 5+4+3+2+1, "
+               "about 15"),
              lambda wakeups: wakeups >= 12),
             ("fix", "zk_fair", _("sequential nodes, each waiter watching the one just before "
                                  "it"),
@@ -134,8 +135,8 @@ def stage_arrival_order(run) -> None:
                 newcomer.release()
             said = first.stdout.readline().strip()
             first.wait(10)
-        observed = _("the newcomer got in first: %(jumped)s; the first waiter then: %(said)r",
-                     jumped=yes_no(jumped), said=said)
+        observed = _("the newcomer got in first: %(jumped)s; the first waiter then: %(said)s",
+                     jumped=yes_no(jumped), said=steps.said(said) if said else _("nothing"))
         action = _("a waiter queues first; it is paused as the holder releases; a newcomer "
                    "asks")
         if half == "broken":
@@ -378,10 +379,11 @@ def stage_zk_reentrant(run) -> None:
         other.release()
 
 LABS = (
-    Lab("C19", "herd", N_("The simple ZooKeeper lock wakes every waiter on every release; the "
-        "sequential one wakes one"), ("A1", "A3"), ("zookeeper",), 3, stage_herd),
-    Lab("C20", "arrival_order", N_("Sequential nodes serve waiters in arrival order; the simple "
-        "lock lets a newcomer in first"), ("A0", "A3", "A4"), ("zookeeper",), 3,
+    Lab("C19", "herd", N_("The herd effect: the simple ZooKeeper lock wakes every waiter on "
+        "every release; the sequential one wakes one"), ("A1", "A3"), ("zookeeper",), 3,
+        stage_herd),
+    Lab("C20", "arrival_order", N_("Sequential nodes serve waiters first come, first served; "
+        "the simple lock lets a newcomer jump the queue"), ("A0", "A3", "A4"), ("zookeeper",), 3,
         stage_arrival_order),
     Lab("C38", "zk_fair_trusting", N_("A woken waiter must look at the queue again; a waiter that "
         "times out removes its own node"), ("A3", "A4"), ("zookeeper",), 3, stage_look_again),

@@ -26,6 +26,7 @@ from shop.store.db import engine_of
 from shop.store.models import ProductKind
 from shop.store.products import ProductSpec
 from shop.i18n import N_, _
+from shop.i18n.lock_errors import named
 
 #: The shortest session ZooKeeper allows here (tickTime 500 ms): the lock's lease.
 SESSION_MS = 1000
@@ -92,7 +93,7 @@ def stage_ephemeral(run) -> None:
             pass  # it holds the lock; leaving the block kills it
         run.check(_("a process takes the lock of product:1 and is killed (SIGKILL)"),
                   expected=_("it held the lock, and dies without releasing it"),
-                  observed=_("it said %(said)r, and was killed", said=said),
+                  observed=_("it reported: %(said)s; then it was killed", said=steps.said(said)),
                   agrees=said == "held")
         factory = run.open_locks(strategy, redis_url=redis_server.url, zk_hosts=zk.address,
                                  lease_ms=SESSION_MS)
@@ -188,7 +189,7 @@ def _outcome(lock, release: bool = False) -> str:
         if not lock.acquire():
             return "refused"
     except Exception as error:  # noqa: BLE001 - what happened is the observation
-        return f"{type(error).__name__}: {error}"
+        return named(error)
     if release:
         lock.release()
     return "acquired"
@@ -198,7 +199,7 @@ LABS = (
     Lab("C02", "ticket_offices", N_("Two ticket offices sell the same seat; a ZooKeeper lock "
         "sells it once"), ("A3",), ("zookeeper",), 2, stage_ticket_offices),
     Lab("C18", "zk_ephemeral", N_("A holder that dies: a SETNX key stays forever, a ZooKeeper "
-        "ephemeral node goes with the session"), ("A0", "A1", "A3"), ("redis", "zookeeper"), 6,
+        "ephemeral node goes with the session"), ("A0", "A1", "A3"), ("redis", "zookeeper"), 7,
         stage_ephemeral),
     Lab("C22", "session_expiry", N_("A ZooKeeper session that expires under a paused holder "
         "lets a second one in; the zxid as a fencing token fences the first"), ("A4",),

@@ -42,7 +42,7 @@ def _run_one(lab: Lab, parts: Parts, as_json: bool, out) -> LabRecord:
             print(text, file=out, flush=True)
 
     def on_half(half: str, version: str) -> None:
-        say(f"  {_(HALVES.get(half, half))}: {version}")
+        say("  " + _("%(half)s: %(version)s", half=_(HALVES.get(half, half)), version=version))
 
     def on_step(record: LabRecord, step: Step) -> None:
         say(f"    {step.number}. {step.action}")
@@ -60,8 +60,8 @@ def _run_one(lab: Lab, parts: Parts, as_json: bool, out) -> LabRecord:
         say("  => " + _("holds (%(seconds)s s): the figures point the article's way",
                         seconds=f"{record.seconds:g}") + "\n")
     elif record.holds:
-        say("  => " + _("holds (%(seconds)s s): the broken version failed as the article "
-                        "says, and the fix held under the same steps",
+        say("  => " + _("holds (%(seconds)s s): the broken version fails as the article "
+                        "says; the fix stays correct under the same steps",
                         seconds=f"{record.seconds:g}") + "\n")
     elif record.verdict == "skipped":
         say("  => " + _("SKIPPED: %(reason)s", reason=record.reason) + "\n")

@@ -68,7 +68,7 @@ def late_write(run, sessions, stock_read: int, fencing_token: int | None, *, act
 #: and message) is shown as raised.
 OUTCOMES = {"written": N_("written"), "refused as stale": N_("refused as stale"),
             "acquired": N_("acquired"), "refused": N_("refused"),
-            "still held": N_("still held")}
+            "still held": N_("still held"), "held": N_("holding the lock")}
 
 
 def said(outcome: str) -> str:
