@@ -164,9 +164,17 @@ def one_wakeup_per_release(grading: Grading) -> tuple[str, bool]:
     holder.release()
     for waiter in waiters:
         waiter.join()
-    observed = _("%(waiters)s waiters set %(total)s watches; the most sessions watching one "
-                 "node: %(most)s (its release wakes them all); %(served)s were served",
-                 waiters=WAITERS, total=total, most=most, served=len(served))
+    if total == 0:
+        observed = _("%(waiters)s waiters set no watch at all; %(served)s were served",
+                     waiters=WAITERS, served=len(served))
+    elif most == 1:
+        observed = _("%(waiters)s waiters set %(total)s watches; each node was watched by one "
+                     "session at most (its release wakes only that one); %(served)s were served",
+                     waiters=WAITERS, total=total, served=len(served))
+    else:
+        observed = _("%(waiters)s waiters set %(total)s watches; the most sessions watching one "
+                     "node: %(most)s (its release wakes them all); %(served)s were served",
+                     waiters=WAITERS, total=total, most=most, served=len(served))
     return observed, most == 1 and total >= WAITERS and len(served) == WAITERS
 
 
