@@ -146,7 +146,7 @@ def _report(args, grades) -> str:
         raise CliError(_("--report needs --name (how the board shows you)"))
     overall = grader.verdict(grades)
     body = {"name": args.name, "exercise": grades[0].exercise, "passed": overall.passed,
-            "lesson": overall.lesson, "rounds": overall.rounds,
+            "lesson": overall.lesson, "rounds_total": overall.rounds,
             "rounds_passed": overall.rounds_passed,
             "checks": [{"lesson": r.lesson, "title": r.action,
                         "passed": bool(grader.check_passed_every_round(grades, index)),

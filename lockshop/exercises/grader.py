@@ -303,7 +303,7 @@ class Verdict:
         return self.rounds_passed == self.rounds
 
     def as_dict(self) -> dict:
-        return {"passed": self.passed, "rounds": self.rounds,
+        return {"passed": self.passed, "rounds_total": self.rounds,
                 "rounds_passed": self.rounds_passed, "lesson": self.lesson}
 
 
