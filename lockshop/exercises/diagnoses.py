@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from lockshop.cluster.thread_ids import in_a_thread
 from lockshop.exercises.grading import Background, Grading, take, until
-from shop.i18n import _, lazy_gettext
+from shop.i18n import N_, _
 
 #: The lease the probes give the student's lock: a thousandth of it is still 100 ms,
 #: time enough to read it back on a busy machine, and a thousand times it is unmistakable.
@@ -51,8 +51,9 @@ class Diagnosis:
     explains: frozenset[str]  # the checks whose failure it may be the cause of
     #: -> what the grader saw that shows the mistake, or None when it is not this one.
     probe: Callable[[Grading], str | None]
-    says: str  # lazy: "another thread walked in at once: ...", with %(evidence)s
-    hint: str  # lazy: what to change
+    says: str  # marked (N_), said with _(): "another thread walked in at once: ...",
+    #            with %(lesson)s and %(evidence)s
+    hint: str  # marked (N_), said with _(): what to change
 
 
 # --- the probes ------------------------------------------------------------------------------
@@ -204,29 +205,29 @@ REDIS_CHECKS = frozenset({"C01", "C26", "C11", "C09", "C10", "C12", "C13", "C27"
 DIAGNOSES = (
     Diagnosis(
         "lease units", "C36", "redis", 2, REDIS_CHECKS, lease_units,
-        lazy_gettext("your lease is in the wrong unit: %(evidence)s (lesson %(lesson)s)"),
-        lazy_gettext("self.lease_ms is in milliseconds: give it to PX or PEXPIRE as it is "
+        N_("your lease is in the wrong unit: %(evidence)s (lesson %(lesson)s)"),
+        N_("self.lease_ms is in milliseconds: give it to PX or PEXPIRE as it is "
                      "(SET key token NX PX lease_ms), never to EX or EXPIRE, which count "
                      "seconds; and never divide it by 1000 for PX.")),
     Diagnosis(
         "recycled owner", "C49", "redis", 1, REDIS_CHECKS, recycled_owner,
-        lazy_gettext("another thread walked in at once: is your owner unique (lesson "
+        N_("another thread walked in at once: is your owner unique (lesson "
                      "%(lesson)s)? What the grader saw: %(evidence)s"),
-        lazy_gettext("Name the owner with self.owner (made per thread, never reused), not with "
+        N_("Name the owner with self.owner (made per thread, never reused), not with "
                      "threading.get_ident(): Python hands a dead thread's id to the next "
                      "thread, which then re-enters the dead thread's lock.")),
     Diagnosis(
         "release ignores its owner", "C11", "redis", 3, frozenset({"C12", "C27", "C03"}),
         release_ignores_owner,
-        lazy_gettext("your release deletes whatever is in the key, another owner's lock too "
+        N_("your release deletes whatever is in the key, another owner's lock too "
                      "(lesson %(lesson)s): %(evidence)s"),
-        lazy_gettext("Release only what is yours, in one Lua script: compare the key's value "
+        N_("Release only what is yours, in one Lua script: compare the key's value "
                      "with self.token (a reentrant hash: HEXISTS your owner, count it down, "
                      "DEL at 0) and delete nothing when it is not yours.")),
     Diagnosis(
         "shared node", "C19", "zookeeper", 8, frozenset({"C20", "C38", "C02"}), shared_node,
-        lazy_gettext("every waiter watches the same node (lesson %(lesson)s): %(evidence)s"),
-        lazy_gettext("Give each waiter a node of its own (an ephemeral sequential node under "
+        N_("every waiter watches the same node (lesson %(lesson)s): %(evidence)s"),
+        N_("Give each waiter a node of its own (an ephemeral sequential node under "
                      "the lock's path) and let it watch only the node just ahead of its own, "
                      "never a node (or a parent) that every waiter watches.")),
 )

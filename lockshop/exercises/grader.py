@@ -158,7 +158,7 @@ def explain(result: CheckResult, diagnostician: Diagnostician) -> None:
     lab = LABS.get(row.lesson)
     result.cause = row.lesson
     result.diagnosis = _(row.says, lesson=row.lesson, evidence=evidence)
-    result.hint = str(row.hint)
+    result.hint = _(row.hint)
     result.cause_title = _(lab.title) if lab else ""
     result.cause_articles = lab.articles if lab else ()
 
