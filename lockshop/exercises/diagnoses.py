@@ -10,7 +10,7 @@ So each known mistake is a row of the table below: the lesson that teaches it,
 the checks whose failure it can explain, and a *probe*: a small experiment the
 grader runs on the student's lock from outside (two fresh threads, the key's
 TTL read right after an acquire, another owner's value put in the key, three
-waiters and the watches they set), never a look at the student's source. When
+waiters and the watches their clients hold), never a look at the student's source. When
 a check fails, the rows that can explain it are probed in order (each at most
 once per grading); the first whose probe shows the mistake is the cause: the
 check says so, its hint becomes the cause's, and the verdict names the cause's
@@ -159,27 +159,41 @@ def release_ignores_owner(grading: Grading) -> str | None:
 
 
 def shared_node(grading: Grading) -> str | None:
-    """Three waiters, each with a session of its own, queue behind a holder: do two or
-    more of them watch one node (``wchp``)?"""
-    from lockshop.exercises.checks.zookeeper_steps import _watch_count, watches
+    """Three waiters, each with a session of its own, queue behind a holder: does any path
+    carry a watch of two of them or more? Read from each waiter's client, which keeps the
+    watches its lock set (a node's, with exists or get; a parent's children, with
+    get_children): the server's ``wchp`` lists node watches only."""
     name = grading.fresh_name("probe-node")
     holder = take(grading.factory(), name)
     if holder is None:
         return None
-    waiters = []
+    clients, waiters = [], []
     for _number in range(3):
         factory = grading.factory()
+        clients.append(factory.client)
         waiters.append(Background(_wait_and_release, factory.lock(name, timeout=10)))
-    until(lambda: _watch_count(grading) >= 3, seconds=5)
-    found = watches(grading)
+    until(lambda: all(_watched(client) for client in clients), seconds=5)
+    watched = [_watched(client) for client in clients]
     _release_quietly(holder)
     for waiter in waiters:
         waiter.join(15)
-    path, sessions = max(found.items(), key=lambda item: len(item[1]), default=("", set()))
-    if len(sessions) < 2:
+    sharing: dict[str, int] = {}
+    for paths in watched:
+        for path in paths:
+            sharing[path] = sharing.get(path, 0) + 1
+    path, count = max(sharing.items(), key=lambda item: item[1], default=("", 0))
+    if count < 2:
         return None
-    return _("with 3 waiters queued behind a holder, %(sessions)s sessions watched one node, "
-             "%(path)s: its deletion wakes them all", sessions=len(sessions), path=path)
+    return _("with 3 waiters queued behind a holder, %(count)s of them watched one path, "
+             "%(path)s: whatever happens there wakes them all", count=count, path=path)
+
+
+def _watched(client) -> set[str]:
+    """The paths a kazoo client is waiting to hear about (its watches not yet fired)."""
+    paths = set()
+    for watchers in (getattr(client, "_data_watchers", {}), getattr(client, "_child_watchers", {})):
+        paths.update(path for path, callbacks in dict(watchers).items() if callbacks)
+    return paths
 
 
 def _wait_and_release(lock) -> None:
@@ -226,7 +240,7 @@ DIAGNOSES = (
                      "DEL at 0) and delete nothing when it is not yours.")),
     Diagnosis(
         "shared node", "C19", "zookeeper", 8, frozenset({"C20", "C38", "C02"}), shared_node,
-        N_("every waiter watches the same node (lesson %(lesson)s): %(evidence)s"),
+        N_("every waiter watches the same path (lesson %(lesson)s): %(evidence)s"),
         N_("Give each waiter a node of its own (an ephemeral sequential node under "
                      "the lock's path) and let it watch only the node just ahead of its own, "
                      "never a node (or a parent) that every waiter watches.")),
