@@ -44,8 +44,8 @@ MISTAKES = [
     ("3", f"{HERE / 'lease_units.py'}:PxInSecondsLock", ("C01",), "C36"),
     # the lease in milliseconds given to EX: a thousand times too long; C09 waits in vain
     ("3", f"{HERE / 'lease_units.py'}:ExInMillisecondsLock", ("C09",), "C36"),
-    # every waiter watches the queue's folder (a child watch the server's wchp does not
-    # list, so C19 itself sees "no watch at all"); the probe reads the waiters' clients
+    # every waiter watches the queue's folder: a children's watch, which the server's wchp
+    # does not list (the grader reads it from the waiters' clients)
     ("8", f"{HERE / 'watches_parent.py'}:QueueLock", ("C19",), "C19"),
 ]
 

@@ -160,45 +160,25 @@ def release_ignores_owner(grading: Grading) -> str | None:
 
 def shared_node(grading: Grading) -> str | None:
     """Three waiters, each with a session of its own, queue behind a holder: does any path
-    carry a watch of two of them or more? Read from each waiter's client, which keeps the
-    watches its lock set (a node's, with exists or get; a parent's children, with
-    get_children): the server's ``wchp`` lists node watches only."""
+    carry the watches of two of them or more? (The nodes' watches as the server lists
+    them, the children's as the waiters' clients hold them.)"""
+    from lockshop.exercises.checks.zookeeper_steps import Waiter, _watch_count, watches
     name = grading.fresh_name("probe-node")
     holder = take(grading.factory(), name)
     if holder is None:
         return None
-    clients, waiters = [], []
-    for _number in range(3):
-        factory = grading.factory()
-        clients.append(factory.client)
-        waiters.append(Background(_wait_and_release, factory.lock(name, timeout=10)))
-    until(lambda: all(_watched(client) for client in clients), seconds=5)
-    watched = [_watched(client) for client in clients]
+    served: list[int] = []
+    waiters = [Waiter(grading, name, number, 10, served) for number in range(3)]
+    until(lambda: _watch_count(grading, waiters) >= len(waiters), seconds=5)
+    path, sessions = max(watches(grading, waiters).items(), key=lambda item: len(item[1]),
+                         default=("", set()))
     _release_quietly(holder)
     for waiter in waiters:
-        waiter.join(15)
-    sharing: dict[str, int] = {}
-    for paths in watched:
-        for path in paths:
-            sharing[path] = sharing.get(path, 0) + 1
-    path, count = max(sharing.items(), key=lambda item: item[1], default=("", 0))
-    if count < 2:
+        waiter.job.join(15)
+    if len(sessions) < 2:
         return None
     return _("with 3 waiters queued behind a holder, %(count)s of them watched one path, "
-             "%(path)s: whatever happens there wakes them all", count=count, path=path)
-
-
-def _watched(client) -> set[str]:
-    """The paths a kazoo client is waiting to hear about (its watches not yet fired)."""
-    paths = set()
-    for watchers in (getattr(client, "_data_watchers", {}), getattr(client, "_child_watchers", {})):
-        paths.update(path for path, callbacks in dict(watchers).items() if callbacks)
-    return paths
-
-
-def _wait_and_release(lock) -> None:
-    if lock.acquire():
-        _release_quietly(lock)
+             "%(path)s: whatever happens there wakes them all", count=len(sessions), path=path)
 
 
 def _release_quietly(lock) -> None:

@@ -5,6 +5,11 @@ one showed, then ✓ or ✗; a ✗ names the lesson it breaks, its articles, and
 hint the student can act on. A check that raises, or hangs past
 ``grading.CHECK_SECONDS``, fails with what happened; the grader's servers are stopped
 whatever happens. A skeleton's TODO still in place fails with its own words.
+
+When a known mistake explains a failed check (``diagnoses``: a probe of the grader's
+own shows it), the check says why, its hint is the mistake's, and the verdict's first
+broken lesson is the mistake's. A check whose lesson does not apply to the lock
+(``grading.NotApplicable``) is marked "–" and counts as neither passed nor failed.
 """
 
 from __future__ import annotations
@@ -136,7 +141,9 @@ def grade(exercise: Exercise, spec: str, *, say: Callable[[str], None] = lambda 
                         say(line)
                     continue
                 outcome = run_check(check, grading, source=Path(spec.rpartition(':')[0]))
-                if outcome.failed and outcome.todo is None:
+                # A hung lock would hang the probes too; a TODO is its own explanation.
+                hung = outcome.seconds >= limits.CHECK_SECONDS
+                if outcome.failed and outcome.todo is None and not hung:
                     explain(outcome, diagnostician)
                 result.results.append(outcome)
                 on_result(outcome)
