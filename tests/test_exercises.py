@@ -19,18 +19,20 @@ from lockshop import exercises
 from lockshop.cluster.redis_servers import redis_server_binary
 from lockshop.cluster.zookeeper_servers import zookeeper_installed
 from lockshop.exercises import grader, grading
+from lockshop.exercises.diagnoses import DIAGNOSES
 
 pytestmark = pytest.mark.cluster
 
 HERE = Path(__file__).parent / "exercise_locks"
 MUTANTS = HERE / "mutants.py"
 
-#: lock x exercise -> the first lesson the grader says it breaks (None: it passes). Where a
-#: lock breaks an earlier lesson as well, that one comes first: a DEL that frees the whole
-#: reentrant hash frees another's lock too (C11), an acquire in separate commands sets its
-#: expiry apart from its key (C10), and a thread id reused by Python makes
-#: the next thread the owner in the timeout check already (C26). The lesson the exercise
-#: forces (MUST_FAIL) fails every time, whatever came before it.
+#: lock x exercise -> the first broken lesson the grader names (None: it passes): the cause
+#: when the grader knows the mistake behind the first check that fails (a thread id reused
+#: by Python lets the next thread in at the timeout check already, C26, and the grader says
+#: that the cause is C49), else that check's lesson. Where a lock breaks an earlier lesson
+#: as well, that one comes first: a DEL that frees the whole reentrant hash frees another's
+#: lock too (C11), an acquire in separate commands sets its expiry apart from its key (C10).
+#: The lesson the exercise forces (MUST_FAIL) fails every time, whatever came before it.
 TABLE = [
     ("1", "locks.redis_broken:SetnxNoExpiryLock", None),  # the reference of exercise 1
     ("1", f"{MUTANTS}:InProcessLock", "C03"),
@@ -44,7 +46,7 @@ TABLE = [
     ("4", "locks.redis_lock:RedisLock", "C13"),
     ("4", "locks.redis_broken:ReentrantDeleteLock", "C11"),
     ("4", "locks.redis_broken:ReentrantInStepsLock", ("C01", "C10")),  # its EXPIRE is apart
-    ("4", "locks.redis_broken:ThreadIdOwnerLock", ("C26", "C11", "C49")),
+    ("4", "locks.redis_broken:ThreadIdOwnerLock", "C49"),
     # Exercise 5's reference is exercise 6's too, and 6 runs 5's checks: its row below.
     ("5", "locks.redis_reentrant:ReentrantRedisLock", "C14"),
     ("6", "locks.redisson:RedissonLock", None),
@@ -97,15 +99,22 @@ def test_the_grader_names_the_first_lesson_a_lock_breaks(number, lock, first_fai
     failed = graded.first_failed
     report = "\n".join(line for r in graded.results for line in grader.describe(r))
     if isinstance(first_failed, tuple):
-        # It breaks earlier checks too, by luck (a race among the contract's threads, a
-        # thread id Python happens to reuse); the lesson's own check forces the window.
+        # It breaks earlier checks too, by luck (a race among the contract's threads); the
+        # lesson's own check forces the window.
         assert failed is not None and failed.lesson in first_failed, report
     else:
-        assert (failed.lesson if failed else None) == first_failed, report
+        assert graded.lesson == first_failed, report
     if lock in MUST_FAIL:
-        assert MUST_FAIL[lock] in {r.lesson for r in graded.results if not r.passed}, report
+        assert MUST_FAIL[lock] in {r.lesson for r in graded.results if r.failed}, report
     if failed:
         assert failed.hint and failed.lesson_title and failed.articles
+        # The hint the student reads is the cause's when the check is only its symptom.
+        causes = {row.lesson: str(row.hint) for row in DIAGNOSES}
+        if failed.cause:
+            assert failed.hint == causes[failed.cause], report
+        else:
+            wanted = next(c for c in exercise.checks() if c.lesson == failed.lesson)
+            assert failed.hint == str(wanted.hint), report
 
 
 def test_a_students_solution_passes_from_the_command_line_with_every_output(tmp_path):
@@ -132,6 +141,8 @@ def test_a_zookeeper_students_solution_passes(tmp_path):
     needs("zookeeper")
     graded = grader.grade(exercises.find("8"), f"{HERE / 'queue_lock.py'}:QueueLock")
     assert graded.passed, [grader.describe(r) for r in graded.results if not r.passed]
+    herd = next(r for r in graded.results if r.lesson == "C19").observed
+    assert "wakes only that one" in herd and "them all" not in herd, herd
 
 
 def test_every_untouched_skeleton_fails_cleanly_with_its_todos(tmp_path):
@@ -154,6 +165,21 @@ def test_every_untouched_skeleton_fails_cleanly_with_its_todos(tmp_path):
         assert "TODO left (line" in out and "not written yet: TODO" in out
         assert "not run: " in out  # the sale waits for the TODOs
         assert f"exercise {number} not passed" in out
+        # Nothing ran: no hint may say what a lock did (two threads inside at once).
+        assert "Two threads were inside at once" not in out and "Nothing ran" in out, out
+        if not exercises.find(number).asks_still_held:
+            assert "_still_held" not in out, out
+
+
+def test_the_sales_hint_names_what_the_skeleton_has():
+    for exercise in exercises.EXERCISES.values():
+        hint = str(exercise.checks()[-1].hint)
+        named = "_still_held" in exercise.skeleton.read_text()
+        assert exercise.asks_still_held == named
+        assert ("_still_held" in hint) == named, (exercise.id, hint)
+        if not named:
+            assert "self.token" in hint
+    assert not exercises.find("1").asks_still_held and exercises.find("4").asks_still_held
 
 
 def test_start_never_overwrites(tmp_path):

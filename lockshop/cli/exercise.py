@@ -101,38 +101,59 @@ def _check(exercise, args) -> int:
             raise CliError(say_class_error(error)) from None
         say(grader.summary(graded))
         grades.append(graded)
-    passed = all(g.passed for g in grades)
+    overall = grader.verdict(grades)
     if args.repeat > 1:
         say(_tally(grades))
+        say(_said(exercise, overall))
     if args.json:
-        print(json.dumps({"exercise": exercise.id, "lock": grades[0].lock, "passed": passed,
-                          "rounds": [g.as_dict() for g in grades]}, ensure_ascii=False))
+        print(json.dumps({"exercise": exercise.id, "lock": grades[0].lock,
+                          **overall.as_dict(), "rounds": [g.as_dict() for g in grades]},
+                         ensure_ascii=False))
     if args.gradescope:
         Path(args.gradescope).write_text(json.dumps(grader.gradescope(grades), indent=2,
                                                     ensure_ascii=False))
         say(_("wrote %(file)s (Gradescope's results.json)", file=args.gradescope))
     if args.report:
-        say(_report(args, grades[-1]))
-    return 0 if passed else 1
+        say(_report(args, grades))
+    return 0 if overall.passed else 1
+
+
+def _said(exercise, overall) -> str:
+    """The verdict of every round, in one line: 9 of 10 is a fail."""
+    if overall.passed:
+        return "  => " + _("exercise %(id)s passed in all %(rounds)s rounds", id=exercise.id,
+                           rounds=overall.rounds)
+    return "  => " + _("exercise %(id)s not passed: %(passed)s of %(rounds)s rounds passed, "
+                       "and every round must; first broken lesson %(lesson)s",
+                       id=exercise.id, passed=overall.rounds_passed, rounds=overall.rounds,
+                       lesson=overall.lesson)
 
 
 def _tally(grades) -> str:
+    from lockshop.exercises import grader
     lines = ["  " + _("each check over %(rounds)s rounds:", rounds=len(grades))]
     for index, result in enumerate(grades[0].results):
         count = sum(g.results[index].passed for g in grades if index < len(g.results))
-        mark = "✓" if count == len(grades) else "✗"
+        every = grader.check_passed_every_round(grades, index)
+        mark = grader.NOT_APPLICABLE_MARK if every is None else "✓" if every else "✗"
         lines.append(f"  {mark} {count:>2}/{len(grades)}  {result.lesson}  {result.action}")
     return "\n".join(lines)
 
 
-def _report(args, graded) -> str:
-    """Post the result to the instructor's room board (``lockshop up``'s control)."""
+def _report(args, grades) -> str:
+    """Post the verdict of every round to the instructor's room board (``lockshop up``'s
+    control): a check counts as passed only if it passed in every round."""
+    from lockshop.exercises import grader
     if not args.name:
         raise CliError(_("--report needs --name (how the board shows you)"))
-    body = {"name": args.name, "exercise": graded.exercise, "passed": graded.passed,
-            "lesson": graded.first_failed.lesson if graded.first_failed else None,
-            "checks": [{"lesson": r.lesson, "title": r.action, "passed": r.passed}
-                       for r in graded.results]}
+    overall = grader.verdict(grades)
+    body = {"name": args.name, "exercise": grades[0].exercise, "passed": overall.passed,
+            "lesson": overall.lesson, "rounds_total": overall.rounds,
+            "rounds_passed": overall.rounds_passed,
+            "checks": [{"lesson": r.lesson, "title": r.action,
+                        "passed": bool(grader.check_passed_every_round(grades, index)),
+                        "applies": grader.check_passed_every_round(grades, index) is not None}
+                       for index, r in enumerate(grades[0].results)]}
     url = args.report.rstrip("/") + "/control/room/results"
     try:
         answer = requests.post(url, json=body, headers={"X-Room-Code": args.room or ""},

@@ -58,7 +58,14 @@ class Exercise:
         earlier = [e for e in EXERCISES.values()
                    if e.family == self.family and int(e.id) <= int(self.id)]
         steps = [check for e in earlier for check in e.own_checks]
-        return (*contract.CHECKS, *steps, *sale.checks(self.family))
+        return (*contract.CHECKS, *steps,
+                *sale.checks(self.family, still_held_written=self.asks_still_held))
+
+    @property
+    def asks_still_held(self) -> bool:
+        """Whether its skeleton has the student write ``_still_held()`` (hints name it
+        only then)."""
+        return "_still_held" in self.skeleton.read_text()
 
 
 _LIST = (

@@ -5,6 +5,11 @@ one showed, then ✓ or ✗; a ✗ names the lesson it breaks, its articles, and
 hint the student can act on. A check that raises, or hangs past
 ``grading.CHECK_SECONDS``, fails with what happened; the grader's servers are stopped
 whatever happens. A skeleton's TODO still in place fails with its own words.
+
+When a known mistake explains a failed check (``diagnoses``: a probe of the grader's
+own shows it), the check says why, its hint is the mistake's, and the verdict's first
+broken lesson is the mistake's. A check whose lesson does not apply to the lock
+(``grading.NotApplicable``) is marked "–" and counts as neither passed nor failed.
 """
 
 from __future__ import annotations
@@ -22,7 +27,8 @@ from pathlib import Path
 from locks.custom import LockClassError, factory_for, load_lock_class, split_spec
 from lockshop.exercises import Exercise
 from lockshop.exercises import grading as limits
-from lockshop.exercises.grading import Check, Grading
+from lockshop.exercises.diagnoses import Diagnostician
+from lockshop.exercises.grading import Check, Grading, NotApplicable
 from shop.i18n import _, join
 from shop.i18n.lock_errors import BACKENDS, say_reason
 
@@ -40,6 +46,25 @@ class CheckResult:
     seconds: float = 0.0
     #: The skeleton's TODO that is still there, in its own words.
     todo: str | None = None
+    #: False when the check's lesson does not apply to this lock: neither ✓ nor ✗.
+    applies: bool = True
+    #: "passed", "failed" or "not applicable": what the mark says, for readers of JSON.
+    status: str = ""
+    #: A known mistake that explains the failure (``diagnoses``): its lesson, what the
+    #: grader saw that shows it, and that lesson's title and articles.
+    cause: str | None = None
+    diagnosis: str = ""
+    cause_title: str = ""
+    cause_articles: tuple[str, ...] = ()
+
+    @property
+    def broken_lesson(self) -> str:
+        """The lesson to study: the cause when one is known, else the check's own."""
+        return self.cause or self.lesson
+
+    @property
+    def failed(self) -> bool:
+        return self.applies and not self.passed
 
 
 @dataclass
@@ -51,15 +76,20 @@ class Grade:
 
     @property
     def passed(self) -> bool:
-        return bool(self.results) and all(r.passed for r in self.results)
+        """Every check that applies passed (one that does not apply counts as neither)."""
+        return any(r.applies for r in self.results) and not any(r.failed for r in self.results)
 
     @property
     def first_failed(self) -> CheckResult | None:
-        return next((r for r in self.results if not r.passed), None)
+        return next((r for r in self.results if r.failed), None)
+
+    @property
+    def lesson(self) -> str | None:
+        """The first broken lesson: the first failed check's cause, or its own lesson."""
+        return self.first_failed.broken_lesson if self.first_failed else None
 
     def as_dict(self) -> dict:
-        return {**asdict(self), "passed": self.passed,
-                "lesson": self.first_failed.lesson if self.first_failed else None}
+        return {**asdict(self), "passed": self.passed, "lesson": self.lesson}
 
 
 def resolve(spec: str, exercise: Exercise) -> tuple[type, str]:
@@ -98,6 +128,7 @@ def grade(exercise: Exercise, spec: str, *, say: Callable[[str], None] = lambda 
             for line, todo in todos_left(Path(spec.rpartition(":")[0])):
                 say("  " + _("TODO left (line %(line)s): %(todo)s", line=line, todo=todo))
             todos = todos_left(Path(spec.rpartition(":")[0]))
+            diagnostician = Diagnostician(grading, int(exercise.id))
             for check in exercise.checks():
                 if check.sale and not sale:
                     continue
@@ -111,6 +142,10 @@ def grade(exercise: Exercise, spec: str, *, say: Callable[[str], None] = lambda 
                         say(line)
                     continue
                 outcome = run_check(check, grading, source=Path(spec.rpartition(':')[0]))
+                # A hung lock would hang the probes too; a TODO is its own explanation.
+                hung = outcome.seconds >= limits.CHECK_SECONDS
+                if outcome.failed and outcome.todo is None and not hung:
+                    explain(outcome, diagnostician)
                 result.results.append(outcome)
                 on_result(outcome)
                 for line in describe(outcome):
@@ -121,14 +156,30 @@ def grade(exercise: Exercise, spec: str, *, say: Callable[[str], None] = lambda 
     return result
 
 
+def explain(result: CheckResult, diagnostician: Diagnostician) -> None:
+    """A failed check that a known mistake explains says so, and takes the mistake's hint."""
+    from lockshop.workshop.labs import LABS
+    found = diagnostician.cause_of(result.lesson)
+    if found is None:
+        return
+    row, evidence = found
+    lab = LABS.get(row.lesson)
+    result.cause = row.lesson
+    result.diagnosis = _(row.says, lesson=row.lesson, evidence=evidence)
+    result.hint = _(row.hint)
+    result.cause_title = _(lab.title) if lab else ""
+    result.cause_articles = lab.articles if lab else ()
+
+
 def skipped_for_todos(check: Check, count: int) -> CheckResult:
     """The sale, not run: the lock still has ``count`` TODOs."""
     from lockshop.workshop.labs import LABS
     lab = LABS.get(check.lesson)
     return CheckResult(check.lesson, str(check.action), str(check.expected),
                        _("not run: %(count)s TODOs are left in your file", count=count), False,
-                       str(check.hint), lab.articles if lab else (),
-                       _(lab.title) if lab else "")
+                       _("Not run: write your lock's TODOs first, then check again."),
+                       lab.articles if lab else (), _(lab.title) if lab else "",
+                       status="failed")
 
 
 def todos_left(source: Path) -> list[tuple[int, str]]:
@@ -167,20 +218,30 @@ def run_check(check: Check, grading: Grading, *, source: Path) -> CheckResult:
     worker.start()
     worker.join(limits.CHECK_SECONDS)
     result.seconds = round(time.monotonic() - started, 2)
+    result.status = "failed"
     if not answer:
         result.observed = _("did not finish in %(seconds)s s: an acquire or a release that "
                             "never returns?", seconds=f"{limits.CHECK_SECONDS:g}")
         return result
     kind, value = answer[0]
-    if kind == "ok":
+    if kind == "ok" and isinstance(value[1], NotApplicable):
+        result.observed, result.applies = value[0], False
+        result.hint = _("This check does not apply to your lock; lesson %(lesson)s is the one "
+                        "it breaks: read that check.", lesson=value[1].see)
+    elif kind == "ok":
         result.observed, result.passed = value[0], bool(value[1])
     elif isinstance(value, NotImplementedError):
         result.todo = str(value) or _("a method is not written yet")
         result.observed = _("not written yet: %(todo)s", todo=result.todo)
+        # Nothing of the lesson ran, so the check's own hint (what went wrong) would mislead.
+        result.hint = _("Nothing ran: your lock stopped at its TODO, which is still there. "
+                        "Write that part first, then check again.")
     else:
         result.observed = _("your lock raised %(error)s: %(message)s%(where)s",
                             error=type(value).__name__, message=value,
                             where=_where(value, source))
+    result.status = "not applicable" if not result.applies else \
+        "passed" if result.passed else "failed"
     return result
 
 
@@ -191,34 +252,80 @@ def _where(error: BaseException, source: Path) -> str:
         if frames else ""
 
 
+#: The mark of a check that does not apply: neither ✓ nor ✗.
+NOT_APPLICABLE_MARK = "–"
+
+
+def mark(result: CheckResult) -> str:
+    return NOT_APPLICABLE_MARK if not result.applies else "✓" if result.passed else "✗"
+
+
 def describe(result: CheckResult) -> list[str]:
-    mark = "✓" if result.passed else "✗"
     indent = " " * 9
-    lines = [f"  {mark} {result.lesson}  {result.action}",
+    lines = [f"  {mark(result)} {result.lesson}  {result.action}",
              indent + _("expected: %(expected)s", expected=result.expected),
              indent + _("observed: %(observed)s  (%(seconds)s s)", observed=result.observed,
                         seconds=f"{result.seconds:g}")]
-    if not result.passed:
-        articles = _(" (%(articles)s)", articles=join(result.articles)) if result.articles else ""
-        lines.append(indent + _("lesson %(lesson)s%(articles)s: %(title)s", lesson=result.lesson,
-                                articles=articles, title=result.lesson_title))
+    if not result.applies:
+        lines.append(indent + _("does not apply: %(hint)s", hint=result.hint))
+    elif not result.passed:
+        if result.cause:
+            lines.append(indent + _("why: %(diagnosis)s", diagnosis=result.diagnosis))
+        articles = result.cause_articles if result.cause else result.articles
+        articles = _(" (%(articles)s)", articles=join(articles)) if articles else ""
+        lines.append(indent + _("lesson %(lesson)s%(articles)s: %(title)s",
+                                lesson=result.broken_lesson, articles=articles,
+                                title=result.cause_title if result.cause else result.lesson_title))
         lines.append(indent + _("hint: %(hint)s", hint=result.hint))
     return lines
 
 
 def summary(grade_: Grade) -> str:
-    passed = sum(r.passed for r in grade_.results)
+    passed = sum(r.passed for r in grade_.results if r.applies)
+    counted = sum(r.applies for r in grade_.results)
+    aside = sum(not r.applies for r in grade_.results)
+    aside = _("; %(count)s does not apply", count=aside) if aside else ""
     if grade_.passed:
-        return "  => " + _("exercise %(id)s passed: %(passed)s of %(checks)s checks "
+        return "  => " + _("exercise %(id)s passed: %(passed)s of %(checks)s checks%(aside)s "
                            "(%(seconds)s s)", id=grade_.exercise, passed=passed,
-                           checks=len(grade_.results), seconds=f"{grade_.seconds:g}")
-    failed = grade_.first_failed
+                           checks=counted, aside=aside, seconds=f"{grade_.seconds:g}")
     todos = todos_left(Path(grade_.lock.rpartition(":")[0]))
     left = _("; TODOs left: %(count)s", count=len(todos)) if todos else ""
-    return "  => " + _("exercise %(id)s not passed: %(passed)s of %(checks)s checks; first "
-                       "broken lesson %(lesson)s%(left)s (%(seconds)s s)", id=grade_.exercise,
-                       passed=passed, checks=len(grade_.results), lesson=failed.lesson,
-                       left=left, seconds=f"{grade_.seconds:g}")
+    return "  => " + _("exercise %(id)s not passed: %(passed)s of %(checks)s checks%(aside)s; "
+                       "first broken lesson %(lesson)s%(left)s (%(seconds)s s)",
+                       id=grade_.exercise, passed=passed, checks=counted, aside=aside,
+                       lesson=grade_.lesson, left=left, seconds=f"{grade_.seconds:g}")
+
+
+@dataclass
+class Verdict:
+    """The verdict of every round of ``--repeat``: passed only if every round passed."""
+
+    rounds: int
+    rounds_passed: int
+    #: The first broken lesson of the first round that failed (None when all passed).
+    lesson: str | None
+
+    @property
+    def passed(self) -> bool:
+        return self.rounds_passed == self.rounds
+
+    def as_dict(self) -> dict:
+        return {"passed": self.passed, "rounds_total": self.rounds,
+                "rounds_passed": self.rounds_passed, "lesson": self.lesson}
+
+
+def verdict(grades: list[Grade]) -> Verdict:
+    failed = [g for g in grades if not g.passed]
+    return Verdict(len(grades), len(grades) - len(failed), failed[0].lesson if failed else None)
+
+
+def check_passed_every_round(grades: list[Grade], index: int) -> bool | None:
+    """Whether the ``index``-th check passed in every round; None when it never applied."""
+    rounds = [g.results[index] for g in grades if index < len(g.results)]
+    if not any(r.applies for r in rounds):
+        return None
+    return not any(r.failed for r in rounds) and len(rounds) == len(grades)
 
 
 def gradescope(grades: list[Grade]) -> dict:
@@ -228,15 +335,26 @@ def gradescope(grades: list[Grade]) -> dict:
     tests = []
     for index, (lesson, action) in enumerate(names):
         rounds = [g.results[index] for g in grades if index < len(g.results)]
-        passed = all(r.passed for r in rounds)
-        last = rounds[-1]
-        output = (f"expected: {last.expected}\nobserved: {last.observed}\n"
-                  f"passed {sum(r.passed for r in rounds)} of {len(rounds)} rounds")
+        passed = check_passed_every_round(grades, index)
+        shown = next((r for r in rounds if r.failed), rounds[-1])
+        output = (f"expected: {shown.expected}\nobserved: {shown.observed}\n"
+                  f"passed {sum(r.passed for r in rounds)} of {len(grades)} rounds")
+        if passed is None:  # does not apply: worth nothing either way
+            tests.append({"name": f"{lesson} {action}", "score": 0, "max_score": 0,
+                          "output": f"{output}\ndoes not apply: {shown.hint}"})
+            continue
         if not passed:
-            output += f"\nlesson {lesson}: {last.lesson_title}\nhint: {last.hint}"
+            if shown.cause:
+                output += f"\nwhy: {shown.diagnosis}"
+            title = shown.cause_title if shown.cause else shown.lesson_title
+            output += f"\nlesson {shown.broken_lesson}: {title}\nhint: {shown.hint}"
         tests.append({"name": f"{lesson} {action}", "score": 1 if passed else 0,
                       "max_score": 1, "status": "passed" if passed else "failed",
                       "output": output})
-    return {"score": sum(t["score"] for t in tests), "max_score": len(tests),
+    overall = verdict(grades)
+    said = "passed" if overall.passed else f"not passed; first broken lesson {overall.lesson}"
+    return {"score": sum(t["score"] for t in tests),
+            "max_score": sum(t["max_score"] for t in tests),
             "tests": tests, "visibility": "visible",
-            "output": f"exercise {grades[0].exercise}, {grades[0].lock}"}
+            "output": (f"exercise {grades[0].exercise}, {grades[0].lock}: {said} "
+                       f"({overall.rounds_passed} of {overall.rounds} rounds passed)")}

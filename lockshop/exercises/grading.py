@@ -44,6 +44,15 @@ class NotDone(Exception):
 
 
 @dataclass(frozen=True)
+class NotApplicable:
+    """What a check answers, in place of passed, when its lesson does not apply to this
+    lock (a release that never reads has no gap between a read and a delete): neither
+    ✓ nor ✗, and counted as neither."""
+
+    see: str  # the lesson whose check does apply: "C11"
+
+
+@dataclass(frozen=True)
 class Check:
     """One lesson's step, run on the student's lock."""
 
@@ -51,7 +60,8 @@ class Check:
     action: str  # what the grader does, in one line
     expected: str  # what a right lock shows
     hint: str  # what to change when it does not, without reading the grader
-    run: Callable[[Grading], tuple[str, bool]]  # -> (what was observed, passed)
+    #: -> (what was observed, passed), or (what was observed, NotApplicable(...))
+    run: Callable[[Grading], tuple[str, bool | NotApplicable]]
     #: Shop instances and a sale: the slow one, run once per grading.
     sale: bool = False
 

@@ -51,3 +51,20 @@ class LeavesItsNode(ZkFairLock):
 
     def _gave_up(self) -> None:
         pass
+
+
+class SecondRoundBreaks(RedisLockBase):
+    """SET NX in the first round of ``--repeat``; from the second round (the grader's second
+    Redis server this process meets) it lets everyone in: a lock that passes 1 of 2."""
+
+    _servers: set = set()
+
+    def _try_acquire(self) -> bool:
+        where = self.client.connection_pool.connection_kwargs.get("port")
+        SecondRoundBreaks._servers.add(where)
+        if len(SecondRoundBreaks._servers) > 1:
+            return True
+        return bool(self.client.set(self.key, self.token, nx=True))
+
+    def _release(self) -> None:
+        self.client.delete(self.key)

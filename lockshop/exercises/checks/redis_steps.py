@@ -20,6 +20,7 @@ from lockshop.exercises.grading import (
     Background,
     Check,
     Grading,
+    NotApplicable,
     first_line,
     holder_killed,
     in_thread,
@@ -30,6 +31,7 @@ from lockshop.exercises.grading import (
     take,
     until,
 )
+from lockshop.exercises.wire import SCRIPTS
 from shop.i18n import _, lazy_gettext
 
 
@@ -122,12 +124,20 @@ def window_in_release(grading: Grading) -> tuple[str, bool]:
     if a is None:
         return _("A could not take the free lock"), False
     paused, go = pause_after_first_read(factory.client)
+    acquired_with = len(factory.client.commands)
     releasing = Background(_release_quietly, a)
     until(lambda: paused.is_set() or releasing.done(), seconds=10)
     if not paused.is_set():
         releasing.result(10)
-        return _("A's release read nothing before it deleted: no window to step into (it "
-                 "sent %(commands)s)", commands=", ".join(factory.client.commands[-2:])), True
+        sent = factory.client.commands[acquired_with:]
+        if any(command in SCRIPTS for command in sent):
+            return _("A's release compared and deleted in one script: no window to step into "
+                     "(it sent %(commands)s)", commands=", ".join(sent)), True
+        # Nothing read, nothing compared: there is no gap because there is no check at
+        # all. That is C11's mistake, not a pass of this one.
+        return _("A's release never read the key (it sent %(commands)s): it does not compare "
+                 "at all, so there is no gap to test here", commands=", ".join(sent) or "-"), \
+            NotApplicable(see="C11")
     # A read the key and is about to delete it. Its lease runs out now, and B comes.
     grading.redis().delete(grading.key_of(name))
     b = take(grading.factory(lease_ms=5000), name)

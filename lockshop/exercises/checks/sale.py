@@ -91,11 +91,14 @@ def _overlaps(cluster: Cluster, since: float) -> dict:
     return overlap_audit(collect_holds(instances, since, labs=False, timeout=5))
 
 
-def checks(family: str) -> tuple[Check, ...]:
+def checks(family: str, *, still_held_written: bool = True) -> tuple[Check, ...]:
     """The sale, named for the family's lesson: across processes (C03), or the article's
-    two ticket offices selling one seat (C02)."""
+    two ticket offices selling one seat (C02). Its hint names ``_still_held()`` only where
+    the student writes one (``still_held_written``); elsewhere the base class's asks
+    Redis whether the key still holds the lock's token."""
     lesson = "C02" if family == "zookeeper" else "C03"
-    return (replace(SALE, lesson=lesson),)
+    hint = SALE.hint if still_held_written else HINT_TOKEN_READ_BACK
+    return (replace(SALE, lesson=lesson, hint=hint),)
 
 
 SALE = Check(
@@ -111,3 +114,11 @@ SALE = Check(
                  "given). If every order answered 503, the shop's ensure_held() found your "
                  "_still_held() saying no."),
     flash_sale, sale=True)
+
+#: The sale's hint for a skeleton with no ``_still_held()`` of its own to write.
+HINT_TOKEN_READ_BACK = lazy_gettext(
+    "Three processes must exclude each other: the lock must live in the server (a key), never "
+    "in the process's memory, and every instance must see the same lock for the same product "
+    "(use self.key, as given). If every order answered 503, the shop's ensure_held() found "
+    "the key no longer holding your token: write self.token as the key's value (the base "
+    "class reads it back with GET before each write).")

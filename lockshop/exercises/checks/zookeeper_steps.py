@@ -1,8 +1,9 @@
 """The ZooKeeper lessons, turned on a student's lock.
 
 The grader reads ZooKeeper itself, not the student's code: ``wchp`` lists
-which sessions watch which node, ``dump`` which ephemeral nodes each session
-has. So "a release wakes every waiter" is the number of sessions watching
+which sessions watch which node (the watches on a parent's children, which
+``wchp`` leaves out, are read from the waiters' own clients), ``dump`` which
+ephemeral nodes each session has. So "a release wakes every waiter" is the number of sessions watching
 one node, and "a waiter that gave up left its node behind" is an ephemeral
 node still owned by its session. Each waiter has a session of its own (a
 factory of its own), as it would in its own process.
@@ -11,6 +12,7 @@ factory of its own), as it would in its own process.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 
 from locks import LockError, LockLost
 from lockshop.cluster.zookeeper_sessions import end_session
@@ -32,8 +34,10 @@ WAITERS = 5
 PASSES, RAISES_LOCK_LOST = N_("passes"), N_("raises LockLost")
 
 
-def watches(grading: Grading) -> dict[str, set[int]]:
-    """Every watched node and the sessions watching it (``wchp``)."""
+def watches(grading: Grading, waiters: Iterable[Waiter] = ()) -> dict[str, set[int]]:
+    """Every watched path and the sessions watching it: the nodes' watches from the server
+    (``wchp``), and the children's watches (get_children) that ``wchp`` does not list, from
+    the clients of ``waiters``."""
     server = grading.zookeeper
     found: dict[str, set[int]] = {}
     path = None
@@ -43,7 +47,17 @@ def watches(grading: Grading) -> dict[str, set[int]]:
             found[path] = set()
         elif line.strip().startswith("0x") and path is not None:
             found[path].add(int(line.strip(), 16))
+    for waiter in waiters:
+        for path in children_watched(waiter.factory.client):
+            found.setdefault(path, set()).add(waiter.session)
     return found
+
+
+def children_watched(client) -> list[str]:
+    """The paths whose children a kazoo client waits to hear about (kazoo keeps its
+    unfired watches in ``_child_watchers``; none if a later kazoo keeps them elsewhere)."""
+    watchers = dict(getattr(client, "_child_watchers", {}))
+    return [path for path, callbacks in watchers.items() if callbacks]
 
 
 def ephemerals(grading: Grading) -> dict[int, list[str]]:
@@ -61,8 +75,8 @@ def ephemerals(grading: Grading) -> dict[int, list[str]]:
     return found
 
 
-def _watch_count(grading: Grading) -> int:
-    return sum(len(sessions) for sessions in watches(grading).values())
+def _watch_count(grading: Grading, waiters: Iterable[Waiter] = ()) -> int:
+    return sum(len(sessions) for sessions in watches(grading, waiters).values())
 
 
 class Waiter:
@@ -152,21 +166,29 @@ def _queue_behind_a_holder(grading: Grading, name: str, *, one_at_a_time: bool
     for number in range(1, WAITERS + 1):
         waiters.append(Waiter(grading, name, number, 30, served))
         if one_at_a_time:  # the next arrives once this one is seen waiting (its watch)
-            until(lambda n=number: _watch_count(grading) >= n, seconds=3)
-    until(lambda: _watch_count(grading) >= WAITERS, seconds=3)
-    return holder, waiters, served, _watch_count(grading)
+            until(lambda n=number: _watch_count(grading, waiters) >= n, seconds=3)
+    until(lambda: _watch_count(grading, waiters) >= WAITERS, seconds=3)
+    return holder, waiters, served, _watch_count(grading, waiters)
 
 
 def one_wakeup_per_release(grading: Grading) -> tuple[str, bool]:
     name = grading.fresh_name("herd")
     holder, waiters, served, total = _queue_behind_a_holder(grading, name, one_at_a_time=False)
-    most = max((len(s) for s in watches(grading).values()), default=0)
+    most = max((len(s) for s in watches(grading, waiters).values()), default=0)
     holder.release()
     for waiter in waiters:
         waiter.join()
-    observed = _("%(waiters)s waiters set %(total)s watches; the most sessions watching one "
-                 "node: %(most)s (its release wakes them all); %(served)s were served",
-                 waiters=WAITERS, total=total, most=most, served=len(served))
+    if total == 0:
+        observed = _("%(waiters)s waiters set no watch at all; %(served)s were served",
+                     waiters=WAITERS, served=len(served))
+    elif most == 1:
+        observed = _("%(waiters)s waiters set %(total)s watches; each node was watched by one "
+                     "session at most (its release wakes only that one); %(served)s were served",
+                     waiters=WAITERS, total=total, served=len(served))
+    else:
+        observed = _("%(waiters)s waiters set %(total)s watches; the most sessions watching one "
+                     "node: %(most)s (its release wakes them all); %(served)s were served",
+                     waiters=WAITERS, total=total, most=most, served=len(served))
     return observed, most == 1 and total >= WAITERS and len(served) == WAITERS
 
 
@@ -191,9 +213,9 @@ def look_again_and_leave(grading: Grading) -> tuple[str, bool]:
         return _("the lock could not be taken while free"), False
     served: list[int] = []
     quitter = Waiter(grading, name, 1, 1.0, served)  # gives up after 1 s
-    until(lambda: _watch_count(grading) >= 1, seconds=3)
+    until(lambda: _watch_count(grading, [quitter]) >= 1, seconds=3)
     patient = Waiter(grading, name, 2, 30, served)
-    until(lambda: _watch_count(grading) >= 2, seconds=3)
+    until(lambda: _watch_count(grading, [quitter, patient]) >= 2, seconds=3)
     quitter.join(10)
     # The patient waiter was woken by the quitter's node going, or will be: give it a
     # moment to (wrongly) walk in while the holder still holds.
