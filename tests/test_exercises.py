@@ -145,30 +145,26 @@ def test_a_zookeeper_students_solution_passes(tmp_path):
     assert "wakes only that one" in herd and "them all" not in herd, herd
 
 
-def test_every_untouched_skeleton_fails_cleanly_with_its_todos(tmp_path):
-    needs("redis")
-    needs("zookeeper")
-    checking = {}
-    for number, exercise in exercises.EXERCISES.items():
-        folder = tmp_path / number
-        folder.mkdir()
-        started = cli("start", number, str(folder))
-        assert started.returncode == 0 and str(folder / exercise.file) in started.stdout
-        assert f"lockshop exercise check {number}" in started.stdout
-        checking[number] = subprocess.Popen(  # all at once: two checks at once must work
-            [sys.executable, "-m", "lockshop.cli", "exercise", "check", number, exercise.file],
-            cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    for number, process in checking.items():
-        out, err = process.communicate(timeout=300)
-        assert process.returncode == 1, out + err
-        assert "Traceback" not in out + err
-        assert "TODO left (line" in out and "not written yet: TODO" in out
-        assert "not run: " in out  # the sale waits for the TODOs
-        assert f"exercise {number} not passed" in out
-        # Nothing ran: no hint may say what a lock did (two threads inside at once).
-        assert "Two threads were inside at once" not in out and "Nothing ran" in out, out
-        if not exercises.find(number).asks_still_held:
-            assert "_still_held" not in out, out
+# One test per skeleton, so that parallel workers share them out; two checks at once
+# are test_two_checks_at_once_both_finish's.
+@pytest.mark.parametrize("number", list(exercises.EXERCISES))
+def test_every_untouched_skeleton_fails_cleanly_with_its_todos(tmp_path, number):
+    exercise = exercises.find(number)
+    needs(exercise.family)
+    started = cli("start", number, str(tmp_path))
+    assert started.returncode == 0 and str(tmp_path / exercise.file) in started.stdout
+    assert f"lockshop exercise check {number}" in started.stdout
+    done = cli("check", number, exercise.file, cwd=tmp_path)
+    out, err = done.stdout, done.stderr
+    assert done.returncode == 1, out + err
+    assert "Traceback" not in out + err
+    assert "TODO left (line" in out and "not written yet: TODO" in out
+    assert "not run: " in out  # the sale waits for the TODOs
+    assert f"exercise {number} not passed" in out
+    # Nothing ran: no hint may say what a lock did (two threads inside at once).
+    assert "Two threads were inside at once" not in out and "Nothing ran" in out, out
+    if not exercise.asks_still_held:
+        assert "_still_held" not in out, out
 
 
 def test_the_sales_hint_names_what_the_skeleton_has():
