@@ -19,7 +19,7 @@ from lockshop.room.names import normalised_name
 from lockshop.room.queue import Grade, GradingQueue
 from lockshop.room.refusal import Refused
 from lockshop.room.store import MAX_SOURCE_BYTES, Store, Student
-from shop.i18n import gettext, join, lazy_gettext
+from shop.i18n import gettext, lazy_gettext
 
 _LESSON = re.compile(r"^C\d{2}$")
 
@@ -106,7 +106,7 @@ class Room:
 def known_exercise(exercise: object) -> str:
     if not isinstance(exercise, str) or exercise not in EXERCISES:
         raise Refused(422, lazy_gettext("'exercise' must be one of %(ids)s",
-                                        ids=join(EXERCISES)))
+                                        ids=", ".join(EXERCISES)))
     return exercise
 
 
