@@ -49,9 +49,10 @@ class Room:
         queue.start()
         return cls(store, queue, kept_code)
 
-    def close(self) -> None:
-        """Stop the workers (a grading that still runs is marked interrupted next time)."""
-        self.queue.close()
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop the workers, waiting up to ``timeout`` for running gradings (one that
+        still runs after it is marked interrupted when the room opens again)."""
+        self.queue.close(timeout)
         self.store.close()
 
     # --- what the API and the control ask -------------------------------------------
