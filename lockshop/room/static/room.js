@@ -103,17 +103,16 @@ async function join(event) {
     localStorage.setItem(STUDENT_KEY, JSON.stringify({secret: answer.student, name: answer.name || name}));
     await enter();
   } catch (failure) {
-    error.textContent = failure.status === 409
-      ? _("%(message)s: this name is taken in the room. Choose another, or ask the instructor to free it.",
-          {message: failure.message})
-      : failure.message;
+    error.textContent = failure.message;  // the room's own words: a wrong code, a name taken
   } finally {
     form.querySelector("button").disabled = false;
   }
 }
 
 async function enter() {
-  const me = student();
+  // The room may have let the name go (the instructor freed it, or this is another
+  // room): a 401 here forgets the key and shows the join form again.
+  const me = {...student(), ...(await call("/me"))};
   document.getElementById("join").hidden = true;
   document.getElementById("tabs").hidden = false;
   document.getElementById("who").hidden = false;
@@ -323,7 +322,7 @@ function drawSubmission(submission) {
   } else if (submission.state === "failed") {
     verdict.classList.add("failed");
     verdict.append(element("strong", {}, `✗ ${_("Stopped")}`), " ",
-                   String(submission.message || _("interrupted: check again")));
+                   String(submission.message || _("interrupted, check again")));
   }
 }
 
