@@ -2,8 +2,11 @@
 
     page.py, templates/, static/   the page: it draws, and decides nothing
     instance.py                    what each instance serves: the shop, with the page
-    control.py                     what the page's buttons ask of ``lockshop up`` (HTTP)
-    lab_runs.py, live_sales.py     a lab, or a Locust sale, run in the background
+    control/                       what the page's buttons ask of ``lockshop up`` (HTTP),
+                                   one blueprint per concern
+    refusal.py                     the one way the control says no: ``Refused(status, why)``
+    runner.py                      runs one at a time in the background, numbered and kept:
+    lab_runs.py, live_sales.py       a lab, or a Locust sale
     room.py                        the room board: the students' exercise results
     handbook.py                    the handbook, built on first use and served
     launch.py                      how ``lockshop up`` starts it all, in order
@@ -15,7 +18,3 @@ pause an instance, stop Redis, stage a lab or run a sale. The control answers
 on a port of its own, with the same admin token as the shop: reading is open to
 students, acting needs the token.
 """
-
-
-class Busy(Exception):
-    """Something of the same kind is already running: one lab (or sale) at a time."""

@@ -19,6 +19,7 @@ import secrets
 import threading
 import time
 
+from lockshop.console.refusal import Refused
 from shop.i18n import lazy_gettext
 
 #: A result is a few hundred bytes; anything much larger is not one.
@@ -27,14 +28,6 @@ MAX_CHECKS = 100
 #: Letters and digits that read the same on a projector (no 0/O, 1/I/L).
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
 _LESSON = re.compile(r"^C\d{2}$")
-
-
-class RoomRefused(Exception):
-    """A post the board will not take: its HTTP status and why."""
-
-    def __init__(self, status: int, message) -> None:
-        super().__init__(str(message))
-        self.status, self.message = status, message
 
 
 def new_code(length: int = 6) -> str:
@@ -51,14 +44,14 @@ class Room:
         self._guard = threading.Lock()
 
     def post(self, given_code: str | None, body: bytes) -> dict:
-        """Keep one result; ``RoomRefused`` (401, 400) keeps nothing."""
+        """Keep one result; ``Refused`` (401, 400) keeps nothing."""
         if not given_code or not hmac.compare_digest(given_code.strip().upper().encode(),
                                                      self.code.encode()):
-            raise RoomRefused(401, lazy_gettext(
+            raise Refused(401, lazy_gettext(
                     "this needs the room code (X-Room-Code: <code>), as "
                     "'lockshop up' printed it"))
         if len(body) > MAX_BYTES:
-            raise RoomRefused(400, lazy_gettext(
+            raise Refused(400, lazy_gettext(
                     "a result is at most %(bytes)s bytes", bytes=MAX_BYTES))
         result = self._checked(body)
         with self._guard:
@@ -76,33 +69,33 @@ class Room:
         try:
             sent = json.loads(body)
         except (ValueError, UnicodeDecodeError):
-            raise RoomRefused(400, lazy_gettext("send a JSON object")) from None
+            raise Refused(400, lazy_gettext("send a JSON object")) from None
         if not isinstance(sent, dict):
-            raise RoomRefused(400, lazy_gettext("send a JSON object"))
+            raise Refused(400, lazy_gettext("send a JSON object"))
         name = sent.get("name")
         if not isinstance(name, str) or not 1 <= len(name.strip()) <= 64:
-            raise RoomRefused(400, lazy_gettext("'name' must be 1 to 64 characters"))
+            raise Refused(400, lazy_gettext("'name' must be 1 to 64 characters"))
         if any(ord(c) < 32 for c in name):
-            raise RoomRefused(400, lazy_gettext("'name' cannot contain control characters"))
+            raise Refused(400, lazy_gettext("'name' cannot contain control characters"))
         exercise = sent.get("exercise")
         if exercise not in self._exercises:
-            raise RoomRefused(400, lazy_gettext("'exercise' must be one of %(ids)s",
+            raise Refused(400, lazy_gettext("'exercise' must be one of %(ids)s",
                                                 ids=", ".join(sorted(self._exercises))))
         passed, lesson = sent.get("passed"), sent.get("lesson")
         if not isinstance(passed, bool):
-            raise RoomRefused(400, lazy_gettext("'passed' must be true or false"))
+            raise Refused(400, lazy_gettext("'passed' must be true or false"))
         if lesson is not None and (not isinstance(lesson, str) or not _LESSON.match(lesson)):
-            raise RoomRefused(400, lazy_gettext("'lesson' must be a lesson's id (C11) or null"))
+            raise Refused(400, lazy_gettext("'lesson' must be a lesson's id (C11) or null"))
         checks = sent.get("checks", [])
         if not isinstance(checks, list) or len(checks) > MAX_CHECKS:
-            raise RoomRefused(400, lazy_gettext("'checks' must be a list of at most %(count)s",
+            raise Refused(400, lazy_gettext("'checks' must be a list of at most %(count)s",
                                                 count=MAX_CHECKS))
         for check in checks:
             if (not isinstance(check, dict) or not isinstance(check.get("passed"), bool)
                     or not isinstance(check.get("lesson"), str)
                     or not _LESSON.match(check["lesson"])
                     or not isinstance(check.get("title"), str) or len(check["title"]) > 500):
-                raise RoomRefused(400, lazy_gettext("each check must be {lesson: C11, title: text, "
+                raise Refused(400, lazy_gettext("each check must be {lesson: C11, title: text, "
                                                     "passed: true or false}"))
         return {"name": name.strip(), "exercise": exercise, "passed": passed,
                 "lesson": lesson, "checks": checks, "at": time.time()}

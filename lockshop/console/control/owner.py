@@ -1,0 +1,56 @@
+"""What the control owns: the launcher's parts, and the runs and faults it starts on them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lockshop.cluster.launcher import Cluster
+from lockshop.cluster.processes import ServerProcess, process_state
+from lockshop.console.control.faults import Faults
+from lockshop.console.handbook import Handbook
+from lockshop.console.lab_runs import LabRunner
+from lockshop.console.live_sales import SaleRunner
+from lockshop.console.room import Room
+from lockshop.exercises import catalogue as catalogue_of_exercises
+from shop.config import Config
+
+
+class Control:
+    """The launcher's parts, and what may be done to them."""
+
+    def __init__(self, cluster: Cluster, servers: dict[str, ServerProcess], config: Config,
+                 runtime: Path) -> None:
+        self.cluster, self.servers, self.config = cluster, servers, config
+        self.faults = Faults(cluster, servers, config)
+        self.labs = LabRunner(runtime / "labs")
+        self.sales = SaleRunner(cluster, config.admin_token, runtime / "sales")
+        self.handbook = Handbook(runtime)
+        self.room = Room([exercise["id"] for exercise in catalogue_of_exercises()])
+
+    def state(self) -> dict:
+        """What the console's cluster panel draws: instances, servers, the lab and sale."""
+        lab, sale = self.labs.current(), self.sales.current()
+        network = self.cluster.network
+        return {
+            "instances": [{"name": i.name, "url": i.url, "pid": i.process.pid,
+                           "state": process_state(i.process.pid, i.process.poll())}
+                          for i in self.cluster.instances],
+            "servers": [{"name": name, "state": server_state(server)}
+                        for name, server in self.servers.items()],
+            "token_required": bool(self.config.admin_token),
+            "lab": lab.as_dict() if lab else None,
+            "sale": sale.number if sale else None,
+            "network": network.as_dict() if network else None,
+            # The instructor's page shows it to the room; anyone who can read the
+            # console is in the room.
+            "room_code": self.room.code,
+        }
+
+    def close(self) -> None:
+        self.labs.close()
+
+
+def server_state(server: ServerProcess) -> str:
+    if server.process is None:
+        return "down"
+    return process_state(server.process.pid, server.process.poll())
