@@ -295,3 +295,8 @@ def test_the_real_sandbox_passes_a_right_lock(rooms, sandbox_grading):
     assert done["passed"] is True, done
     assert all(c["passed"] for c in done["checks"])
     assert room.board()["results"][0]["passed"] is True
+
+
+def test_a_queue_needs_a_worker(tmp_path, gate):
+    with pytest.raises(ValueError, match="at least one grading at a time, not 0"):
+        Room.open(tmp_path / "room", workers=0, grade=gate)

@@ -14,9 +14,9 @@ import re
 from pathlib import Path
 
 from lockshop.exercises import EXERCISES
-from lockshop.room.codes import code_matches, is_code, new_code
+from lockshop.room.codes import CODE_ALPHABET, code_matches, is_code, new_code
 from lockshop.room.names import normalised_name
-from lockshop.room.queue import Grade, GradingQueue
+from lockshop.room.queue import Grade, GradingQueue, worker_count
 from lockshop.room.refusal import Refused
 from lockshop.room.store import MAX_SOURCE_BYTES, Store, Student
 from shop.i18n import gettext, lazy_gettext
@@ -42,7 +42,8 @@ class Room:
             if not is_code(code):
                 raise ValueError(gettext(
                         "a room code is 4 to 16 of these letters and digits: %(alphabet)s",
-                        alphabet="ABCDEFGHJKMNPQRSTUVWXYZ23456789"))
+                        alphabet=CODE_ALPHABET))
+        workers = worker_count(workers)  # refused before the store is opened
         store = Store(folder)
         kept_code = store.code(new_code, code)
         queue = GradingQueue(store, grade or grade_in_sandbox, workers)

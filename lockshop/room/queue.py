@@ -45,9 +45,15 @@ class Outcome(Protocol):
 Grade = Callable[..., Outcome]
 
 
-def default_workers() -> int:
-    """Half the cores: each grading runs its own Redis or ZooKeeper besides the lock."""
-    return max(1, (os.cpu_count() or 1) // 2)
+def worker_count(asked: int | None) -> int:
+    """How many gradings run at once: ``asked``, else half the cores (each grading runs
+    its own Redis or ZooKeeper besides the student's lock)."""
+    if asked is None:
+        return max(1, (os.cpu_count() or 1) // 2)
+    if asked < 1:
+        raise ValueError(gettext("the room needs at least one grading at a time, not "
+                                 "%(count)s", count=asked))
+    return asked
 
 
 def said_in(message: str) -> Callable[[str], str]:
@@ -63,9 +69,7 @@ class GradingQueue:
 
     def __init__(self, store: Store, grade: Grade, workers: int | None = None) -> None:
         self.store, self._grade = store, grade
-        self.workers = workers if workers is not None else default_workers()
-        if self.workers < 1:
-            raise ValueError(f"a queue needs at least one worker, not {self.workers}")
+        self.workers = worker_count(workers)
         self._wake = threading.Condition()
         self._arrivals = 0  # counts submits, so a worker never sleeps through one
         self._stopping = False
