@@ -411,3 +411,38 @@ def test_a_restart_keeps_the_code_the_names_the_sources_and_the_board(tmp_path, 
         assert reused.code == "ABCD23" and reused.board() == board
     finally:
         reused.close()
+
+
+def test_without_an_admin_token_the_instructor_s_actions_are_open_as_the_control_s(room):
+    """``lockshop up`` without LOCKSHOP_ADMIN_TOKEN says anyone may act; the room agrees."""
+    app = Flask(__name__)
+    init_app(app)
+    app.register_blueprint(blueprint(room))
+    client = app.test_client()
+    join(client, room, "Ada")
+    assert client.post("/room/api/students/Ada/free").status_code == 200
+    assert client.delete("/room/api/students/Ada").status_code == 200
+    assert room.board()["students"] == []
+
+
+def test_the_board_answers_while_a_write_is_held(room):
+    """Readers have their own connection (WAL): a write that takes long (a slow disk, a
+    long transaction) does not hold up thirty browsers reading the board."""
+    room.store.join("Ada")
+    holding, release = threading.Event(), threading.Event()
+
+    def long_write():
+        with room.store._writing() as db:
+            db.execute("UPDATE students SET name = 'Ada (renamed)'")
+            holding.set()
+            release.wait(30)
+
+    writer = threading.Thread(target=long_write)
+    writer.start()
+    try:
+        assert holding.wait(10)
+        assert room.board()["students"] == ["Ada"]  # the last commit, not the open write
+    finally:
+        release.set()
+        writer.join()
+    assert room.board()["students"] == ["Ada (renamed)"]
