@@ -268,15 +268,31 @@ def sandbox_grading():
 
 def test_a_check_graded_in_the_real_sandbox_reaches_the_board(rooms, sandbox_grading):
     """End to end, through the real grader in bubblewrap: the skeleton of exercise 3, its
-    TODOs still in, is a ✗ with its first broken lesson, each check stored as it came."""
-    room = rooms(sandbox_grading)
+    TODOs still in, is a ✗ with its first broken lesson; while it runs, each check the
+    sandbox reports is already what the student's browser reads."""
+    submitted = threading.Event()
+    ids: list[str] = []
+    while_running: list[tuple[str, int, int]] = []
+
+    def grade(exercise, source, language, *, on_check):
+        def reported(check: dict) -> None:
+            on_check(check)
+            assert submitted.wait(10)
+            now = seen(room, ids[0], ann)
+            while_running.append((now["state"], len(now["checks"]), len(while_running) + 1))
+        return sandbox_grading(exercise, source, language, on_check=reported)
+
+    room = rooms(grade)
     (ann,) = students(room, "Ann")
     skeleton = EXERCISES["3"].skeleton.read_text()
-    a = room.submit(ann, "3", skeleton, "en")
-    done = wait_for(lambda: (now := seen(room, a, ann))["state"] in ("done", "failed") and now,
-                    timeout=300)
+    ids.append(room.submit(ann, "3", skeleton, "en"))
+    submitted.set()
+    done = wait_for(lambda: (now := seen(room, ids[0], ann))["state"] in ("done", "failed")
+                    and now, timeout=300)
     assert done["state"] == "done", done["message"]
     assert done["passed"] is False and done["checks"]
+    assert while_running and all(state == "running" and stored == reported
+                                 for state, stored, reported in while_running)
     first_broken = next(c["lesson"] for c in done["checks"] if not c["passed"])
     (result,) = room.board()["results"]
     assert (result["name"], result["source"], result["passed"], result["lesson"]) == \
