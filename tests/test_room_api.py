@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import http.client
 import json
+import stat
 import threading
 from pathlib import Path
 from types import SimpleNamespace
@@ -446,3 +447,15 @@ def test_the_board_answers_while_a_write_is_held(room):
         release.set()
         writer.join()
     assert room.board()["students"] == ["Ada (renamed)"]
+
+
+def test_the_room_s_file_is_the_instructor_s_alone(client, room):
+    """Every source and every secret's hash are in it: the gradings, which run as another
+    user, must not read it, whatever folder the room is kept in."""
+    join(client, room, "Ada")
+    folder = room.store.path.parent
+    kept = [path for path in folder.iterdir() if path.name.startswith(room.store.path.name)]
+    assert {path.name for path in kept} >= {"room.sqlite3", "room.sqlite3-wal"}
+    for path in kept:
+        assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0, f"others can read {path.name}"
+

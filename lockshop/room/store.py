@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import os
 import secrets
 import sqlite3
 import threading
@@ -121,8 +122,13 @@ class Store:
     """The room's file: open it again (a restart) and everything is where it was."""
 
     def __init__(self, folder: Path) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.path = folder / FILE_NAME
+        # Every student's source and the hashes of their secrets: the instructor's alone.
+        # The gradings run as another user; SQLite gives its -wal and -shm files the
+        # database file's mode.
+        os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
+        os.chmod(self.path, 0o600)
         self._lock = threading.Lock()
         # isolation_level=None: no implicit transactions; each write says BEGIN itself.
         self._writer = sqlite3.connect(self.path, isolation_level=None,
