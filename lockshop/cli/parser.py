@@ -10,6 +10,9 @@ from lockshop.cli.exercise import add_exercise_parser
 from lockshop.cli.language import ArgumentParser
 from lockshop.cli.your_lock import add_lock_option
 from lockshop.cluster.scratch import DEFAULT_SERVERS
+from lockshop.console import CONTROL_PORT
+from lockshop.console.room_code import valid_code
+from lockshop.room.codes import CODE_ALPHABET
 from shop.i18n import _
 from shop.store.settings import JOB_GUARDS, MAX_BUSINESS_DELAY_MS, MAX_JOB_MS
 
@@ -38,8 +41,12 @@ def build_parser() -> argparse.ArgumentParser:
                     help=_("set the business delay at start"))
     up.add_argument("--reset", action="store_true",
                     help=_("restore the default products at start"))
-    up.add_argument("--control-port", type=port_number, default=0,
-                    help=_("the console's control (labs, faults, sales); default: a free port"))
+    up.add_argument("--control-port", type=port_number, default=CONTROL_PORT,
+                    help=_("the console's control (labs, faults, sales) and the room "
+                           "(default %(default)s)"))
+    up.add_argument("--room-code", type=room_code, help=_(
+        "the code students type to join the room (default: the one kept in the runtime "
+        "folder, else a new one)"))
     up.add_argument("--runtime-dir", type=Path, default=DEFAULT_RUNTIME_DIR,
                     help=_("where the instances' logs and the console's runs go "
                            "(default %(default)s)"))
@@ -195,6 +202,15 @@ def port_number(raw: str) -> int:
     if not 1 <= value <= 65535:
         raise argparse.ArgumentTypeError(_("not a port: %(value)s", value=value))
     return value
+
+
+def room_code(raw: str) -> str:
+    try:
+        return valid_code(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(_(
+                "a room code is 4 to 16 of these letters and digits: %(alphabet)s",
+                alphabet=CODE_ALPHABET)) from None
 
 
 def delay(raw: str) -> int:

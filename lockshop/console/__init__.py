@@ -18,3 +18,8 @@ pause an instance, stop Redis, stage a lab or run a sale. The control answers
 on a port of its own, with the same admin token as the shop: reading is open to
 students, acting needs the token.
 """
+
+#: The control's port unless ``--control-port`` says another: fixed, so that the room's
+#: address stays the same across restarts of ``up`` (the shop's instances take 8000
+#: and up, the handbook's server 8100).
+CONTROL_PORT = 8090

@@ -1,7 +1,8 @@
 """How ``lockshop up`` starts the console, in the order it must.
 
 1. The control's port is taken first, so that every instance can be told where
-   the control answers.
+   the control answers: at an address a student's laptop reaches (the machine's
+   LAN address when ``up`` listens on every interface, never 0.0.0.0).
 2. The instances serve the shop with the console's page on it (``instance.py``).
 3. Once they run, the control answers, from a thread of the launcher: it owns
    the processes, the servers and the labs.
@@ -15,6 +16,7 @@ from pathlib import Path
 from flask import Flask
 from werkzeug.serving import make_server
 
+from lockshop.cluster.addresses import reachable_host
 from lockshop.cluster.launcher import Cluster
 from lockshop.cluster.processes import ServerProcess
 from lockshop.console.control import Control, control_app
@@ -30,17 +32,23 @@ class Console:
     def __init__(self, host: str, port: int) -> None:
         self._app = Flask(__name__)  # until start(); the socket is bound now
         self._server = make_server(host, port, self._dispatch, threaded=True)
-        self.control_url = f"http://{host}:{self._server.server_port}"
+        self.control_url = f"http://{reachable_host(host)}:{self._server.server_port}"
         self.control: Control | None = None
 
     def served(self) -> dict:
         """What the instances serve, as ``Cluster``'s keywords."""
         return {"app": INSTANCE_APP, "env": {CONTROL_URL_VARIABLE: self.control_url}}
 
-    def start(self, cluster: Cluster, servers: dict[str, ServerProcess],
-              runtime: Path) -> Control:
-        """Answer for ``cluster`` and ``servers``, keeping the console's files in ``runtime``."""
-        control = Control(cluster, servers, cluster.config, runtime)
+    @property
+    def room_url(self) -> str:
+        """Where the students open the room."""
+        return f"{self.control_url}/room/"
+
+    def start(self, cluster: Cluster, servers: dict[str, ServerProcess], runtime: Path,
+              room_code: str | None = None) -> Control:
+        """Answer for ``cluster`` and ``servers``, keeping the console's files in ``runtime``
+        (the room's code among them: ``room_code`` if given, else the one kept there)."""
+        control = Control(cluster, servers, cluster.config, runtime, room_code)
         self._app = control_app(control)
         threading.Thread(target=self._server.serve_forever, name="control", daemon=True).start()
         self.control = control

@@ -15,23 +15,17 @@ from __future__ import annotations
 import hmac
 import json
 import re
-import secrets
 import threading
 import time
 
 from lockshop.console.refusal import Refused
+from lockshop.room.codes import new_code
 from shop.i18n import lazy_gettext
 
 #: A result is a few hundred bytes; anything much larger is not one.
 MAX_BYTES = 16 * 1024
 MAX_CHECKS = 100
-#: Letters and digits that read the same on a projector (no 0/O, 1/I/L).
-CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
 _LESSON = re.compile(r"^C\d{2}$")
-
-
-def new_code(length: int = 6) -> str:
-    return "".join(secrets.choice(CODE_ALPHABET) for _ in range(length))
 
 
 class Room:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from lockshop.cluster.addresses import reachable_url
 from lockshop.cluster.launcher import Cluster
 from lockshop.cluster.processes import ServerProcess, process_state
 from lockshop.console.control.faults import Faults
@@ -11,6 +12,7 @@ from lockshop.console.handbook import Handbook
 from lockshop.console.lab_runs import LabRunner
 from lockshop.console.live_sales import SaleRunner
 from lockshop.console.room import Room
+from lockshop.console.room_code import kept_code
 from lockshop.exercises import catalogue as catalogue_of_exercises
 from shop.config import Config
 
@@ -19,20 +21,22 @@ class Control:
     """The launcher's parts, and what may be done to them."""
 
     def __init__(self, cluster: Cluster, servers: dict[str, ServerProcess], config: Config,
-                 runtime: Path) -> None:
+                 runtime: Path, room_code: str | None = None) -> None:
         self.cluster, self.servers, self.config = cluster, servers, config
         self.faults = Faults(cluster, servers, config)
         self.labs = LabRunner(runtime / "labs")
         self.sales = SaleRunner(cluster, config.admin_token, runtime / "sales")
         self.handbook = Handbook(runtime)
-        self.room = Room([exercise["id"] for exercise in catalogue_of_exercises()])
+        # The code is kept across restarts of ``up``: the room typed it once.
+        self.room = Room([exercise["id"] for exercise in catalogue_of_exercises()],
+                         kept_code(runtime, room_code))
 
     def state(self) -> dict:
         """What the console's cluster panel draws: instances, servers, the lab and sale."""
         lab, sale = self.labs.current(), self.sales.current()
         network = self.cluster.network
         return {
-            "instances": [{"name": i.name, "url": i.url, "pid": i.process.pid,
+            "instances": [{"name": i.name, "url": reachable_url(i.url), "pid": i.process.pid,
                            "state": process_state(i.process.pid, i.process.poll())}
                           for i in self.cluster.instances],
             "servers": [{"name": name, "state": server_state(server)}
