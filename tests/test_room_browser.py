@@ -35,6 +35,7 @@ HERE = Path(__file__).parent
 #: suite's other processes share two cores.
 WAIT_MS = 240_000
 NAME = "李雷"
+XSS = "<img src=x onerror=alert(1)>"
 
 #: Exercise 3 as a student gets it wrong: the lease is set right (TODO 1), but the
 #: release DELetes whatever holds the key, as exercise 2's did: a late release frees the
@@ -221,8 +222,14 @@ def test_a_student_checks_exercise_3_reads_what_broke_in_chinese_fixes_it_and_pa
     assert page.locator(".check.failed").count() == 0
     assert page.locator(".check.passed[data-lesson='C12']").count() == 1
 
-    # The board: the room graded it, so it counts.
+    # The board: the room graded it, so it counts. Another student's name is shown as
+    # text, never as HTML.
+    joined = requests.post(room["address"] + "/api/join", json={"code": room["code"], "name": XSS},
+                           timeout=10)
+    assert joined.status_code == 201, joined.text
     page.click("#tab-board")
+    page.locator("#board-room tbody th", has_text=XSS).wait_for()
+    assert page.locator("#board-room img").count() == 0
     row = page.locator("#board-room tbody tr", has_text=NAME)
     row.locator("td.passed").wait_for()
     cells = row.locator("td")

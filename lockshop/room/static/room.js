@@ -13,7 +13,7 @@ const LANGUAGE = i18n.language;                     // "zh_CN" or "en": the skel
 const STUDENT_KEY = "lockshop-room-student";        // {secret, name}: the key to one's name
 const SUBMISSION_KEY = "lockshop-room-submission-"; // + exercise: the last check, to resume
 const SAVE_AFTER_MS = 800;                          // a pause in typing, then the source is kept
-const POLL_MS = 700;
+const POLL_MS = 1000;
 const BOARD_MS = 5000;
 const {_, ngettext} = i18n;
 
@@ -32,14 +32,16 @@ function student() {
 
 // One call of the API; the JSON (or the text) it answered, or an Answer error with the
 // server's own message. A 401 with a key means the room no longer knows it: join again.
-async function call(path, {method = "GET", body, text = false} = {}) {
+// `cache`: "no-store" for what changes under us; the board is revalidated by its ETag
+// (an unchanged board is a 304 with no body: thirty browsers poll it).
+async function call(path, {method = "GET", body, text = false, cache = "no-store"} = {}) {
   const headers = {};
   const me = student();
   if (me) headers["X-Student"] = me.secret;
   if (body !== undefined) headers["Content-Type"] = "application/json";
   let response;
   try {
-    response = await fetch(API + path, {method, headers, cache: "no-store",
+    response = await fetch(API + path, {method, headers, cache,
                                         body: body === undefined ? undefined : JSON.stringify(body)});
   } catch (error) {
     throw new Answer(0, _("the instructor's machine does not answer (%(error)s)", {error: error.message}));
@@ -355,7 +357,7 @@ function lessonOf(check) {
 async function drawBoard() {
   let board;
   try {
-    board = await call("/board");
+    board = await call("/board", {cache: "no-cache"});
     problem("");
   } catch (failure) {
     problem(_("Could not read the board: %(message)s", {message: failure.message}));
@@ -403,7 +405,7 @@ function route() {
   clearInterval(view.boardTimer);
   if (board) {
     drawBoard();
-    view.boardTimer = setInterval(drawBoard, BOARD_MS);
+    view.boardTimer = setInterval(() => { if (!document.hidden) drawBoard(); }, BOARD_MS);
   } else if (id) {
     openExercise(decodeURIComponent(id)).catch(failure => problem(failure.message));
   }
