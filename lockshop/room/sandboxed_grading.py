@@ -139,8 +139,8 @@ class _Report:
             lesson = failed["lesson"] if failed else self.verdict["lesson"]
             title = failed["lesson_title"] if failed else ""
             message = _("exercise %(id)s not passed: %(passed)s of %(checks)s checks; first "
-                        "broken lesson %(lesson)s %(title)s", id=exercise, passed=count,
-                        checks=len(self.checks), lesson=lesson, title=title)
+                        "broken lesson %(lesson)s: %(title)s", id=exercise, passed=count,
+                        checks=len(self.checks), lesson=lesson, title=title or "")
         return GradingOutcome(passed, self.checks, _one_line(message))
 
 
