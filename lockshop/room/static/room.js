@@ -34,14 +34,14 @@ function student() {
 // server's own message. A 401 with a key means the room no longer knows it: join again.
 // `cache`: "no-store" for what changes under us; the board is revalidated by its ETag
 // (an unchanged board is a 304 with no body: thirty browsers poll it).
-async function call(path, {method = "GET", body, text = false, cache = "no-store"} = {}) {
+async function call(path, {method = "GET", body, text = false, cache = "no-store", keepalive = false} = {}) {
   const headers = {};
   const me = student();
   if (me) headers["X-Student"] = me.secret;
   if (body !== undefined) headers["Content-Type"] = "application/json";
   let response;
   try {
-    response = await fetch(API + path, {method, headers, cache,
+    response = await fetch(API + path, {method, headers, cache, keepalive,
                                         body: body === undefined ? undefined : JSON.stringify(body)});
   } catch (error) {
     throw new Answer(0, _("the instructor's machine does not answer (%(error)s)", {error: error.message}));
@@ -202,14 +202,15 @@ function saveSoon() {
   view.saving = setTimeout(saveNow, SAVE_AFTER_MS);
 }
 
-async function saveNow() {
+// `leaving`: the page is going away; the request outlives it (keepalive).
+async function saveNow(leaving = false) {
   clearTimeout(view.saving);
   if (!view.dirty || !view.exercise) return true;
   view.dirty = false;
   saved(_("Saving…"));
   try {
     await call(`/sources/${encodeURIComponent(view.exercise.id)}`,
-               {method: "PUT", body: {source: currentSource()}});
+               {method: "PUT", body: {source: currentSource()}, keepalive: leaving});
     saved(_("Kept on the instructor's machine."));
     return true;
   } catch (failure) {
@@ -421,8 +422,12 @@ async function start() {
   document.getElementById("check").addEventListener("click", check);
   document.getElementById("restore").addEventListener("click", restoreSkeleton);
   window.addEventListener("hashchange", route);
+  // The language switch reloads the page: in the other language, on the same exercise.
+  for (const link of document.querySelectorAll(".languages a")) {
+    link.addEventListener("click", () => { link.hash = location.hash; });
+  }
   // A closing tab keeps the last keystrokes too.
-  window.addEventListener("pagehide", () => { if (view.dirty) saveNow(); });
+  window.addEventListener("pagehide", () => { if (view.dirty) saveNow(true); });
   if (!student()) { showJoin(); return; }
   try {
     await enter();
