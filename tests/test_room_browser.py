@@ -10,6 +10,7 @@ fails the test. Screenshots go to the test's temporary folder.
 
 from __future__ import annotations
 
+import re
 import shutil
 import threading
 from collections.abc import Iterator
@@ -152,6 +153,11 @@ def chinese(message: str) -> str:
         return _(message)
 
 
+def said_in_chinese(text: str) -> bool:
+    """The grader's line begins in Chinese (a lesson's title inside it is not enough)."""
+    return re.match(r"[\u4e00-\u9fff]", text) is not None
+
+
 def test_a_student_checks_exercise_3_reads_what_broke_in_chinese_fixes_it_and_passes(
         student, room):
     page = student.page
@@ -202,6 +208,7 @@ def test_a_student_checks_exercise_3_reads_what_broke_in_chinese_fixes_it_and_pa
     assert chinese("Not yet") != "Not yet" and chinese("Passed") != "Passed"
     assert "failed" in verdict.get_attribute("class")
     assert verdict.locator("strong").inner_text() == f"✗ {chinese('Not yet')}"
+    assert said_in_chinese(verdict.inner_text().split(maxsplit=2)[-1])  # the grader's line
     # The check of lesson C11 failed, and says so in Chinese: the lesson's title and the
     # grader's hint as the catalog has them, not in English.
     c11 = page.locator(".check.failed[data-lesson='C11']").first
@@ -219,6 +226,7 @@ def test_a_student_checks_exercise_3_reads_what_broke_in_chinese_fixes_it_and_pa
     student.shot("check-passed")
     assert "passed" in verdict.get_attribute("class")
     assert verdict.locator("strong").inner_text() == f"✓ {chinese('Passed')}"
+    assert said_in_chinese(verdict.inner_text().split(maxsplit=2)[-1])
     assert page.locator(".check.failed").count() == 0
     assert page.locator(".check.passed[data-lesson='C12']").count() == 1
 
