@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 
 from flask import Flask
-from werkzeug.serving import make_server
+from werkzeug.serving import WSGIRequestHandler, make_server
 
 from lockshop.cluster.addresses import reachable_host
 from lockshop.cluster.launcher import Cluster
@@ -26,12 +26,23 @@ from lockshop.console.page import CONTROL_URL_VARIABLE
 INSTANCE_APP = "lockshop.console.instance:app"
 
 
+class QuietRequests(WSGIRequestHandler):
+    """No line per request: thirty browsers polling five looks a second would fill the
+    instructor's terminal, and a terminal (or a pipe) that stops reading would stop the
+    control at its next line. Errors are still said."""
+
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        if isinstance(code, int) and code >= 500:
+            super().log_request(code, size)
+
+
 class Console:
     """The console of one ``lockshop up``: its control's port now, the control later."""
 
     def __init__(self, host: str, port: int) -> None:
         self._app = Flask(__name__)  # until start(); the socket is bound now
-        self._server = make_server(host, port, self._dispatch, threaded=True)
+        self._server = make_server(host, port, self._dispatch, threaded=True,
+                                   request_handler=QuietRequests)
         self.control_url = f"http://{reachable_host(host)}:{self._server.server_port}"
         self.control: Control | None = None
 

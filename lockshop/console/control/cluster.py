@@ -9,7 +9,8 @@
     POST /control/network/heal                every link works again, at full speed
                                               (all three only with ``lockshop up --hosts``)
 
-Each action answers with the state it left.
+Each action answers with the state it left; a look may be half a second old (one
+look serves every browser polling it).
 """
 
 from __future__ import annotations
@@ -29,29 +30,29 @@ def state():
 @cluster.post("/instances/<name>/<action>")
 def instance_action(name: str, action: str):
     the_control().faults.act_on_instance(name, action)
-    return state()
+    return jsonify(the_control().changed())
 
 
 @cluster.post("/servers/<name>/<action>")
 def server_action(name: str, action: str):
     the_control().faults.act_on_server(name, action)
-    return state()
+    return jsonify(the_control().changed())
 
 
 @cluster.post("/network/partition")
 def partition():
     body = json_object("from, to, one_way")
     the_control().faults.partition(body.get("from"), body.get("to"), body.get("one_way", False))
-    return state()
+    return jsonify(the_control().changed())
 
 
 @cluster.post("/network/slow")
 def slow():
     the_control().faults.slow(json_object("host, delay_ms, jitter_ms, loss_percent, to"))
-    return state()
+    return jsonify(the_control().changed())
 
 
 @cluster.post("/network/heal")
 def heal():
     the_control().faults.heal()
-    return state()
+    return jsonify(the_control().changed())

@@ -11,10 +11,16 @@ from lockshop.console.control.faults import Faults
 from lockshop.console.handbook import Handbook
 from lockshop.console.lab_runs import LabRunner
 from lockshop.console.live_sales import SaleRunner
+from lockshop.console.recent_holds import RecentHolds
 from lockshop.console.room import Room
 from lockshop.console.room_code import kept_code
+from lockshop.console.snapshot import Snapshot
 from lockshop.exercises import catalogue as catalogue_of_exercises
 from shop.config import Config
+
+
+#: How old the state a browser reads may be, in seconds: the page polls once a second.
+STATE_EVERY = 0.5
 
 
 class Control:
@@ -27,11 +33,22 @@ class Control:
         self.labs = LabRunner(runtime / "labs")
         self.sales = SaleRunner(cluster, config.admin_token, runtime / "sales")
         self.handbook = Handbook(runtime)
+        self.holds = RecentHolds(cluster)
+        #: What every browser polls each second: drawn up once for all of them.
+        self._state = Snapshot(self.state_now, STATE_EVERY)
         # The code is kept across restarts of ``up``: the room typed it once.
         self.room = Room([exercise["id"] for exercise in catalogue_of_exercises()],
                          kept_code(runtime, room_code))
 
     def state(self) -> dict:
+        """The state as drawn up at most ``STATE_EVERY`` seconds ago."""
+        return self._state.get()
+
+    def changed(self) -> dict:
+        """The state now, after an action (a fault): its answer shows it."""
+        return self._state.renew()
+
+    def state_now(self) -> dict:
         """What the console's cluster panel draws: instances, servers, the lab and sale."""
         lab, sale = self.labs.current(), self.sales.current()
         network = self.cluster.network

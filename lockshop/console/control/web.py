@@ -8,6 +8,7 @@ import hmac
 from flask import Blueprint, Flask, Response, current_app, jsonify, request
 from werkzeug.exceptions import HTTPException
 
+from lockshop.console.control.limits import TOO_LARGE, CappedBodies
 from lockshop.console.control.owner import Control
 from lockshop.console.refusal import Refused
 from shop.i18n import ENGLISH, language, lazy_gettext
@@ -56,6 +57,8 @@ def control_app(control: Control, blueprints: list[Blueprint]) -> Flask:
     # The console's lab list and texts in the language of the page that asks.
     init_languages(app)
     app.json.sort_keys = False
+    app.wsgi_app = CappedBodies(app.wsgi_app)
+    app.before_request(_refuse_a_body_over_its_cap)
     app.before_request(_answer_a_preflight)
     app.after_request(_allow_the_console)
     app.register_error_handler(Refused, _refuse)
@@ -63,6 +66,12 @@ def control_app(control: Control, blueprints: list[Blueprint]) -> Flask:
     for blueprint in blueprints:
         app.register_blueprint(blueprint)
     return app
+
+
+def _refuse_a_body_over_its_cap() -> None:
+    cap = request.environ.get(TOO_LARGE)
+    if cap is not None:
+        raise Refused(413, lazy_gettext("a request here is at most %(bytes)s bytes", bytes=cap))
 
 
 def _answer_a_preflight() -> Response | None:
