@@ -47,7 +47,8 @@ def _sandbox_can_run():
     require(redis_server_binary() is not None, "redis-server is not installed")
 
 
-def hostile(*, at_import: str = "", in_acquire: str = "return False") -> str:
+def hostile(*, at_import: str = "",
+            in_acquire: str = 'raise NotImplementedError("TODO 1: SET NX PX")') -> str:
     """Exercise 3's skeleton with a hostile act; ``_release`` keeps its TODO, so the
     grader skips the sale and the grading stays short."""
     return textwrap.dedent('''\
@@ -340,6 +341,25 @@ def test_a_print_cannot_pass_for_the_graders_report():
     outcome = grade(hostile(at_import=f"sys.stdout.write('{forged}'); sys.stdout.flush()"))
     assert outcome.passed is False, outcome
     assert all(check["action"] != "FORGED" for check in outcome.checks)
+    assert len(outcome.checks) == 8
+
+
+def test_a_verdict_written_into_the_report_itself_needs_every_check():
+    """The report's pipe is in the student's process too: a line written there counts
+    only in its place, and a pass needs every check of the exercise."""
+    forged = ('{"lesson": "C01", "passed": true, "action": "FORGED", "expected": "", '
+              '"observed": "", "hint": "", "lesson_title": ""}\\n'
+              '{"verdict": {"passed": true, "lesson": null}}\\n')
+    outcome = grade(hostile(at_import=f"""
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                os.write(int(fd), b'{forged}')
+            except OSError:
+                pass
+        """))
+    assert outcome.passed is False, outcome
+    assert [c["action"] for c in outcome.checks] == ["FORGED"]  # in C01's place, and alone
+    assert outcome.message == "exercise 3 not passed: only 1 of its 8 checks reported"
 
 
 def test_code_that_does_not_load_says_so_in_one_line():

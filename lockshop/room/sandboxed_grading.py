@@ -6,6 +6,12 @@ there, and its report lines are read as untrusted text: each line capped, parsed
 JSON only (never evaluated), and kept only when it is a well-formed check, verdict or
 load error. The outcome's message is one line in the student's language: the verdict,
 the limit that stopped the grading, or why the code did not load.
+
+What the sandbox guarantees is containment, not an honest verdict: the student's lock runs
+in the grader's own process, so code written to rewrite the grader there could report a
+pass. What is checked here stops the cheap forgeries: a line printed on stdout never
+counts (the report has a pipe of its own), the checks must come as the exercise runs
+them, each lesson in its place, and a pass needs every one of them.
 """
 
 from __future__ import annotations
@@ -49,6 +55,8 @@ class GradingOutcome:
     message: str = ""
     #: The limit that stopped it (``sandbox.MEMORY``, ``sandbox.WALL``, ...), or None.
     limit: str | None = None
+    #: What the grading used (peak memory, processes, CPU, wall time), when it ran.
+    usage: sandbox.Usage | None = None
 
 
 def grade_in_sandbox(exercise_id: str, source: str, language: str, *,
@@ -65,7 +73,7 @@ def grade_in_sandbox(exercise_id: str, source: str, language: str, *,
         if len(source.encode("utf-8", "replace")) > MAX_SOURCE_BYTES:
             return GradingOutcome(None, message=_(
                 "not graded: your code is over %(size)s", size=sandbox.size(MAX_SOURCE_BYTES)))
-        report = _Report(on_check)
+        report = _Report(on_check, [check.lesson for check in exercise.checks()])
         folder = Path(tempfile.mkdtemp(prefix="lockshop-grading-"))  # root's, closed (0700)
         try:
             submission = folder / "submission"
@@ -85,14 +93,18 @@ def grade_in_sandbox(exercise_id: str, source: str, language: str, *,
                     "(%(error)s)", error=error))
         finally:
             shutil.rmtree(folder, ignore_errors=True)
-        return report.outcome(ran, limits, exercise.id)
+        outcome = report.outcome(ran, limits, exercise.id)
+        outcome.usage = ran.usage
+        return outcome
 
 
 class _Report:
     """The lines ``inside`` sent, believed only as far as they are well formed."""
 
-    def __init__(self, on_check: Callable[[dict], None]) -> None:
+    def __init__(self, on_check: Callable[[dict], None], lessons: list[str]) -> None:
         self.on_check = on_check
+        #: The exercise's checks' lessons, in the order the grader runs them.
+        self.lessons = lessons
         self.checks: list[dict] = []
         self.verdict: dict | None = None
         self.load_error: str | None = None
@@ -107,6 +119,9 @@ class _Report:
         if not isinstance(record, dict):
             return
         if check := _check(record):
+            if len(self.checks) >= len(self.lessons) or \
+                    check["lesson"] != self.lessons[len(self.checks)]:
+                return  # not the check the grader runs next
             self.checks.append(check)
             self.on_check(dict(check))
         elif isinstance(verdict := record.get("verdict"), dict) and len(record) == 1:
@@ -128,13 +143,18 @@ class _Report:
             return GradingOutcome(None, self.checks, _one_line(_(
                 "the grading stopped before its verdict (exit status %(status)s): %(said)s",
                 status=ran.returncode, said=said[-1][:300] if said else _("nothing said"))))
-        # A verdict must agree with the checks it sums up.
+        # A verdict must agree with the checks it sums up, every one of them there.
         failed = next((c for c in self.checks if not c["passed"]), None)
-        passed = self.verdict["passed"] and failed is None
+        passed = self.verdict["passed"] and failed is None and \
+            len(self.checks) == len(self.lessons)
         count = sum(c["passed"] for c in self.checks)
         if passed:
             message = _("exercise %(id)s passed: %(passed)s of %(checks)s checks",
                         id=exercise, passed=count, checks=len(self.checks))
+        elif failed is None:
+            message = _("exercise %(id)s not passed: only %(reported)s of its %(checks)s "
+                        "checks reported", id=exercise, reported=len(self.checks),
+                        checks=len(self.lessons))
         else:
             lesson = failed["lesson"] if failed else self.verdict["lesson"]
             title = failed["lesson_title"] if failed else ""
