@@ -27,7 +27,7 @@ from lockshop.cluster.redis_servers import redis_server_binary
 from lockshop.room import sandbox
 from lockshop.room.sandbox import Limits
 from lockshop.room.sandboxed_grading import GradingOutcome, grade_in_sandbox
-from tests.helpers import require, wait_for
+from helpers import require, wait_for
 
 pytestmark = pytest.mark.cluster
 
