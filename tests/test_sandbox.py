@@ -322,9 +322,16 @@ def test_a_lock_cannot_write_outside_its_folder(tmp_path, answering):
                 said.append("wrote " + path)
             except OSError as error:
                 said.append("refused " + path + ": " + (error.strerror or ""))
+        try:
+            with open("/tmp/big", "wb") as file:
+                file.write(b"x" * (16 << 20))
+            said.append("wrote 16 MB")
+        except OSError as error:
+            said.append("16 MB refused: " + (error.strerror or ""))
         raise RuntimeError(" | ".join(said))
         """))
     said = observed(outcome)
+    assert "16 MB refused: File too large" in said, said  # SMALL.file_bytes is 8 MB
     for target in targets:
         assert not Path(target).exists(), f"{target} was written on the machine"
     assert f"refused {targets[0]}: Read-only file system" in said, said
