@@ -93,7 +93,7 @@ def _serve(servers, args: argparse.Namespace, network=None) -> int:
                          cluster.config, args)
     with cluster, console:  # the control closes before the instances stop
         control = console.start(cluster, servers.started, args.runtime_dir / "console",
-                                args.room_code)
+                                args.room_code, args.gradings)
         _say_what_runs(cluster, servers.config, console, control.room.code)
         return _watch(cluster)
 

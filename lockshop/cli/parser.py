@@ -11,8 +11,7 @@ from lockshop.cli.language import ArgumentParser
 from lockshop.cli.your_lock import add_lock_option
 from lockshop.cluster.scratch import DEFAULT_SERVERS
 from lockshop.console import CONTROL_PORT
-from lockshop.console.room_code import valid_code
-from lockshop.room.codes import CODE_ALPHABET
+from lockshop.room.codes import CODE_ALPHABET, is_code
 from shop.i18n import _
 from shop.store.settings import JOB_GUARDS, MAX_BUSINESS_DELAY_MS, MAX_JOB_MS
 
@@ -47,6 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--room-code", type=room_code, help=_(
         "the code students type to join the room (default: the one kept in the runtime "
         "folder, else a new one)"))
+    up.add_argument("--gradings", type=positive, help=_(
+        "how many of the room's checks run at once (default: half the cores)"))
     up.add_argument("--runtime-dir", type=Path, default=DEFAULT_RUNTIME_DIR,
                     help=_("where the instances' logs and the console's runs go "
                            "(default %(default)s)"))
@@ -205,12 +206,12 @@ def port_number(raw: str) -> int:
 
 
 def room_code(raw: str) -> str:
-    try:
-        return valid_code(raw)
-    except ValueError:
+    code = raw.strip().upper()
+    if not is_code(code):
         raise argparse.ArgumentTypeError(_(
                 "a room code is 4 to 16 of these letters and digits: %(alphabet)s",
-                alphabet=CODE_ALPHABET)) from None
+                alphabet=CODE_ALPHABET))
+    return code
 
 
 def delay(raw: str) -> int:

@@ -7,9 +7,13 @@
     refusal.py                     the one way the control says no: ``Refused(status, why)``
     runner.py                      runs one at a time in the background, numbered and kept:
     lab_runs.py, live_sales.py       a lab, or a Locust sale
-    room.py                        the room board: the students' exercise results
+    self_reported.py               a result graded on a student's own machine (--report)
+    snapshot.py, recent_holds.py   one look for every browser polling: the state, the holds
     handbook.py                    the handbook, built on first use and served
     launch.py                      how ``lockshop up`` starts it all, in order
+
+The room (``lockshop.room``: students' names, sources, the grading queue and the board)
+is served by the control too, at ``/room/``.
 
 The page is served by the shop's instances, so that it reads their API from its
 own origin; the shop does not import it (``instance.py`` mounts it). Only the

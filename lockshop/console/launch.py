@@ -56,10 +56,11 @@ class Console:
         return f"{self.control_url}/room/"
 
     def start(self, cluster: Cluster, servers: dict[str, ServerProcess], runtime: Path,
-              room_code: str | None = None) -> Control:
-        """Answer for ``cluster`` and ``servers``, keeping the console's files in ``runtime``
-        (the room's code among them: ``room_code`` if given, else the one kept there)."""
-        control = Control(cluster, servers, cluster.config, runtime, room_code)
+              room_code: str | None = None, gradings: int | None = None) -> Control:
+        """Answer for ``cluster`` and ``servers``, keeping the console's files and the room
+        in ``runtime`` (its code: ``room_code`` if given, else the one kept there; it
+        runs ``gradings`` at once, by default half the cores)."""
+        control = Control(cluster, servers, cluster.config, runtime, room_code, gradings)
         self._app = control_app(control)
         threading.Thread(target=self._server.serve_forever, name="control", daemon=True).start()
         self.control = control

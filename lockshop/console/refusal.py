@@ -3,16 +3,12 @@
 Whatever the control refuses (a bad request, a lab while another runs, a sale out of
 range, a result without the room code) raises ``Refused``; the control answers it as
 ``{"error": <in English>, "message": <in the request's language>}`` with its status.
+It is the room's own class (``lockshop.room.refusal``): the room's API, served by the
+same control, says no the same way, so one handler answers both.
 """
 
 from __future__ import annotations
 
+from lockshop.room.refusal import Refused
 
-class Refused(Exception):
-    """A request the console will not carry out, its HTTP status, and why."""
-
-    def __init__(self, status: int, message: object) -> None:
-        super().__init__(str(message))
-        #: Lazy (lazy_gettext) where it can be: said in English as the stable ``error``,
-        #: and in the request's language as ``message``.
-        self.status, self.message = status, message
+__all__ = ["Refused"]

@@ -12,10 +12,8 @@ from lockshop.console.handbook import Handbook
 from lockshop.console.lab_runs import LabRunner
 from lockshop.console.live_sales import SaleRunner
 from lockshop.console.recent_holds import RecentHolds
-from lockshop.console.room import Room
-from lockshop.console.room_code import kept_code
 from lockshop.console.snapshot import Snapshot
-from lockshop.exercises import catalogue as catalogue_of_exercises
+from lockshop.room import Room
 from shop.config import Config
 
 
@@ -27,7 +25,8 @@ class Control:
     """The launcher's parts, and what may be done to them."""
 
     def __init__(self, cluster: Cluster, servers: dict[str, ServerProcess], config: Config,
-                 runtime: Path, room_code: str | None = None) -> None:
+                 runtime: Path, room_code: str | None = None,
+                 gradings: int | None = None) -> None:
         self.cluster, self.servers, self.config = cluster, servers, config
         self.faults = Faults(cluster, servers, config)
         self.labs = LabRunner(runtime / "labs")
@@ -36,9 +35,9 @@ class Control:
         self.holds = RecentHolds(cluster)
         #: What every browser polls each second: drawn up once for all of them.
         self._state = Snapshot(self.state_now, STATE_EVERY)
-        # The code is kept across restarts of ``up``: the room typed it once.
-        self.room = Room([exercise["id"] for exercise in catalogue_of_exercises()],
-                         kept_code(runtime, room_code))
+        # Kept in the runtime folder: a restart of ``up`` keeps the code (the room typed
+        # it once), the names, the sources, the waiting checks and the board.
+        self.room = Room.open(runtime / "room", code=room_code, workers=gradings)
 
     def state(self) -> dict:
         """The state as drawn up at most ``STATE_EVERY`` seconds ago."""
@@ -69,6 +68,7 @@ class Control:
 
     def close(self) -> None:
         self.labs.close()
+        self.room.close()
 
 
 def server_state(server: ServerProcess) -> str:

@@ -1,11 +1,16 @@
-"""The room: the exercises, and the board of the students' results.
+"""The room as the console and the CLI see it. The students' side is the room's own:
+its page at ``/room/`` and its API at ``/room/api/`` (``lockshop.room``), registered
+on the same app.
 
     GET  /control/exercises                   every exercise and what it asks
-    POST /control/room/results                a student's result (X-Room-Code, not the token)
-    GET  /control/room                        the room board: each student's latest results
+    POST /control/room/results                a result graded on a student's own machine
+                                              (``exercise check --report``; X-Room-Code,
+                                              not the token): kept as self-reported
+    GET  /control/room                        the board: what the room graded, and apart
+                                              what students reported
 
-Open to the room: a result needs the room code, which the room checks, not the admin
-token (a student has none).
+Open to the room: a result needs the room code, checked here, not the admin token (a
+student has none). Freeing or removing a name is the room API's, with the token.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from flask import Blueprint, jsonify, request
 
 from lockshop.console.control.web import the_control
 from lockshop.console.refusal import Refused
-from lockshop.console.room import MAX_BYTES
+from lockshop.console.self_reported import MAX_BYTES, checked_result
 from lockshop.exercises import catalogue as catalogue_of_exercises
 from shop.i18n import lazy_gettext
 
@@ -27,12 +32,16 @@ def exercises():
 
 
 @room.post("/room/results")
-def room_result():
+def self_reported_result():
     if (request.content_length or 0) > MAX_BYTES:
         raise Refused(400, lazy_gettext("a result is at most %(bytes)s bytes", bytes=MAX_BYTES))
-    kept = the_control().room.post(request.headers.get("X-Room-Code"),
-                                   request.get_data(cache=False))
-    return jsonify(kept), 201
+    the_room = the_control().room
+    if not the_room.admits(request.headers.get("X-Room-Code")):
+        raise Refused(401, lazy_gettext("this needs the room code (X-Room-Code: <code>), as "
+                                        "'lockshop up' printed it"))
+    ids = [exercise["id"] for exercise in catalogue_of_exercises()]
+    result = checked_result(request.get_data(cache=False), ids)
+    return jsonify(the_room.record_self_reported(result)), 201
 
 
 @room.get("/room")

@@ -83,7 +83,8 @@ def _answer_a_preflight() -> Response | None:
 def _allow_the_console(response: Response) -> Response:
     response.headers["Access-Control-Allow-Origin"] = "*"
     response.headers["Access-Control-Allow-Headers"] = ALLOWED_HEADERS
-    response.headers["Access-Control-Allow-Methods"] = "GET, POST"
+    # DELETE: the console's instructor removes a name through the room's API.
+    response.headers["Access-Control-Allow-Methods"] = "GET, POST, DELETE"
     return response
 
 
