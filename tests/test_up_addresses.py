@@ -19,6 +19,9 @@ import requests
 
 from helpers import lockshop_up, ports_for_up, require
 from lockshop.cli.parser import build_parser
+from lockshop.cluster.processes import StartError
+from lockshop.console import CONTROL_PORT, launch
+from lockshop.console.launch import Console
 from lockshop.cluster.addresses import lan_address, reachable_url
 from lockshop.cluster.redis_servers import redis_server_binary
 
@@ -37,11 +40,22 @@ def test_a_url_on_every_interface_is_said_with_the_lan_address():
     assert reachable_url("http://127.0.0.1:8000/console") == "http://127.0.0.1:8000/console"
 
 
-def test_the_control_s_port_is_fixed_unless_asked():
-    """So the room's address is the same after a restart: not the shop's 8000 and up,
-    not the handbook's 8100."""
-    assert build_parser().parse_args(["up"]).control_port == 8090
-    assert build_parser().parse_args(["up", "--control-port", "9000"]).control_port == 9000
+def test_the_control_takes_its_fixed_port_and_another_only_if_it_is_taken(monkeypatch):
+    """So the room's address is the same at every start (8090: not the shop's 8000 and
+    up, not the handbook's 8100); a second ``up`` on the machine still starts. The
+    fixed port is played by a free one here: tests run side by side."""
+    assert CONTROL_PORT == 8090 and build_parser().parse_args(["up"]).control_port is None
+    fixed = ports_for_up(1)
+    monkeypatch.setattr(launch, "CONTROL_PORT", fixed)
+    with Console("127.0.0.1") as console:
+        assert console.control_url == f"http://127.0.0.1:{fixed}" and not console.moved
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", fixed))
+        taken.listen()
+        with Console("127.0.0.1") as console:
+            assert console.moved and console.control_url != f"http://127.0.0.1:{fixed}"
+        with pytest.raises(StartError, match=f"the control's port {fixed} on 127.0.0.1"):
+            Console("127.0.0.1", fixed)  # asked for by name: that one or none
 
 
 def test_up_on_every_interface_prints_and_embeds_only_reachable_addresses(tmp_path):

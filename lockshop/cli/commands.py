@@ -100,6 +100,7 @@ def _serve(servers, args: argparse.Namespace, network=None) -> int:
 
 def _say_what_runs(cluster, config: Config, console, room_code: str) -> None:
     from lockshop.cluster.addresses import reachable_url
+    from lockshop.console import CONTROL_PORT
 
     control_url = console.control_url  # every address printed is one a laptop reaches
     print(ngettext("lockshop: %(count)s instance on %(database)s",
@@ -116,6 +117,9 @@ def _say_what_runs(cluster, config: Config, console, room_code: str) -> None:
         print(f"  {instance.name}  {reachable_url(instance.url)}   "
               + _("(log: %(path)s)", path=instance.log_path))
     print("  " + _("control (labs, faults, sales): %(url)s", url=control_url))
+    if console.moved:
+        print("  " + _("port %(port)s was taken (another lockshop up?): the control and the "
+                       "room answer on another port this time", port=CONTROL_PORT))
     print("  " + _("room code %(code)s: students post their exercise checks to the board with "
                    "lockshop exercise check N FILE --report %(url)s --room %(code)s --name NAME",
                    code=room_code, url=control_url))

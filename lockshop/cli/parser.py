@@ -40,9 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help=_("set the business delay at start"))
     up.add_argument("--reset", action="store_true",
                     help=_("restore the default products at start"))
-    up.add_argument("--control-port", type=port_number, default=CONTROL_PORT,
-                    help=_("the console's control (labs, faults, sales) and the room "
-                           "(default %(default)s)"))
+    up.add_argument("--control-port", type=port_number, help=_(
+        "the console's control (labs, faults, sales) and the room (default %(port)s, or a "
+        "free port if it is taken)", port=CONTROL_PORT))
     up.add_argument("--room-code", type=room_code, help=_(
         "the code students type to join the room (default: the one kept in the runtime "
         "folder, else a new one)"))
