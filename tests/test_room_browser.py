@@ -1,35 +1,33 @@
-"""The room in a real Chromium: a student joins, writes exercise 3 in the editor, checks it
-on the instructor's machine (graded in the sandbox), reads what broke in Chinese, fixes
-it, reads ✓, and the board shows it.
+"""The room in a real Chromium, on a real ``lockshop up``: a student joins, writes exercise 3
+in the editor, checks it on the instructor's machine (graded in the sandbox), reads what
+broke in Chinese, fixes it, reads ✓, and the projected console's board shows it.
 
-Nothing is stubbed: the room is the real ``Room`` (its SQLite store, its queue) with the
-real sandboxed grading, behind the real API and page blueprints; the browser is Debian's
-Chromium driven by Playwright. A JavaScript error, or any error in the browser's console,
-fails the test. Screenshots go to the test's temporary folder.
+Nothing is stubbed: ``lockshop up`` is started as an instructor starts it (an admin
+token set), the room is its control's, with its SQLite store, its queue and the
+sandboxed grading; the browser is Debian's Chromium driven by Playwright. A JavaScript
+error, or any error in the browser's console, fails the test. Screenshots go to the
+test's temporary folder.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import requests
-from flask import Flask
-from werkzeug.serving import make_server
 
-from helpers import chromium, require, wait_for
-from lockshop.room import Room
-from lockshop.room.api import blueprint as api_blueprint
-from lockshop.room.page import blueprint as page_blueprint
+from helpers import chromium, lockshop_up, ports_for_up, require, wait_for
+from lockshop.cluster.redis_servers import redis_server_binary
 from lockshop.workshop.labs import LABS
 from shop.i18n import _, language
-from shop.i18n.web import init_app as init_languages
 
-pytestmark = [pytest.mark.browser]
+pytestmark = [pytest.mark.cluster, pytest.mark.browser]
+
+TOKEN = "room-browser-token"
 
 HERE = Path(__file__).parent
 #: A grading of exercise 3 in the sandbox takes about 20 s on a quiet machine; the
@@ -67,24 +65,17 @@ def browser():
 
 @pytest.fixture(scope="module")
 def room(tmp_path_factory) -> Iterator[dict]:
-    """The room's API and page on a Flask app of the test's own, on a free port: the
-    real ``Room`` in a temporary folder, grading in the sandbox, one at a time."""
+    """``lockshop up`` with one instance, its servers, its console and its room."""
+    require(redis_server_binary() is not None, "redis-server is not installed")
     require(shutil.which("bwrap") is not None, "bubblewrap is not installed (Debian: bubblewrap)")
-    the_room = Room.open(tmp_path_factory.mktemp("room"), workers=1)
-    app = Flask(__name__)
-    init_languages(app)
-    app.register_blueprint(page_blueprint())
-    app.register_blueprint(api_blueprint(the_room))
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    serving = threading.Thread(target=server.serve_forever, daemon=True)
-    serving.start()
-    try:
-        yield {"address": f"http://127.0.0.1:{server.server_port}/room", "code": the_room.code,
-               "room": the_room}
-    finally:
-        server.shutdown()
-        serving.join(10)
-        the_room.close()
+    folder = tmp_path_factory.mktemp("workshop")
+    with lockshop_up("--instances", "1", "--port", str(ports_for_up(1)), cwd=folder,
+                     env={**os.environ, "LOCKSHOP_ADMIN_TOKEN": TOKEN}) as text:
+        room = re.search(r"^room: (\S+)\s+\(code (\w+)\)", text, re.MULTILINE)
+        console = re.search(r"console: (\S+)", text)
+        assert room and console, text
+        yield {"address": room.group(1).rstrip("/"), "code": room.group(2),
+               "console": console.group(1)}
 
 
 class RoomPage:
@@ -159,7 +150,7 @@ def said_in_chinese(text: str) -> bool:
 
 
 def test_a_student_checks_exercise_3_reads_what_broke_in_chinese_fixes_it_and_passes(
-        student, room):
+        student, room, browser):
     page = student.page
     page.goto(room["address"] + "/")
     page.locator("#join:not([hidden])").wait_for()
@@ -245,3 +236,22 @@ def test_a_student_checks_exercise_3_reads_what_broke_in_chinese_fixes_it_and_pa
               for n in range(page.locator("#board-room thead th").count())]
     assert cells.nth(header.index("3") - 1).inner_text() == "✓"
     student.shot("board")
+
+    # The projected console (an instance's page, in English) shows it on its board.
+    projector = browser.new_page(viewport={"width": 1400, "height": 1000}, locale="en-US")
+    projector.set_default_timeout(WAIT_MS)
+    seen = RoomPage(projector, student.shots)
+    try:
+        projector.goto(room["console"] + "#exercises")
+        row = projector.locator(f"#room-board tr[data-student='{NAME}']")
+        row.wait_for()
+        ids = [projector.locator("#room-board tr").first.locator("th").nth(n).inner_text()
+               for n in range(projector.locator("#room-board tr").first.locator("th").count())]
+        # The board is drawn again at each refresh: wait on the cell as it is then.
+        projector.locator(f"#room-board tr[data-student='{NAME}'] "
+                          f"> :nth-child({ids.index('3') + 1}).ok").wait_for()
+        seen.shot("console-board")
+        assert projector.locator("#room-board img").count() == 0  # the other name, as text
+    finally:
+        projector.close()
+    assert seen.errors == [], "the console reported errors"
