@@ -221,6 +221,15 @@ def test_a_student_checks_exercise_3_reads_what_broke_in_chinese_fixes_it_and_pa
     assert page.locator(".check.failed").count() == 0
     assert page.locator(".check.passed[data-lesson='C12']").count() == 1
 
+    # The language switch: the same exercise, the same code, the page's words in English,
+    # and the last check shown again.
+    page.click(".languages a[hreflang=en]")
+    page.locator("html[lang=en]").wait_for(state="attached")
+    page.locator("#exercise-title", has_text="Exercise 3: ").wait_for()
+    editor.locator(".cm-content", has_text='local token = ARGV[1]').wait_for()
+    page.locator("#verdict.passed").wait_for()
+    assert verdict.locator("strong").inner_text() == "✓ Passed"
+
     # The board: the room graded it, so it counts. Another student's name is shown as
     # text, never as HTML.
     joined = requests.post(room["address"] + "/api/join", json={"code": room["code"], "name": XSS},
