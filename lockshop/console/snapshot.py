@@ -3,8 +3,9 @@
 Thirty browsers poll the console every second; each used to make the control ask
 every instance for its holds and draw up the state again, thirty times a second,
 and /control/state took seconds to answer under ten of them. A ``Snapshot`` is
-taken again by the first asker after it went stale; while that asker waits for it,
-the others get the last one (a second old) rather than queue behind it.
+taken again, in a thread of its own, when someone asks for it stale; that asker,
+and every other until the new one is there, gets the last one (a second old)
+rather than wait. Only the very first look is waited for.
 """
 
 from __future__ import annotations
@@ -28,15 +29,16 @@ class Snapshot(Generic[T]):
 
     def get(self) -> T:
         with self._changed:
-            while True:
-                if self._taken_at is not None and (
-                        self._taking or time.monotonic() - self._taken_at < self.seconds):
-                    return self._value  # fresh, or being taken again: the last one will do
-                if not self._taking:
-                    break
+            while self._taken_at is None and self._taking:
                 self._changed.wait()  # the first look of all: wait for it
+            if self._taken_at is not None:
+                if not self._taking and time.monotonic() - self._taken_at >= self.seconds:
+                    self._taking = True
+                    threading.Thread(target=self._take_now, name="snapshot",
+                                     daemon=True).start()
+                return self._value  # fresh, or being taken again: the last one will do
             self._taking = True
-        return self._take_now()
+        return self._take_now()  # the first look: there is no older one to give
 
     def renew(self) -> T:
         """Take it now, whatever its age (something changed: a fault): the caller needs
