@@ -124,7 +124,7 @@ def test_the_instructor_frees_a_name_then_removes_it_from_the_console(up):
     assert errors == []
 
 
-def test_a_check_the_room_graded_is_shown_apart_from_the_self_reported(up):
+def test_a_check_the_room_graded_is_shown_apart_from_the_self_reported(up, tmp_path):
     """The untouched skeleton of exercise 3, checked by the room in its sandbox: a ✗ with
     the lesson that broke, in the room's row of the cell; the student's own report
     beside it, apart."""
@@ -148,6 +148,8 @@ def test_a_check_the_room_graded_is_shown_apart_from_the_self_reported(up):
         assert cell.get_attribute("class") == "bad"
         assert re.match(r"C\d\d ", cell.locator(".room-graded").inner_text())
         assert cell.locator(".self-reported").inner_text().startswith("self-reported: passed")
+        page.locator("#exercises").screenshot(path=tmp_path / "console-room-board.png")
+        print(f"screenshot: {tmp_path / 'console-room-board.png'}")
     assert errors == []
 
 
