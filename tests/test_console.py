@@ -379,6 +379,9 @@ def test_one_sale_at_a_time(workshop):
     sale = {"strategy": "redis", "buyers": 2, "seconds": 2, "business_delay_ms": 0}
     first = requests.post(f"{control}/control/sales", json=sale, headers=auth, timeout=10)
     assert first.status_code == 202
+    # The state says so at once, though it is drawn up once for every poller.
+    state = requests.get(f"{control}/control/state", timeout=10).json()
+    assert state["sale"] == first.json()["sale"]
     second = requests.post(f"{control}/control/sales", json=sale, headers=auth, timeout=10)
     assert second.status_code == 409 and "still running" in second.json()["error"]
     number = first.json()["sale"]

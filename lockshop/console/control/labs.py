@@ -22,7 +22,10 @@ def lab_list():
 
 @labs.post("/<name>/run")
 def run_lab(name: str):
-    return jsonify(the_control().labs.start(name).as_dict()), 202
+    control = the_control()
+    run = control.labs.start(name)
+    control.changed()  # the state names the running lab from now on
+    return jsonify(run.as_dict()), 202
 
 
 @labs.get("/runs/<int:number>")

@@ -44,7 +44,8 @@ class Control:
         return self._state.get()
 
     def changed(self) -> dict:
-        """The state now, after an action (a fault): its answer shows it."""
+        """The state now, after an action (a fault, a lab or a sale started): its answer,
+        and every look after it, shows it."""
         return self._state.renew()
 
     def state_now(self) -> dict:

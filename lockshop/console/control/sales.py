@@ -26,7 +26,9 @@ def start_sale():
         raise Refused(400, lazy_gettext("not a sale: %(error)s", error=error)) from None
     control = the_control()
     check_strategy(control.cluster.urls[0], sale_request.strategy)
-    return jsonify(control.sales.start(sale_request).as_dict()), 202
+    sale = control.sales.start(sale_request)
+    control.changed()  # the state names the running sale from now on
+    return jsonify(sale.as_dict()), 202
 
 
 @sales.get("")
