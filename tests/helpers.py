@@ -117,6 +117,8 @@ def lockshop_up(*args: str, cwd: Path, env: dict[str, str] | None = None,
     whatever the shell's LANG: the tests read what it prints): what it printed until
     "Ctrl-C stops them all"; then SIGTERM, as Ctrl-C would, and a wait for it to clean up."""
     env = {**(os.environ if env is None else env), "LANGUAGE": language}
+    if "--control-port" not in args:  # its default is fixed (8090): tests run side by side
+        args = (*args, "--control-port", str(_control_port(args)))
     process = subprocess.Popen([sys.executable, "-m", "lockshop.cli", "up", *args], cwd=cwd,
                                env=env, text=True, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT)
@@ -134,6 +136,14 @@ def lockshop_up(*args: str, cwd: Path, env: dict[str, str] | None = None,
         except subprocess.TimeoutExpired:
             process.kill()
         process.stdout.close()
+
+
+def _control_port(up_args: tuple[str, ...]) -> int:
+    """A free port for ``up``'s control, out of the instances' range if ``--port`` gives it."""
+    first = int(up_args[up_args.index("--port") + 1]) if "--port" in up_args else 8000
+    while (port := ports_for_up(1)) in range(first, first + 64):
+        pass
+    return port
 
 
 def runner_for(sessions, name: str):

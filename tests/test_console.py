@@ -14,12 +14,13 @@ from __future__ import annotations
 import os
 import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import requests
 
-from helpers import chromium, lockshop_up, ports_for_up, require
+from helpers import chromium, lockshop_up, ports_for_up, require, wait_for
 from lockshop.cluster.redis_servers import redis_server_binary
 
 pytestmark = [pytest.mark.cluster, pytest.mark.browser]
@@ -125,24 +126,82 @@ def finished_sale(console: Console, number: int):
     return sale
 
 
-def test_a_sale_under_none_oversells_and_under_redis_does_not(console, workshop):
-    console.open(workshop["console"])
+@dataclass
+class SaleSeen:
+    """One sale started from the page's form, as the page showed it once done."""
+
+    console: Console
+    number: int
+    started: float
+
+    @property
+    def shown(self):
+        return self.console.page.locator(f".sale[data-sale='{self.number}']")
+
+
+@pytest.fixture(scope="module")
+def page_of_sales(browser, tmp_path_factory, workshop):
+    """One console page for the sales below, kept open across them: the second sale is
+    shown beside the first."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000}, locale="en-US")
+    page.set_default_timeout(WAIT_MS)
+    shots = tmp_path_factory.mktemp("sale-screenshots")
+    console = Console(page, shots).open(workshop["console"])
+    yield console
+    page.close()
+    print(f"screenshots: {shots}")
+    assert console.errors == [], "the browser reported errors"
+
+
+@pytest.fixture(scope="module")
+def sale_under_none(page_of_sales):
+    """A five-second sale with no lock, from the form, pictured while it runs."""
+    console = page_of_sales
     started = time.time()
     number = start_sale(console, "none")
-    running = console.page.locator(f".sale[data-sale='{number}'][data-state=running]")
-    running.wait_for()
+    console.page.locator(f".sale[data-sale='{number}'][data-state=running]").wait_for()
     console.page.wait_for_function(  # a few seconds drawn, for the picture
         f"Number(document.querySelector(\".sale[data-sale='{number}']\")?.dataset.samples) >= 4")
     console.shot("sale-none-running")
     console.shot_of("#sale", "console-sale-none")
-    none = finished_sale(console, number)
-    assert int(none.locator(".oversold").inner_text()) > 0
-    assert "NOT correct" in none.locator(".verdict").inner_text()
-    # Its five charts, drawn by uPlot: a canvas each, a title, and a legend that names
-    # the series; the oversold line ends above zero, as the audit says.
-    charts = none.locator(".chart-box")
+    finished_sale(console, number)
+    console.shot("sale-none-done")
+    return SaleSeen(console, number, started)
+
+
+@pytest.fixture(scope="module")
+def sale_under_redis(sale_under_none, workshop):
+    """Then the same sale under Redis's lock, shown beside it."""
+    console = sale_under_none.console
+    requests.put(workshop["console"].replace("/console", "/api/admin/settings"),
+                 json={"strategy": "redis"}, headers={"Authorization": f"Bearer {TOKEN}"},
+                 timeout=10).raise_for_status()
+    # A scheduled job that took its lock under `none` just before the switch may still
+    # hold it beside another instance's (rightly): the redis sale starts once none does.
+    wait_for(lambda: not [h for s in console.control(f"/control/holds?since={time.time() - 60}")
+                          ["sources"] for h in s["holds"]
+                          if h["released"] is None and h["strategy"] != "redis"],
+             timeout=30, interval=0.1, message="no hold taken before the switch still open")
+    started = time.time()
+    number = start_sale(console, "redis")
+    finished_sale(console, number)
+    console.shot("sales-side-by-side")
+    return SaleSeen(console, number, started)
+
+
+def test_a_sale_under_none_oversells(sale_under_none):
+    shown = sale_under_none.shown
+    assert int(shown.locator(".oversold").inner_text()) > 0
+    assert "NOT correct" in shown.locator(".verdict").inner_text()
+
+
+def test_a_sale_draws_five_charts_with_uplot(sale_under_none):
+    """A canvas each, a title, and a legend that names the series; the oversold line ends
+    above zero, as the audit says."""
+    shown = sale_under_none.shown
+    charts = shown.locator(".chart-box")
     assert charts.count() == 5
-    assert none.locator(".chart-box .uplot canvas").count() == 5
+    assert shown.locator(".chart-box .uplot canvas").count() == 5
     titles = [charts.nth(n).get_attribute("aria-label") for n in range(5)]
     assert titles == ["stock remaining", "orders/s per instance", "oversold and lost updates",
                       "lock wait p95 (ms)", "Locust requests/s"]
@@ -150,50 +209,56 @@ def test_a_sale_under_none_oversells_and_under_redis_does_not(console, workshop)
     assert "oversold" in legend and "lost updates" in legend
     per_instance = charts.nth(1).locator(".u-legend").inner_text()
     assert all(name in per_instance for name in ("shop-1", "shop-2", "shop-3"))
-    oversold_line = console.page.evaluate(
-        f"""() => {{ const box = document.querySelectorAll(".sale[data-sale='{number}'] .chart-box")[2];
+    oversold_line = sale_under_none.console.page.evaluate(
+        f"""() => {{ const box = document.querySelectorAll(".sale[data-sale='{sale_under_none.number}'] .chart-box")[2];
                     return [...drawn].find(chart => box.contains(chart.root)).data[1]; }}""")
     assert max(value for value in oversold_line if value is not None) > 0
-    # Locust's rate follows the sale in every second the shop placed orders, from the
-    # second such on: Locust writes its figures once a second, so the first may not be
-    # there yet. (Its own windowed figure read 0 for the first four seconds of five.)
-    # Before the doors open, while Locust spawns its buyers, no order is placed.
-    sampled = next(sale for sale in console.control("/control/sales")["sales"]
-                   if sale["sale"] == number)["samples"]
+
+
+def test_locust_s_rate_follows_the_sale_every_second_it_sells(sale_under_none):
+    """From the second such on: Locust writes its figures once a second, so the first may
+    not be there yet. (Its own windowed figure read 0 for the first four seconds of five.)
+    Before the doors open, while Locust spawns its buyers, no order is placed."""
+    sampled = sale_under_none.console.control(
+        f"/control/sales/{sale_under_none.number}")["samples"]
     selling = [sample for sample in sampled
                if sum(n or 0 for n in sample["orders_per_second"].values()) > 0]
     assert len(selling) >= 4, sampled
     assert all(sample["locust_requests_per_second"] > 0 for sample in selling[1:]), [
         (s["t"], s["orders_per_second"], s["locust_requests_per_second"]) for s in sampled]
-    # Without a lock, holds of one product's lock overlap: drawn in red.
-    console.page.wait_for_function(
-        "Number(document.getElementById('overlaps').dataset.overlaps) > 0")
-    assert console.page.locator("#timeline rect.hold.overlap").count() > 0
-    console.shot("sale-none-done")
 
-    # Switched before the sale, and a moment given: a scheduled job that fired under
-    # `none` just before may still hold its lock beside another instance's (rightly).
-    requests.put(workshop["console"].replace("/console", "/api/admin/settings"),
-                 json={"strategy": "redis"}, headers={"Authorization": f"Bearer {TOKEN}"},
-                 timeout=10).raise_for_status()
-    time.sleep(0.5)
-    redis_started = time.time()
-    redis_sale = finished_sale(console, start_sale(console, "redis"))
-    assert int(redis_sale.locator(".oversold").inner_text()) == 0
-    assert int(redis_sale.locator(".lost").inner_text()) == 0
-    assert redis_sale.locator(".verdict").inner_text() == "Audit: correct"
-    # Side by side: the last two sales.
-    assert console.page.locator(".sale").count() == 2
-    console.shot("sales-side-by-side")
-    # The same timeline, for the holds taken since the redis sale began (the scheduled
-    # jobs' locks included): many, and not one overlap.
-    timeline = console.control(f"/control/holds?since={redis_started}")
+
+def test_holds_that_overlap_without_a_lock_are_drawn_in_red(sale_under_none):
+    page = sale_under_none.console.page
+    page.select_option("#window", "60")  # the sale's holds, whichever test ran before
+    page.wait_for_function("Number(document.getElementById('overlaps').dataset.overlaps) > 0")
+    assert page.locator("#timeline rect.hold.overlap").count() > 0
+
+
+def test_a_sale_under_redis_neither_oversells_nor_loses_an_update(sale_under_redis):
+    shown = sale_under_redis.shown
+    assert int(shown.locator(".oversold").inner_text()) == 0
+    assert int(shown.locator(".lost").inner_text()) == 0
+    assert shown.locator(".verdict").inner_text() == "Audit: correct"
+
+
+def test_the_last_two_sales_are_shown_side_by_side(sale_under_none, sale_under_redis):
+    page = sale_under_redis.console.page
+    assert page.locator(".sale").count() == 2
+    assert sale_under_none.shown.count() == 1 and sale_under_redis.shown.count() == 1
+    assert sale_under_redis.started > sale_under_none.started
+
+
+def test_no_two_holds_overlap_under_redis(sale_under_redis):
+    """The timeline of the holds taken since the redis sale began (the scheduled jobs'
+    locks included): many, and not one overlap."""
+    started = sale_under_redis.started
+    timeline = sale_under_redis.console.control(f"/control/holds?since={started}")
     since_redis = {(s["name"], h["id"]) for s in timeline["sources"] for h in s["holds"]
-                   if h["acquired"] >= redis_started}
+                   if h["acquired"] >= started}
     overlapping = [o for o in timeline["overlaps"]
                    if all((h["source"], h["id"]) in since_redis for h in o["holds"])]
     assert len(since_redis) > 50 and overlapping == []
-    assert redis_started > started
 
 
 def test_pausing_an_instance_from_the_page(console, workshop):
@@ -314,14 +379,15 @@ def test_one_sale_at_a_time(workshop):
     sale = {"strategy": "redis", "buyers": 2, "seconds": 2, "business_delay_ms": 0}
     first = requests.post(f"{control}/control/sales", json=sale, headers=auth, timeout=10)
     assert first.status_code == 202
+    # The state says so at once, though it is drawn up once for every poller.
+    state = requests.get(f"{control}/control/state", timeout=10).json()
+    assert state["sale"] == first.json()["sale"]
     second = requests.post(f"{control}/control/sales", json=sale, headers=auth, timeout=10)
     assert second.status_code == 409 and "still running" in second.json()["error"]
     number = first.json()["sale"]
-    deadline = time.monotonic() + 60
-    while requests.get(f"{control}/control/sales/{number}", timeout=10).json()["state"] == "running":
-        assert time.monotonic() < deadline, "a 2 s sale did not end in a minute"
-        time.sleep(0.5)
-    done = requests.get(f"{control}/control/sales/{number}", timeout=10).json()
+    done = wait_for(lambda: (sale := requests.get(f"{control}/control/sales/{number}",
+                                                  timeout=10).json())["state"] != "running"
+                    and sale, timeout=60, interval=0.5, message="a 2 s sale to end")
     assert done["state"] == "done" and done["audit"]["correct"] and done["samples"]
 
 
@@ -342,10 +408,8 @@ def test_expiring_an_instance_s_zookeeper_sessions(workshop):
     answer = requests.post(f"{control}/control/instances/shop-1/expire-session", headers=auth,
                            timeout=30)
     assert answer.status_code == 200, answer.text
-    deadline = time.monotonic() + 30
-    while shop.order() != 201:
-        assert time.monotonic() < deadline, "no order succeeded after the session ended"
-        time.sleep(0.2)
+    wait_for(lambda: shop.order() == 201, timeout=30, interval=0.2,
+             message="an order to succeed after the session ended")
     after = {s["strategy"]: s for s in shop.get("/api/admin/zookeeper-sessions")["sessions"]}
     assert after["zk_fair"]["session_id"] != before["zk_fair"]["session_id"]
     audit = shop.audit()

@@ -92,12 +92,17 @@ def _serve(servers, args: argparse.Namespace, network=None) -> int:
     _apply_start_options(make_sessions(make_engine(cluster.config.database_url)),
                          cluster.config, args)
     with cluster, console:  # the control closes before the instances stop
-        control = console.start(cluster, servers.started, args.runtime_dir / "console")
-        _say_what_runs(cluster, servers.config, console.control_url, control.room.code)
+        control = console.start(cluster, servers.started, args.runtime_dir / "console",
+                                args.room_code, args.gradings)
+        _say_what_runs(cluster, servers.config, console, control.room.code)
         return _watch(cluster)
 
 
-def _say_what_runs(cluster, config: Config, control_url: str, room_code: str) -> None:
+def _say_what_runs(cluster, config: Config, console, room_code: str) -> None:
+    from lockshop.cluster.addresses import reachable_url
+    from lockshop.console import CONTROL_PORT
+
+    control_url = console.control_url  # every address printed is one a laptop reaches
     print(ngettext("lockshop: %(count)s instance on %(database)s",
                    "lockshop: %(count)s instances on %(database)s", len(cluster.instances),
                    count=len(cluster.instances),
@@ -109,9 +114,12 @@ def _say_what_runs(cluster, config: Config, control_url: str, room_code: str) ->
     if config.zk_hosts:
         print(f"  zookeeper: {config.zk_hosts}")
     for instance in cluster.instances:
-        print(f"  {instance.name}  {instance.url}   "
+        print(f"  {instance.name}  {reachable_url(instance.url)}   "
               + _("(log: %(path)s)", path=instance.log_path))
     print("  " + _("control (labs, faults, sales): %(url)s", url=control_url))
+    if console.moved:
+        print("  " + _("port %(port)s was taken (another lockshop up?): the control and the "
+                       "room answer on another port this time", port=CONTROL_PORT))
     print("  " + _("room code %(code)s: students post their exercise checks to the board with "
                    "lockshop exercise check N FILE --report %(url)s --room %(code)s --name NAME",
                    code=room_code, url=control_url))
@@ -121,9 +129,11 @@ def _say_what_runs(cluster, config: Config, control_url: str, room_code: str) ->
                        bridge=lan["bridge"], machine=lan["machine"],
                        hosts=", ".join(f"{name} {address}"
                                        for name, address in lan["hosts"].items())))
+    shop = reachable_url(cluster.urls[0])
     print(_("console: %(console)s    dashboard: %(dashboard)s    API: %(api)s",
-            console=f"{cluster.urls[0]}/console", dashboard=f"{cluster.urls[0]}/",
-            api=f"{cluster.urls[0]}/api/openapi.json"))
+            console=f"{shop}/console", dashboard=f"{shop}/", api=f"{shop}/api/openapi.json"))
+    # "room:" as "redis:" above: a fixed word a script can find, in every language.
+    print(f"room: {console.room_url}    " + _("(code %(code)s)", code=room_code))
     if not config.admin_token:
         print("  " + _("no admin token (LOCKSHOP_ADMIN_TOKEN): anyone who reaches the "
                        "console can act on the cluster"))

@@ -10,6 +10,8 @@ from lockshop.cli.exercise import add_exercise_parser
 from lockshop.cli.language import ArgumentParser
 from lockshop.cli.your_lock import add_lock_option
 from lockshop.cluster.scratch import DEFAULT_SERVERS
+from lockshop.console import CONTROL_PORT
+from lockshop.room.codes import CODE_ALPHABET, is_code
 from shop.i18n import _
 from shop.store.settings import JOB_GUARDS, MAX_BUSINESS_DELAY_MS, MAX_JOB_MS
 
@@ -38,8 +40,14 @@ def build_parser() -> argparse.ArgumentParser:
                     help=_("set the business delay at start"))
     up.add_argument("--reset", action="store_true",
                     help=_("restore the default products at start"))
-    up.add_argument("--control-port", type=port_number, default=0,
-                    help=_("the console's control (labs, faults, sales); default: a free port"))
+    up.add_argument("--control-port", type=port_number, help=_(
+        "the console's control (labs, faults, sales) and the room (default %(port)s, or a "
+        "free port if it is taken)", port=CONTROL_PORT))
+    up.add_argument("--room-code", type=room_code, help=_(
+        "the code students type to join the room (default: the one kept in the runtime "
+        "folder, else a new one)"))
+    up.add_argument("--gradings", type=positive, help=_(
+        "how many of the room's checks run at once (default: half the cores)"))
     up.add_argument("--runtime-dir", type=Path, default=DEFAULT_RUNTIME_DIR,
                     help=_("where the instances' logs and the console's runs go "
                            "(default %(default)s)"))
@@ -195,6 +203,15 @@ def port_number(raw: str) -> int:
     if not 1 <= value <= 65535:
         raise argparse.ArgumentTypeError(_("not a port: %(value)s", value=value))
     return value
+
+
+def room_code(raw: str) -> str:
+    code = raw.strip().upper()
+    if not is_code(code):
+        raise argparse.ArgumentTypeError(_(
+                "a room code is 4 to 16 of these letters and digits: %(alphabet)s",
+                alphabet=CODE_ALPHABET))
+    return code
 
 
 def delay(raw: str) -> int:

@@ -2,11 +2,18 @@
 
     page.py, templates/, static/   the page: it draws, and decides nothing
     instance.py                    what each instance serves: the shop, with the page
-    control.py                     what the page's buttons ask of ``lockshop up`` (HTTP)
-    lab_runs.py, live_sales.py     a lab, or a Locust sale, run in the background
-    room.py                        the room board: the students' exercise results
+    control/                       what the page's buttons ask of ``lockshop up`` (HTTP),
+                                   one blueprint per concern
+    refusal.py                     the one way the control says no: ``Refused(status, why)``
+    runner.py                      runs one at a time in the background, numbered and kept:
+    lab_runs.py, live_sales.py       a lab, or a Locust sale
+    self_reported.py               a result graded on a student's own machine (--report)
+    snapshot.py, recent_holds.py   one look for every browser polling: the state, the holds
     handbook.py                    the handbook, built on first use and served
     launch.py                      how ``lockshop up`` starts it all, in order
+
+The room (``lockshop.room``: students' names, sources, the grading queue and the board)
+is served by the control too, at ``/room/``.
 
 The page is served by the shop's instances, so that it reads their API from its
 own origin; the shop does not import it (``instance.py`` mounts it). Only the
@@ -16,6 +23,7 @@ on a port of its own, with the same admin token as the shop: reading is open to
 students, acting needs the token.
 """
 
-
-class Busy(Exception):
-    """Something of the same kind is already running: one lab (or sale) at a time."""
+#: The control's port unless ``--control-port`` says another: fixed, so that the room's
+#: address stays the same across restarts of ``up`` (the shop's instances take 8000
+#: and up, the handbook's server 8100).
+CONTROL_PORT = 8090

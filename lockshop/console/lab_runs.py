@@ -7,7 +7,6 @@ They are the same labs, with the same records, as ``lockshop lab --json``.
 from __future__ import annotations
 
 import copy
-import itertools
 import logging
 import threading
 from pathlib import Path
@@ -16,11 +15,12 @@ import locks
 
 from lockshop.cluster.redis_servers import redis_server_binary
 from lockshop.cluster.zookeeper_servers import zookeeper_installed
-from lockshop.console import Busy
+from lockshop.console.refusal import Refused
+from lockshop.console.runner import Runner
 from lockshop.workshop import labs
 from lockshop.workshop.staging.record import Lab, LabRecord, Step
 from lockshop.workshop.staging.stage import Parts, running
-from shop.i18n import _, current_language, language, lazy_gettext
+from shop.i18n import N_, _, current_language, language, lazy_gettext
 
 
 def missing_parts(lab: Lab) -> str | None:
@@ -51,6 +51,10 @@ class LabRun:
         self.done = False
         self._guard = threading.Lock()
 
+    @property
+    def running(self) -> bool:
+        return not self.done
+
     def as_dict(self) -> dict:
         with self._guard:
             return {"run": self.number, "lab": self.lab.id, "done": self.done,
@@ -65,41 +69,34 @@ class LabRun:
             self.record, self.done = record, True
 
 
-class LabRunner:
+class LabRunner(Runner[LabRun]):
     """Starts labs in the background, one at a time, and keeps every run's record."""
 
+    kind = N_("lab run")
+
     def __init__(self, runtime: Path) -> None:
+        super().__init__()
         self.runtime = runtime
         self._parts: Parts | None = None
-        self._runs: dict[int, LabRun] = {}
-        self._numbers = itertools.count(1)
-        self._guard = threading.Lock()
-        self._current: LabRun | None = None
 
     def start(self, name: str) -> LabRun:
-        lab = labs.find(name)  # KeyError: no such lab
-        with self._guard:
-            if self._current is not None and not self._current.done:
-                raise Busy(lazy_gettext("lab %(id)s is still running", id=self._current.lab.id))
-            run = self._current = LabRun(next(self._numbers), lab)
-            self._runs[run.number] = run
+        """Stage lab ``name``; a 404 for no such lab, a 409 while another runs."""
+        try:
+            lab = labs.find(name)
+        except KeyError:
+            raise Refused(404, lazy_gettext("no lab named %(name)r", name=name)) from None
         # Its steps are written in the language of whoever started it: the thread has
         # no request to ask.
-        threading.Thread(target=self._stage, args=(run, current_language()),
-                         name=f"lab-{lab.id}", daemon=True).start()
-        return run
+        return self._start(lambda number: LabRun(number, lab), current_language())
 
-    def run(self, number: int) -> LabRun:
-        return self._runs[number]  # KeyError: no such run
-
-    def current(self) -> LabRun | None:
-        return self._current
+    def _busy(self, running: LabRun) -> object:
+        return lazy_gettext("lab %(id)s is still running", id=running.lab.id)
 
     def close(self) -> None:
         if self._parts is not None:
             self._parts.close()
 
-    def _stage(self, run: LabRun, reader: str) -> None:
+    def _work(self, run: LabRun, reader: str) -> None:
         with language(reader):
             self._stage_in_language(run)
 

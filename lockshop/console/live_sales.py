@@ -9,7 +9,6 @@ the audit's verdict. Finished sales are kept, so two can be shown side by side.
 
 from __future__ import annotations
 
-import itertools
 import threading
 import time
 from dataclasses import dataclass, field
@@ -19,9 +18,10 @@ from loadtest.runner import latest_history_row, run_locust
 from lockshop.cluster.client import ShopClient, ShopClientError
 from lockshop.cluster.launcher import Cluster
 from lockshop.cluster.processes import process_state
-from lockshop.console import Busy
+from lockshop.console.refusal import Refused
+from lockshop.console.runner import Runner
 from lockshop.workshop.runs import lock_figures, parse_lock_metrics
-from shop.i18n import lazy_gettext
+from shop.i18n import N_, lazy_gettext
 
 #: What can be sold, and the locustfile that buys it.
 PRODUCTS = {
@@ -31,10 +31,6 @@ PRODUCTS = {
                             "seats": 60}),
 }
 LIMITS = {"buyers": (1, 200), "seconds": (1, 120), "business_delay_ms": (0, 2000)}
-
-
-class BadSale(ValueError):
-    """A sale asked for with a value out of range: said to the console as a 422."""
 
 
 @dataclass
@@ -47,13 +43,13 @@ class SaleRequest:
 
     def __post_init__(self) -> None:
         if self.product not in PRODUCTS:
-            raise BadSale(lazy_gettext("product must be one of %(products)s",
+            raise Refused(422, lazy_gettext("product must be one of %(products)s",
                                        products=", ".join(PRODUCTS)))
         for name, (low, high) in LIMITS.items():
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-                raise BadSale(lazy_gettext("%(name)s must be a whole number from %(low)s to "
-                                           "%(high)s", name=name, low=low, high=high))
+                raise Refused(422, lazy_gettext("%(name)s must be a whole number from %(low)s "
+                                                "to %(high)s", name=name, low=low, high=high))
 
 
 @dataclass
@@ -69,46 +65,43 @@ class Sale:
     locust: dict | None = None
     problem: str = ""
 
+    @property
+    def running(self) -> bool:
+        return self.state == "running"
+
     def as_dict(self) -> dict:
         return {"sale": self.number, "request": vars(self.request), "instances": self.instances,
                 "started": self.started, "state": self.state, "samples": list(self.samples),
                 "audit": self.audit, "locust": self.locust, "problem": self.problem}
 
 
-class SaleRunner:
+class SaleRunner(Runner[Sale]):
     """Runs one sale at a time and keeps the finished ones."""
 
+    kind = N_("sale")
+
     def __init__(self, cluster: Cluster, admin_token: str | None, runtime: Path) -> None:
+        super().__init__()
         self.cluster, self.admin_token, self.runtime = cluster, admin_token, runtime
-        self._sales: dict[int, Sale] = {}
-        self._numbers = itertools.count(1)
-        self._guard = threading.Lock()
 
     def start(self, request: SaleRequest) -> Sale:
-        with self._guard:
-            running = [s for s in self._sales.values() if s.state == "running"]
-            if running:
-                raise Busy(lazy_gettext("sale %(number)s is still running",
-                                        number=running[0].number))
-            # As a load balancer's health check would: a paused or stopped instance
-            # gets no buyers, and the others answer its share.
-            up = [i.name for i in self.cluster.instances
-                  if process_state(i.process.pid, i.process.poll()) == "up"]
-            if not up:
-                raise Busy(lazy_gettext("no instance is up"))
-            sale = Sale(next(self._numbers), request, up)
-            self._sales[sale.number] = sale
-        threading.Thread(target=self._run, args=(sale,), name=f"sale-{sale.number}",
-                         daemon=True).start()
-        return sale
+        """Sell to ``request.buyers`` on every instance that is up; a 409 while another
+        sale runs, or when no instance is up."""
+        return self._start(lambda number: Sale(number, request, self._instances_up()))
 
-    def sales(self) -> list[Sale]:
-        return list(self._sales.values())
+    def _instances_up(self) -> list[str]:
+        # As a load balancer's health check would: a paused or stopped instance gets
+        # no buyers, and the others answer its share.
+        up = [i.name for i in self.cluster.instances
+              if process_state(i.process.pid, i.process.poll()) == "up"]
+        if not up:
+            raise Refused(409, lazy_gettext("no instance is up"))
+        return up
 
-    def sale(self, number: int) -> Sale:
-        return self._sales[number]  # KeyError: no such sale
+    def _busy(self, running: Sale) -> object:
+        return lazy_gettext("sale %(number)s is still running", number=running.number)
 
-    def _run(self, sale: Sale) -> None:
+    def _work(self, sale: Sale) -> None:
         request = sale.request
         locustfile, product = PRODUCTS[request.product]
         urls = {i.name: i.url for i in self.cluster.instances if i.name in sale.instances}

@@ -253,6 +253,9 @@ def _write_atomically(path: Path, data: bytes) -> None:
     # Instances start together and may all compile: each renames a whole file.
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
+        # Readable by all, as the .po is (mkstemp's file is its owner's only): the room's
+        # gradings run as an unprivileged user and speak the student's language.
+        os.fchmod(handle, 0o644)
         with os.fdopen(handle, "wb") as out:
             out.write(data)
         os.replace(temporary, path)

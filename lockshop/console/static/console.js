@@ -356,19 +356,34 @@ async function refreshRoom() {
   const board = await control("/control/room");
   const code = view.state && view.state.room_code;
   document.getElementById("room-code").textContent = code ? _("Room code: %(code)s", {code}) : "";
-  const latest = new Map(board.results.map(r => [`${r.name}\u0000${r.exercise}`, r]));
-  const cell = (name, exercise) => {
-    const result = latest.get(`${name}\u0000${exercise.id}`);
-    if (!result) return element("td", {class: "muted"}, "–");
+  // What the room graded counts; what a student's own machine reported is shown apart,
+  // under it, and never as passed by the room.
+  const latest = new Map(board.results.map(r => [`${r.name}\u0000${r.exercise}\u0000${r.source}`, r]));
+  const said = result => {
     const when = new Date(result.at * 1000).toLocaleTimeString();
-    return element("td", {class: result.passed ? "ok" : "bad", title: when},
-                   result.passed ? _("passed %(when)s", {when}) : `${result.lesson || _("failed")} ${when}`);
+    return result.passed ? _("passed %(when)s", {when}) : `${result.lesson || _("failed")} ${when}`;
   };
+  const cell = (name, exercise) => {
+    const graded = latest.get(`${name}\u0000${exercise.id}\u0000room`);
+    const reported = latest.get(`${name}\u0000${exercise.id}\u0000self-reported`);
+    if (!graded && !reported) return element("td", {class: "muted"}, "–");
+    return element("td", {class: graded ? (graded.passed ? "ok" : "bad") : "muted"},
+      graded ? element("div", {class: "room-graded"}, said(graded)) : null,
+      reported ? element("div", {class: "self-reported"},
+                         _("self-reported: %(result)s", {result: said(reported)})) : null);
+  };
+  const name = encodeURIComponent;
+  const actions = student => element("td", {class: "act"},
+    button(_("free this name"), () => act(_("free the name %(name)s", {name: student}),
+      () => control(`/room/api/students/${name(student)}/free`, post()).then(refreshRoom))),
+    button(_("remove"), () => confirm(_("Remove %(name)s, their sources and their results?", {name: student}))
+      && act(_("remove %(name)s and their results", {name: student}),
+             () => control(`/room/api/students/${name(student)}`, {method: "DELETE"}).then(refreshRoom))));
   document.getElementById("room-board").replaceChildren(
     element("tr", {}, element("th", {}, _("student")),
-            ...view.exercises.map(e => element("th", {}, e.id))),
-    ...board.students.map(name => element("tr", {"data-student": name},
-      element("td", {}, name), ...view.exercises.map(e => cell(name, e)))));
+            ...view.exercises.map(e => element("th", {}, e.id)), element("th", {class: "act"})),
+    ...board.students.map(student => element("tr", {"data-student": student},
+      element("td", {}, student), ...view.exercises.map(e => cell(student, e)), actions(student))));
   document.getElementById("room-empty").hidden = board.students.length > 0;
 }
 

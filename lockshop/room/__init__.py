@@ -1,0 +1,136 @@
+"""The room: students join with a code and a name, write their locks in the browser, and
+the instructor's machine grades them, one line of checks for the whole room.
+
+``Room`` ties the parts together: the store (SQLite in the runtime folder: the
+code, the names, the sources, the submissions and the board survive a restart),
+the queue (N gradings at once, in the order students asked) and the results a
+student reports from their own machine, which are shown apart and never count as
+passed. ``lockshop.room.api.blueprint(room)`` is its HTTP face.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from lockshop.exercises import EXERCISES
+from lockshop.room.codes import CODE_ALPHABET, code_matches, is_code, new_code
+from lockshop.room.names import normalised_name
+from lockshop.room.queue import Grade, GradingQueue, worker_count
+from lockshop.room.refusal import Refused
+from lockshop.room.store import MAX_SOURCE_BYTES, Store, Student
+from shop.i18n import gettext, lazy_gettext
+
+_LESSON = re.compile(r"^C\d{2}$")
+
+
+class Room:
+    """One workshop room, kept in ``folder``: open it again and it is where it was."""
+
+    def __init__(self, store: Store, queue: GradingQueue, code: str) -> None:
+        self.store, self.queue, self.code = store, queue, code
+
+    @classmethod
+    def open(cls, folder: Path, *, code: str | None = None, workers: int | None = None,
+             grade: Grade | None = None) -> Room:
+        """The room kept in ``folder`` (made if new), its queue running. ``code`` reuses a
+        room code (else the kept one, else a new one); ``workers`` is how many gradings
+        run at once (default: half the cores); ``grade`` grades one submission (default:
+        in the sandbox)."""
+        if code is not None:
+            code = code.strip().upper()
+            if not is_code(code):
+                raise ValueError(gettext(
+                        "a room code is 4 to 16 of these letters and digits: %(alphabet)s",
+                        alphabet=CODE_ALPHABET))
+        workers = worker_count(workers)  # refused before the store is opened
+        store = Store(folder)
+        kept_code = store.code(new_code, code)
+        queue = GradingQueue(store, grade or grade_in_sandbox, workers)
+        queue.start()
+        return cls(store, queue, kept_code)
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop the workers, waiting up to ``timeout`` for running gradings (one that
+        still runs after it is marked interrupted when the room opens again)."""
+        self.queue.close(timeout)
+        self.store.close()
+
+    # --- what the API and the control ask -------------------------------------------
+
+    def join(self, code: object, name: object) -> tuple[str, str]:
+        """Give a browser a name: (its secret, the name as the room keeps it)."""
+        if not code_matches(code, self.code):
+            raise Refused(401, lazy_gettext("that is not this room's code: it is on the "
+                                            "instructor's screen"))
+        name = normalised_name(name)
+        return self.store.join(name), name
+
+    def student(self, secret: object) -> Student:
+        """The student whose browser sent ``secret``; ``Refused`` (401) if none."""
+        student = self.store.student(secret)
+        if student is None:
+            raise Refused(401, lazy_gettext(
+                    "join the room first: this browser holds no name in it "
+                    "(X-Student: the secret that joining gave)"))
+        return student
+
+    def submit(self, student: Student, exercise: object, source: object, tag: str) -> str:
+        """Put the student's check in line; its id."""
+        exercise_id = known_exercise(exercise)
+        return self.queue.submit(student, exercise_id, checked_source(source), tag)
+
+    def record_self_reported(self, body: dict) -> dict:
+        """Keep a result a student's own machine graded (``exercise check --report``): shown
+        apart on the board, never counted as passed by the room. The room code is
+        checked by the caller (the control's X-Room-Code). ``Refused`` (400, 422) keeps
+        nothing."""
+        if not isinstance(body, dict):
+            raise Refused(400, lazy_gettext("send a JSON object"))
+        name = normalised_name(body.get("name"))
+        exercise = known_exercise(body.get("exercise"))
+        passed, lesson = body.get("passed"), body.get("lesson")
+        if not isinstance(passed, bool):
+            raise Refused(400, lazy_gettext("'passed' must be true or false"))
+        if lesson is not None and (not isinstance(lesson, str) or not _LESSON.match(lesson)):
+            raise Refused(400, lazy_gettext("'lesson' must be a lesson's id (C11) or null"))
+        return self.store.record_self_reported(name, exercise, passed, None if passed
+                                               else lesson)
+
+    def admits(self, code: object) -> bool:
+        """Whether ``code`` is this room's code (for the control's X-Room-Code)."""
+        return code_matches(code, self.code)
+
+    def board(self) -> dict:
+        return self.store.board()
+
+
+def known_exercise(exercise: object) -> str:
+    if not isinstance(exercise, str) or exercise not in EXERCISES:
+        raise Refused(422, lazy_gettext("'exercise' must be one of %(ids)s",
+                                        ids=", ".join(EXERCISES)))
+    return exercise
+
+
+def checked_source(source: object) -> str:
+    if not isinstance(source, str):
+        raise Refused(400, lazy_gettext("'source' must be text"))
+    try:
+        size = len(source.encode("utf-8"))
+    except UnicodeEncodeError:  # a lone surrogate ("\ud800"): JSON allows it, text does not
+        raise Refused(400, lazy_gettext("'source' must be text")) from None
+    if size > MAX_SOURCE_BYTES:
+        raise Refused(413, lazy_gettext("a source is at most %(kb)s KB",
+                                        kb=MAX_SOURCE_BYTES // 1024))
+    return source
+
+
+def grade_in_sandbox(exercise_id: str, source: str, language: str, *, on_check) -> object:
+    """The room's grading: the same grader as ``lockshop exercise check``, in the sandbox.
+    Imported when the first check runs, so that a room opens (and shows its board)
+    on a machine that cannot grade, and each check says why."""
+    from lockshop.room.sandboxed_grading import grade_in_sandbox as sandboxed
+    return sandboxed(exercise_id, source, language, on_check=on_check)
+
+
+__all__ = ["Refused", "Room"]

@@ -1,0 +1,87 @@
+"""``python -m lockshop.room.inside EXERCISE_ID SOURCE_FILE --lang zh_CN``: one grading, inside
+the sandbox.
+
+It grades the file with the same grader as ``lockshop exercise check`` (its own Redis or
+ZooKeeper, its holder processes and, for the sale, three shop instances: all inside the
+sandbox's network namespace, where nothing else is) and reports one JSON line per check
+as the check completes, its texts already in the student's language::
+
+    {"lesson": "C11", "passed": false, "action": ..., "expected": ..., "observed": ...,
+     "hint": ..., "lesson_title": ...}
+
+then ``{"verdict": {"passed": ..., "lesson": ...}}`` (the first broken lesson, or null);
+or, when the file gives no lock class, ``{"error": "load", "message": ...}``.
+
+The lines go to the pipe the sandbox hands over in ``$LOCKSHOP_REPORT_FD`` (stdout when
+run by hand), not to stdout: what the student's code prints goes to stdout and stderr,
+where it is only counted, so a ``print`` cannot pass for a check. (Code that rewrites
+the grader in its own process could still lie: ``sandboxed_grading`` believes a line
+only as far as it is well formed.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from typing import IO
+
+from lockshop.exercises.grader import CheckResult
+
+#: The fields of a check line, in this order.
+CHECK_FIELDS = ("lesson", "passed", "action", "expected", "observed", "hint", "lesson_title")
+
+
+def check_line(result: CheckResult) -> dict:
+    return {"lesson": result.lesson, "passed": bool(result.passed), "action": result.action,
+            "expected": result.expected, "observed": result.observed, "hint": result.hint,
+            "lesson_title": result.lesson_title}
+
+
+def report_channel() -> IO[str]:
+    """Where the lines go: the sandbox's report pipe, kept from the processes the grader
+    starts (holders, shop instances), else stdout."""
+    fd = os.environ.pop("LOCKSHOP_REPORT_FD", None)
+    if fd is None or not fd.isdigit():
+        return sys.stdout
+    os.set_inheritable(int(fd), False)
+    return os.fdopen(int(fd), "w", encoding="utf-8", buffering=1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m lockshop.room.inside")
+    parser.add_argument("exercise")
+    parser.add_argument("source")
+    parser.add_argument("--lang", default="en")
+    args = parser.parse_args(argv)
+    channel = report_channel()
+
+    def send(record: dict) -> None:
+        channel.write(json.dumps(record, ensure_ascii=False) + "\n")
+        channel.flush()
+
+    from lockshop import exercises
+    from lockshop.exercises import grader
+    from locks.custom import LockClassError
+    from shop.i18n import set_language
+
+    set_language(args.lang)
+    # The grader kills and pauses holders on purpose: their clients' warnings are noise.
+    for name in ("kazoo", "locks", "lockshop"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+    exercise = exercises.find(args.exercise)
+    try:
+        graded = grader.grade(exercise, args.source,
+                              on_result=lambda result: send(check_line(result)))
+    except LockClassError as error:
+        send({"error": "load", "message": str(error)})
+        return 2
+    failed = graded.first_failed
+    send({"verdict": {"passed": graded.passed, "lesson": failed.lesson if failed else None}})
+    return 0 if graded.passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,534 @@
+"""Running a command where a student's code cannot hurt the machine: bubblewrap, cgroups, rlimits.
+
+One run, from the outside in:
+
+- a cgroup per run (memory, pids, cpuacct; cgroup v1 as Debian 12 mounts it), which the
+  run's first process joins before it executes anything else (a line of ``sh``);
+- rlimits set by ``prlimit``: CPU seconds per process, open files, file size, no core;
+- ``bwrap`` (run as root, so that it can bind what root can read) giving the run its own
+  network namespace with loopback only, its own PID, IPC and UTS namespaces, the system
+  and the project read-only, the folders a student must not read hidden under empty
+  tmpfs, and a private ``/tmp`` of capped size;
+- ``setpriv`` dropping to an unprivileged user (``nobody``) with no capabilities, and
+  no way to gain any, before the command runs: root-only files stay closed to it.
+
+We watch from outside: the wall clock, the cgroup's OOM kills, refused forks and CPU,
+and the bytes the run prints. At any limit the whole run is killed at once (bwrap's
+init dies with its parent, which takes the PID namespace with it, and every process
+left in the cgroup is killed), and the result names the limit.
+
+Why not bwrap's own ``--unshare-user --uid``: as root, that maps the sandbox's user to
+root outside, and root outside can read every root-only file. A real unprivileged user
+cannot, whatever the namespace.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from shop.i18n import _
+
+LOGGER = logging.getLogger(__name__)
+
+MB = 1 << 20
+GB = 1 << 30
+#: The unprivileged user the student's code runs as (Debian's ``nobody``/``nogroup``).
+NOBODY = 65534
+CGROUPS = Path("/sys/fs/cgroup")
+CONTROLLERS = ("memory", "pids", "cpuacct")
+#: Where a run's private, writable folder is, inside the sandbox.
+INSIDE_TMP = "/tmp"
+
+#: The limits' names, as ``SandboxRun.limit`` says them.
+MEMORY, CPU, PROCESSES, OUTPUT, WALL = "memory", "cpu", "processes", "output", "wall"
+
+#: Folders no grading may read: other users' homes, this machine's work, its servers'
+#: data, its logs and sockets. A run sees empty folders there (the project and the
+#: Python it runs on are bound back read-only on top).
+HIDDEN = ("/root", "/home", "/work", "/tmp", "/var/tmp", "/run", "/var/run", "/var/lib",
+          "/var/log", "/var/spool", "/var/mail", "/var/backups", "/var/cache", "/srv",
+          "/mnt", "/media", "/opt", "/boot", "/etc/ssh", "/etc/ssl/private", "/lost+found")
+
+#: Started before anything else in the run, as root: join the run's cgroups (their
+#: ``cgroup.procs`` files are the arguments before ``--``), then become the rest.
+_JOIN = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"'
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one grading may use. The defaults have headroom over a whole grading of a
+    right lock, sale included (its Redis or ZooKeeper JVM, holder processes, three
+    gunicorn shop instances). Measured on two cores (``scripts/room_bench.py`` prints
+    it): exercise 3 peaked at 414 MB (memory and its tmpfs), 66 tasks, 5 s of CPU and
+    15 to 21 s of wall time; exercise 8 (the ZooKeeper JVM) at 466 MB, 153 tasks, 6 s
+    of CPU and 16 s."""
+
+    memory_bytes: int = 1 * GB
+    #: Per process (RLIMIT_CPU): a loop in one process ends here at the latest.
+    cpu_seconds: int = 60
+    #: All the run's processes together (the cgroup's cpuacct).
+    total_cpu_seconds: float = 60.0
+    #: Counted as the kernel counts them: threads too (a ZooKeeper JVM has ~40).
+    processes: int = 384
+    open_files: int = 1024
+    #: Everything the run prints (its stdout and stderr; the report channel apart).
+    output_bytes: int = 1 * MB
+    #: The largest file it may write (RLIMIT_FSIZE).
+    file_bytes: int = 64 * MB
+    #: The size of its private /tmp (counted in its memory too: it is a tmpfs).
+    tmp_bytes: int = 256 * MB
+    wall_seconds: float = 120.0
+
+
+@dataclass
+class Usage:
+    """What a run used, as far as the cgroups could tell."""
+
+    peak_memory_bytes: int | None = None
+    peak_processes: int | None = None
+    cpu_seconds: float | None = None
+    wall_seconds: float = 0.0
+
+
+@dataclass
+class SandboxRun:
+    returncode: int | None
+    #: The limit that stopped it (``MEMORY``, ``CPU``, ...), or None.
+    limit: str | None
+    #: The last few KB it printed (stdout and stderr), for saying why it failed.
+    output_tail: str
+    usage: Usage
+    #: What could not be enforced on this machine (no writable cgroups), in English.
+    warnings: list[str] = field(default_factory=list)
+
+
+class SandboxUnavailable(RuntimeError):
+    """bwrap, setpriv or prlimit is missing: nothing of a student's may run."""
+
+
+def limit_message(limit: str, limits: Limits) -> str:
+    """The one line a student reads when ``limit`` stopped their grading (in the current
+    language)."""
+    if limit == MEMORY:
+        return _("stopped: used more than %(size)s of memory", size=size(limits.memory_bytes))
+    if limit == CPU:
+        return _("stopped: used more than %(seconds)s s of CPU time",
+                 seconds=f"{limits.total_cpu_seconds:g}")
+    if limit == PROCESSES:
+        return _("stopped: started more than %(count)s processes", count=limits.processes)
+    if limit == OUTPUT:
+        return _("stopped: printed more than %(size)s", size=size(limits.output_bytes))
+    return _("stopped: ran longer than %(seconds)s s", seconds=f"{limits.wall_seconds:g}")
+
+
+def size(count: int) -> str:
+    """``1 GB``, ``1.5 GB``, ``256 MB``, ``640 KB``."""
+    for unit, name in ((GB, "GB"), (MB, "MB"), (1024, "KB")):
+        if count >= unit:
+            return f"{count / unit:.1f}".removesuffix(".0") + f" {name}"
+    return f"{count} B"
+
+
+def missing_tools() -> list[str]:
+    return [tool for tool in ("bwrap", "setpriv", "prlimit") if shutil.which(tool) is None]
+
+
+# --- what the run sees -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class View:
+    """The file system a run sees: ``/`` read-only, ``hidden`` folders empty, ``shown``
+    folders bound back read-only inside hidden ones, ``mounts`` (source, place inside)
+    bound read-only, and a private ``/tmp``."""
+
+    hidden: tuple[str, ...] = HIDDEN
+    shown: tuple[str, ...] = ()
+    mounts: tuple[tuple[str, str], ...] = ()
+
+
+def python_view(*, hidden: Iterable[Path | str] = (),
+                mounts: Iterable[tuple[Path | str, str]] = ()) -> View:
+    """The view for running this project's Python: the project, its virtual environment
+    and the Python under it shown; the project's runtime folder (``.lockshop``, where
+    ``up`` keeps its admin token and the room's database) and ``hidden`` hidden."""
+    import lockshop
+    project = Path(lockshop.__file__).resolve().parent.parent
+    shown = {project, Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(),
+             Path(sys.executable).resolve().parent.parent}
+    hide = [*HIDDEN, str(project / ".lockshop"), *(str(Path(h).resolve()) for h in hidden)]
+    return View(hidden=tuple(dict.fromkeys(hide)), shown=tuple(sorted(map(str, shown))),
+                mounts=tuple((str(Path(s).resolve()), inside) for s, inside in mounts))
+
+
+def _under(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def bwrap_arguments(view: View, limits: Limits) -> list[str]:
+    """bwrap's options for ``view``, parents before children (a folder bound inside a
+    hidden one is bound after it is hidden)."""
+    steps: list[tuple[int, int, list[str]]] = []
+
+    def add(path: str, order: int, args: list[str]) -> None:
+        steps.append((len(Path(path).parts), order, args))
+
+    for folder in view.hidden:
+        if folder == INSIDE_TMP:
+            continue
+        if os.path.isdir(folder) and not os.path.islink(folder):
+            add(folder, 0, ["--tmpfs", folder])
+    add(INSIDE_TMP, 0, ["--perms", "1777", "--size", str(limits.tmp_bytes),
+                        "--tmpfs", INSIDE_TMP])
+    tmpfs = [f for f in (*view.hidden, INSIDE_TMP) if os.path.isdir(f)]
+    for folder in view.shown:
+        cover = [h for h in tmpfs if _under(folder, h) and h != folder]
+        inside_shown = any(_under(folder, other) and other != folder for other in view.shown)
+        if not cover or inside_shown:
+            continue  # visible through / already, or through the folder it is in
+        # Folders bwrap makes inside a tmpfs are root's and closed (0700): open the ones
+        # on the way, so that nobody can walk to what is shown.
+        top = max(cover, key=len)
+        between = Path(folder).relative_to(top).parts[:-1]
+        for depth in range(1, len(between) + 1):
+            add(str(Path(top, *between[:depth])), 1,
+                ["--perms", "0755", "--dir", str(Path(top, *between[:depth]))])
+        add(folder, 2, ["--ro-bind", folder, folder])
+    for source, inside in view.mounts:
+        add(inside, 2, ["--ro-bind", source, inside])
+    # A hidden folder inside a shown one (the project's runtime folder) comes after it.
+    ordered = sorted(steps, key=lambda step: (step[0], step[1]))
+    return [arg for _depth, _order, args in ordered for arg in args]
+
+
+# --- cgroups -----------------------------------------------------------------------------
+
+
+class Cgroups:
+    """A memory, a pids and a cpuacct cgroup of the run's own, under this process's."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.folders: dict[str, Path] = {}
+        name = f"lockshop-sandbox-{os.getpid()}-{secrets.token_hex(4)}"
+        mine = _own_cgroups()
+        try:
+            for controller in CONTROLLERS:
+                self.folders[controller] = _make(controller, mine.get(controller, "/"), name)
+            memory = self.folders["memory"]
+            (memory / "memory.limit_in_bytes").write_text(str(limits.memory_bytes))
+            if (memory / "memory.memsw.limit_in_bytes").exists():
+                # With swap on, the limit must hold for memory and swap together.
+                (memory / "memory.memsw.limit_in_bytes").write_text(str(limits.memory_bytes))
+            (self.folders["pids"] / "pids.max").write_text(str(limits.processes))
+        except OSError:
+            self.remove()
+            raise
+
+    @property
+    def procs(self) -> list[str]:
+        return [str(folder / "cgroup.procs") for folder in self.folders.values()]
+
+    def read(self, controller: str, name: str) -> str:
+        try:
+            return (self.folders[controller] / name).read_text()
+        except (OSError, KeyError):
+            return ""
+
+    def counter(self, controller: str, name: str, key: str) -> int:
+        """A ``key value`` line's value in a flat-keyed file (``memory.oom_control``)."""
+        for line in self.read(controller, name).splitlines():
+            parts = line.split()
+            if len(parts) == 2 and parts[0] == key:
+                return int(parts[1])
+        return 0
+
+    def number(self, controller: str, name: str) -> int | None:
+        text = self.read(controller, name).strip()
+        return int(text) if text.isdigit() else None
+
+    def oom_kills(self) -> int:
+        return self.counter("memory", "memory.oom_control", "oom_kill")
+
+    def refused_forks(self) -> int:
+        return self.counter("pids", "pids.events", "max")
+
+    def cpu_seconds(self) -> float | None:
+        nanoseconds = self.number("cpuacct", "cpuacct.usage")
+        return nanoseconds / 1e9 if nanoseconds is not None else None
+
+    def usage(self) -> Usage:
+        return Usage(peak_memory_bytes=self.number("memory", "memory.max_usage_in_bytes"),
+                     peak_processes=self.number("pids", "pids.peak"),
+                     cpu_seconds=self.cpu_seconds())
+
+    def pids(self) -> set[int]:
+        found: set[int] = set()
+        for folder in self.folders.values():
+            try:
+                found.update(int(p) for p in (folder / "cgroup.procs").read_text().split())
+            except OSError:
+                pass
+        return found
+
+    def kill_all(self, seconds: float = 10.0) -> None:
+        """SIGKILL every process left in the cgroups, until there are none."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            left = self.pids()
+            if not left:
+                return
+            for pid in left:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.02)
+        LOGGER.error("sandbox: processes %s outlived their grading", sorted(self.pids()))
+
+    def remove(self) -> None:
+        for folder in self.folders.values():
+            for _attempt in range(50):
+                try:
+                    folder.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.02)  # the last killed processes are still leaving
+
+
+def _own_cgroups() -> dict[str, str]:
+    """This process's cgroup per controller (cgroup v1's /proc/self/cgroup)."""
+    found = {}
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return found
+    for line in lines:
+        _number, controllers, path = line.split(":", 2)
+        for controller in controllers.split(","):
+            found[controller] = path
+    return found
+
+
+def _make(controller: str, parent: str, name: str) -> Path:
+    """``name`` under ``parent`` in ``controller``'s hierarchy, else under its root (a
+    container may let us write only at the top)."""
+    base = CGROUPS / controller
+    for place in (base / parent.lstrip("/"), base):
+        _remove_stale(place)
+        try:
+            folder = place / name
+            folder.mkdir()
+            return folder
+        except OSError:
+            continue
+    raise PermissionError(f"cannot make a {controller} cgroup under {base}")
+
+
+def _remove_stale(place: Path) -> None:
+    """Empty cgroups left by a room that was killed before it could remove them."""
+    for folder in place.glob("lockshop-sandbox-*-*"):
+        owner = folder.name.split("-")[2]
+        if owner.isdigit() and not Path(f"/proc/{owner}").exists():
+            try:
+                folder.rmdir()
+            except OSError:
+                pass  # processes still in it, or already gone
+
+
+# --- running -----------------------------------------------------------------------------
+
+
+def run(command: Sequence[str], limits: Limits, view: View, *,
+        on_report: Callable[[bytes], None] = lambda _: None,
+        env: dict[str, str] | None = None, max_line: int = 64 * 1024,
+        max_report: int = 4 * MB) -> SandboxRun:
+    """Run ``command`` in the sandbox until it ends or a limit stops it.
+
+    The command finds a pipe's write end in ``$LOCKSHOP_REPORT_FD``: each line written
+    there is handed to ``on_report`` (lines longer than ``max_line`` are dropped; past
+    ``max_report`` bytes the run is stopped as printing too much). What it prints on
+    stdout and stderr only counts against ``limits.output_bytes``; its tail is kept."""
+    missing = missing_tools()
+    if missing:
+        raise SandboxUnavailable(f"missing {', '.join(missing)} (Debian packages bubblewrap, "
+                                 "util-linux); ./run installs them")
+    if os.geteuid() != 0:
+        raise SandboxUnavailable("the sandbox needs root: it binds what root can read, "
+                                 "then runs the student's code as nobody")
+    warnings: list[str] = []
+    try:
+        cgroups: Cgroups | None = Cgroups(limits)
+    except OSError as error:
+        cgroups = None
+        warnings.append(f"cgroups are not writable here ({error}): memory, process and "
+                        "total CPU limits are not enforced; only rlimits and the wall clock")
+        LOGGER.warning("sandbox: %s", warnings[-1])
+    report_read, report_write = os.pipe()
+    output_read, output_write = os.pipe()
+    inside_env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": INSIDE_TMP,
+                  "TMPDIR": INSIDE_TMP, "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
+                  "PYTHONUNBUFFERED": "1", "LOCKSHOP_REPORT_FD": str(report_write),
+                  **(env or {})}
+    argv = _command_line(command, limits, view, inside_env, cgroups)
+    state = _Watch(limits)
+    started = time.monotonic()
+    try:
+        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=output_write,
+                                   stderr=output_write, pass_fds=(report_write,),
+                                   env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
+                                   start_new_session=True)
+    except OSError:
+        os.close(report_read)
+        os.close(output_read)
+        if cgroups is not None:
+            cgroups.remove()
+        raise
+    finally:
+        os.close(report_write)
+        os.close(output_write)
+    readers = [threading.Thread(target=state.read_output, args=(output_read,), daemon=True),
+               threading.Thread(target=state.read_report,
+                                args=(report_read, on_report, max_line, max_report),
+                                daemon=True)]
+    for reader in readers:
+        reader.start()
+    try:
+        returncode = _watch(process, state, cgroups, limits, started)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        if cgroups is not None:
+            cgroups.kill_all()
+        for reader in readers:
+            reader.join(10)
+        usage = cgroups.usage() if cgroups is not None else Usage()
+        if cgroups is not None:
+            cgroups.remove()
+    usage.wall_seconds = round(time.monotonic() - started, 2)
+    return SandboxRun(returncode, state.limit, state.tail(), usage, warnings)
+
+
+def _command_line(command: Sequence[str], limits: Limits, view: View, env: dict[str, str],
+                  cgroups: Cgroups | None) -> list[str]:
+    rlimits = [f"--cpu={limits.cpu_seconds}:{limits.cpu_seconds + 5}",
+               f"--nofile={limits.open_files}:{limits.open_files}",
+               f"--fsize={limits.file_bytes}:{limits.file_bytes}", "--core=0:0"]
+    if cgroups is None:
+        # Without a pids cgroup, a per-user count: shared by every grading running now.
+        rlimits.append(f"--nproc={limits.processes}:{limits.processes}")
+    bwrap = ["bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+             # No cgroup namespace: the JVM reads its limits at /proc/self/cgroup's paths
+             # under /sys/fs/cgroup, and fails to start if the two disagree.
+             "--hostname", "sandbox", "--die-with-parent",
+             "--new-session", "--ro-bind", "/", "/", *bwrap_arguments(view, limits),
+             "--proc", "/proc", "--dev", "/dev", "--chdir", INSIDE_TMP, "--clearenv"]
+    for name, value in env.items():
+        bwrap += ["--setenv", name, value]
+    drop = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+            "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+    joined = cgroups.procs if cgroups is not None else []
+    return ["/bin/sh", "-c", _JOIN, "sh", *joined, "--", "prlimit", *rlimits, "--",
+            *bwrap, "--", *drop, *command]
+
+
+class _Watch:
+    """What the readers saw: bytes printed, the first limit hit."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self.printed = 0
+        self.limit: str | None = None
+        self.stop = threading.Event()
+        self._tail = bytearray()
+        self._lock = threading.Lock()
+
+    def hit(self, limit: str) -> None:
+        with self._lock:
+            if self.limit is None:
+                self.limit = limit
+        self.stop.set()
+
+    def tail(self) -> str:
+        return bytes(self._tail).decode("utf-8", "replace")
+
+    def read_output(self, fd: int) -> None:
+        with os.fdopen(fd, "rb", buffering=0) as stream:
+            while chunk := stream.read(64 * 1024):
+                self.printed += len(chunk)
+                self._tail = (self._tail + chunk)[-4096:]
+                if self.printed > self.limits.output_bytes:
+                    self.hit(OUTPUT)
+                    return  # closing our end: whatever it prints next gets EPIPE
+
+    def read_report(self, fd: int, on_report: Callable[[bytes], None], max_line: int,
+                    max_report: int) -> None:
+        received = 0
+        pending = bytearray()
+        dropping = False
+        with os.fdopen(fd, "rb", buffering=0) as stream:
+            while chunk := stream.read(64 * 1024):
+                received += len(chunk)
+                if received > max_report:
+                    self.hit(OUTPUT)
+                    return
+                pending += chunk
+                while (end := pending.find(b"\n")) >= 0:
+                    line, pending = bytes(pending[:end]), pending[end + 1:]
+                    if not dropping:
+                        _hand_over(on_report, line)
+                    dropping = False
+                if len(pending) > max_line:
+                    pending.clear()
+                    dropping = True  # the rest of an over-long line, up to its end
+            if pending and not dropping:
+                _hand_over(on_report, bytes(pending))
+
+
+def _hand_over(on_report: Callable[[bytes], None], line: bytes) -> None:
+    try:
+        on_report(line)
+    except Exception:  # noqa: BLE001 - a caller's bug must not leave the run unread
+        LOGGER.exception("sandbox: the report's reader failed on a line")
+
+
+def _watch(process: subprocess.Popen, state: _Watch, cgroups: Cgroups | None,
+           limits: Limits, started: float) -> int | None:
+    """Poll until the run ends or hits a limit (then kill it); its exit status."""
+    while True:
+        returncode = process.poll()
+        if cgroups is not None:
+            if cgroups.oom_kills():
+                state.hit(MEMORY)
+            elif cgroups.refused_forks():
+                state.hit(PROCESSES)
+            elif (cgroups.cpu_seconds() or 0) > limits.total_cpu_seconds:
+                state.hit(CPU)
+        if returncode is not None:
+            if returncode in (128 + signal.SIGXCPU, -signal.SIGXCPU) and state.limit is None:
+                state.hit(CPU)
+            return returncode
+        if time.monotonic() - started > limits.wall_seconds:
+            state.hit(WALL)
+        if state.stop.is_set():
+            # Killing bwrap kills its init (--die-with-parent), and with it the PID
+            # namespace; the cgroup sweep catches whatever was on its way out.
+            process.kill()
+            process.wait()
+            if cgroups is not None:
+                cgroups.kill_all()
+            return None
+        state.stop.wait(0.05)

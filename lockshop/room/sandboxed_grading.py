@@ -1,0 +1,185 @@
+"""A student's source, graded in the sandbox: what the room's queue calls.
+
+The source is written into a fresh folder of its own (closed to everyone but root; only
+its one file is bound into the sandbox, read-only), ``lockshop.room.inside`` grades it
+there, and its report lines are read as untrusted text: each line capped, parsed as
+JSON only (never evaluated), and kept only when it is a well-formed check, verdict or
+load error. The outcome's message is one line in the student's language: the verdict,
+the limit that stopped the grading, or why the code did not load.
+
+What the sandbox guarantees is containment, not an honest verdict: the student's lock runs
+in the grader's own process, so code written to rewrite the grader there could report a
+pass. What is checked here stops the cheap forgeries: a line printed on stdout never
+counts (the report has a pipe of its own), the checks must come as the exercise runs
+them, each lesson in its place, and a pass needs every one of them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lockshop import exercises
+from lockshop.room import sandbox
+from lockshop.room.sandbox import Limits
+from shop.i18n import _
+from shop.i18n import language as speaking
+
+LOGGER = logging.getLogger(__name__)
+
+#: The most source one grading takes (the room refuses more at the door).
+MAX_SOURCE_BYTES = 64 * 1024
+#: The longest report line, and the longest text kept from one of its fields.
+MAX_LINE = 64 * 1024
+MAX_FIELD = 4000
+#: Where the student's file is, inside the sandbox.
+SUBMISSION = "/tmp/submission"
+_LESSON = re.compile(r"^C\d{2}$")
+_TEXTS = ("action", "expected", "observed", "hint", "lesson_title")
+
+
+@dataclass
+class GradingOutcome:
+    #: The grader's verdict; None when it gave none (a limit stopped it, the code did not
+    #: load, or the grading broke).
+    passed: bool | None
+    checks: list[dict] = field(default_factory=list)
+    #: One line, in the student's language.
+    message: str = ""
+    #: The limit that stopped it (``sandbox.MEMORY``, ``sandbox.WALL``, ...), or None.
+    limit: str | None = None
+    #: What the grading used (peak memory, processes, CPU, wall time), when it ran.
+    usage: sandbox.Usage | None = None
+
+
+def grade_in_sandbox(exercise_id: str, source: str, language: str, *,
+                     on_check: Callable[[dict], None] = lambda _: None,
+                     limits: Limits | None = None,
+                     hidden: tuple[Path | str, ...] = ()) -> GradingOutcome:
+    """Grade ``source`` as exercise ``exercise_id`` in the sandbox, calling ``on_check``
+    with each check's dict as it completes. ``hidden``: folders the grading must not see
+    besides the usual ones (the control's runtime folder, when it is not the project's
+    ``.lockshop``). ``KeyError`` for an unknown exercise."""
+    exercise = exercises.find(exercise_id)
+    limits = limits or Limits()
+    with speaking(language):
+        if len(source.encode("utf-8", "replace")) > MAX_SOURCE_BYTES:
+            return GradingOutcome(None, message=_(
+                "not graded: your code is over %(size)s", size=sandbox.size(MAX_SOURCE_BYTES)))
+        report = _Report(on_check, [check.lesson for check in exercise.checks()])
+        folder = Path(tempfile.mkdtemp(prefix="lockshop-grading-"))  # root's, closed (0700)
+        try:
+            submission = folder / "submission"
+            submission.mkdir(mode=0o755)
+            (submission / exercise.file).write_text(source, encoding="utf-8")
+            (submission / exercise.file).chmod(0o644)
+            view = sandbox.python_view(hidden=hidden, mounts=[(submission, SUBMISSION)])
+            command = [sys.executable, "-m", "lockshop.room.inside", exercise.id,
+                       f"{SUBMISSION}/{exercise.file}", "--lang", language]
+            try:
+                ran = sandbox.run(command, limits, view, on_report=report.line,
+                                  max_line=MAX_LINE)
+            except sandbox.SandboxUnavailable as error:
+                LOGGER.error("sandbox: %s", error)
+                return GradingOutcome(None, message=_(
+                    "not graded: the grading sandbox is missing on the instructor's machine "
+                    "(%(error)s)", error=error))
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        outcome = report.outcome(ran, limits, exercise.id)
+        outcome.usage = ran.usage
+        return outcome
+
+
+class _Report:
+    """The lines ``inside`` sent, believed only as far as they are well formed."""
+
+    def __init__(self, on_check: Callable[[dict], None], lessons: list[str]) -> None:
+        self.on_check = on_check
+        #: The exercise's checks' lessons, in the order the grader runs them.
+        self.lessons = lessons
+        self.checks: list[dict] = []
+        self.verdict: dict | None = None
+        self.load_error: str | None = None
+
+    def line(self, raw: bytes) -> None:
+        if self.verdict is not None or self.load_error is not None:
+            return  # nothing counts after the last word
+        try:
+            record = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            return
+        if not isinstance(record, dict):
+            return
+        if check := _check(record):
+            if len(self.checks) >= len(self.lessons) or \
+                    check["lesson"] != self.lessons[len(self.checks)]:
+                return  # not the check the grader runs next
+            self.checks.append(check)
+            self.on_check(dict(check))
+        elif isinstance(verdict := record.get("verdict"), dict) and len(record) == 1:
+            passed, lesson = verdict.get("passed"), verdict.get("lesson")
+            if isinstance(passed, bool) and (lesson is None or _is_lesson(lesson)):
+                self.verdict = {"passed": passed, "lesson": lesson}
+        elif record.get("error") == "load" and isinstance(record.get("message"), str):
+            self.load_error = _one_line(record["message"])
+
+    def outcome(self, ran: sandbox.SandboxRun, limits: Limits, exercise: str) -> GradingOutcome:
+        if ran.limit is not None:
+            return GradingOutcome(None, self.checks, sandbox.limit_message(ran.limit, limits),
+                                  ran.limit)
+        if self.load_error is not None:
+            return GradingOutcome(None, self.checks, _one_line(
+                _("your code did not load: %(error)s", error=self.load_error)))
+        if self.verdict is None or not self.checks:
+            said = [line for line in ran.output_tail.splitlines() if line.strip()]
+            return GradingOutcome(None, self.checks, _one_line(_(
+                "the grading stopped before its verdict (exit status %(status)s): %(said)s",
+                status=ran.returncode, said=said[-1][:300] if said else _("nothing said"))))
+        # A verdict must agree with the checks it sums up, every one of them there.
+        failed = next((c for c in self.checks if not c["passed"]), None)
+        passed = self.verdict["passed"] and failed is None and \
+            len(self.checks) == len(self.lessons)
+        count = sum(c["passed"] for c in self.checks)
+        if passed:
+            message = _("exercise %(id)s passed: %(passed)s of %(checks)s checks",
+                        id=exercise, passed=count, checks=len(self.checks))
+        elif failed is None:
+            message = _("exercise %(id)s not passed: only %(reported)s of its %(checks)s "
+                        "checks reported", id=exercise, reported=len(self.checks),
+                        checks=len(self.lessons))
+        else:
+            lesson = failed["lesson"] if failed else self.verdict["lesson"]
+            title = failed["lesson_title"] if failed else ""
+            message = _("exercise %(id)s not passed: %(passed)s of %(checks)s checks; first "
+                        "broken lesson %(lesson)s: %(title)s", id=exercise, passed=count,
+                        checks=len(self.checks), lesson=lesson, title=title or "")
+        return GradingOutcome(passed, self.checks, _one_line(message))
+
+
+def _check(record: dict) -> dict | None:
+    """``record`` as a check, if it is exactly one, with its texts capped."""
+    if set(record) != {"lesson", "passed", "action", "expected", "observed", "hint",
+                       "lesson_title"}:
+        return None
+    if not _is_lesson(record["lesson"]) or not isinstance(record["passed"], bool):
+        return None
+    if not all(isinstance(record[name], str) for name in _TEXTS):
+        return None
+    return {"lesson": record["lesson"], "passed": record["passed"],
+            **{name: record[name][:MAX_FIELD] for name in _TEXTS}}
+
+
+def _is_lesson(value: object) -> bool:
+    return isinstance(value, str) and bool(_LESSON.match(value))
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:1000]
