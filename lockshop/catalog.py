@@ -78,6 +78,10 @@ def _entries(po: bytes) -> list[tuple]:
 
 def compile_catalogs() -> None:
     pybabel("compile", "-d", str(LOCALE_DIR), "-D", DOMAIN)
+    # pybabel writes through a temporary file, readable by its owner alone; the room's
+    # gradings run as an unprivileged user and speak the student's language too.
+    for mo in LOCALE_DIR.glob(f"*/LC_MESSAGES/{DOMAIN}.mo"):
+        mo.chmod(0o644)
 
 
 def read_catalog(language: str) -> Catalog:
