@@ -359,13 +359,18 @@ def test_a_chinese_skeleton_is_the_english_one_in_chinese(number):
             assert HAN.search(comment), comment
 
 
-def test_skeleton_text_follows_the_language_and_falls_back_to_english():
+def test_skeleton_text_follows_the_language_and_falls_back_to_english(monkeypatch):
+    monkeypatch.setenv("LOCKSHOP_INVOKED_AS", "./run")  # as the project's run script says
     exercise = EXERCISES["3"]
     assert skeleton_text("3", "zh_CN") == skeleton_text(exercise, "zh-Hans")
     assert "练习 3" in skeleton_text(exercise, "zh")
     assert skeleton_text(exercise, "en") == exercise.skeleton.read_text(encoding="utf-8")
     assert skeleton_text(exercise, "fr") == skeleton_text(exercise, None) == \
         skeleton_text(exercise, "en")
+    # Its "check it" line says the command the way the reader runs lockshop.
+    monkeypatch.setenv("LOCKSHOP_INVOKED_AS", "../lockshop/run")
+    assert "Check it:   ../lockshop/run exercise check 3 token_lock.py" in skeleton_text(
+        exercise, "en")
 
 
 # --- the locks package's reasons ---------------------------------------------------------------

@@ -227,3 +227,23 @@ def test_a_reader_that_went_away_gets_no_error_line():
         os.close(write_end)
     assert done.returncode == 1
     assert done.stderr == ""
+
+
+def test_a_command_lockshop_prints_works_as_printed_from_a_folder_of_ones_own(tmp_path):
+    # A fresh clone has no 'lockshop' on the PATH: the project's run script is the front
+    # door, and a student calls it from a folder of their own by its path.
+    run = Path(__file__).resolve().parent.parent / "run"
+    typed = os.path.relpath(run, tmp_path)
+    env = {**os.environ, "LANGUAGE": "en"}
+    started = subprocess.run([typed, "exercise", "start", "3"], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=300)
+    assert started.returncode == 0, started.stderr
+    printed = started.stdout.strip().splitlines()[-1].split("check it: ", 1)[1]
+    assert printed == f"{typed} exercise check 3 token_lock.py"
+    assert f"Check it:   {typed} exercise check 3 token_lock.py" in (
+        tmp_path / "token_lock.py").read_text()
+    checked = subprocess.run(printed.split(), cwd=tmp_path, env=env, capture_output=True,
+                             text=True, timeout=300)
+    # The skeleton's TODOs are left: it runs, and fails on them.
+    assert checked.returncode == 1 and "exercise 3 not passed" in checked.stdout, (
+        checked.stdout + checked.stderr)

@@ -161,7 +161,8 @@ def _irregular(term: str) -> list[str]:
 
 #: What is not prose: placeholders, quoted names ('strategy', not A's), <token>, commands,
 #: identifiers and calls (self.token, fencing_token), assignments (reentrant = True).
-CODE = re.compile(r"%\(\w+\)[-#0 +]?\d*(?:\.\d+)?[a-z]|(?<!\w)'[^']*'(?!\w)|<[^>]*>"
+CODE = re.compile(r"(?:%\(lockshop\)s|\./run)(?: [a-z]+){1,2}"  # a command, however run
+                  r"|%\(\w+\)[-#0 +]?\d*(?:\.\d+)?[a-z]|(?<!\w)'[^']*'(?!\w)|<[^>]*>"
                   r"|\blockshop(?: [a-z]+){1,2}|\b\w+(?:[._]\w+)+(?:\([^)]*\))?|\b\w+ = \w+")
 #: A term's word in another sense: a credential, a lab's verdict, a key that contains.
 OTHER_SENSES = ("admin token", "did not hold", "does not hold", "holds (", "still holds it",

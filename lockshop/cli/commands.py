@@ -17,6 +17,7 @@ from sqlalchemy import select
 from sqlalchemy.engine import make_url
 
 from locks import UnknownStrategy
+from lockshop.invoked import lockshop_command
 from lockshop.cluster.client import ShopClient
 from lockshop.cluster.scratch import DEFAULT_SERVERS
 from lockshop.table import format_table
@@ -120,9 +121,10 @@ def _say_what_runs(cluster, config: Config, console, room_code: str) -> None:
     if console.moved:
         print("  " + _("port %(port)s was taken (another lockshop up?): the control and the "
                        "room answer on another port this time", port=CONTROL_PORT))
-    print("  " + _("room code %(code)s: students post their exercise checks to the board with "
-                   "lockshop exercise check N FILE --report %(url)s --room %(code)s --name NAME",
-                   code=room_code, url=control_url))
+    # Said for students, who run their own clone's front door.
+    print("  " + _("room code %(code)s: students who check on their own machines post to the "
+                   "board with ./run exercise check N FILE --report %(url)s --room %(code)s "
+                   "--name NAME", code=room_code, url=control_url))
     if cluster.network is not None:
         lan = cluster.network.as_dict()
         print("  " + _("hosts on bridge %(bridge)s (this machine: %(machine)s): %(hosts)s",
@@ -222,8 +224,8 @@ def cmd_lab(args: argparse.Namespace, config: Config) -> int:
         try:
             chosen = [labs.find(args.name)]
         except KeyError:
-            raise CliError(_("no lab named %(name)r; 'lockshop lab list' lists them",
-                             name=args.name)) from None
+            raise CliError(_("no lab named %(name)r; '%(lockshop)s lab list' lists them",
+                             name=args.name, lockshop=lockshop_command())) from None
     if args.source:
         for lab in chosen:
             print(lab_source(lab))
@@ -429,8 +431,9 @@ def _sessions(config: Config, create: bool = False):
     if backend_name(url) == "sqlite" and not create:
         path = make_url(url).database
         if not path or not Path(path).is_file():
-            raise CliError(_("no database at %(path)s: start the shop with 'lockshop up' "
-                             "or set LOCKSHOP_DATABASE_URL / --database-url", path=path))
+            raise CliError(_("no database at %(path)s: start the shop with '%(lockshop)s up' "
+                             "or set LOCKSHOP_DATABASE_URL / --database-url", path=path,
+                             lockshop=lockshop_command()))
     from lockshop.cluster.launcher import absolute_sqlite_url
     engine = make_engine(absolute_sqlite_url(url))
     create_schema(engine)

@@ -17,6 +17,7 @@ import requests
 
 from locks.custom import LockClassError
 from lockshop.cli.commands import CliError
+from lockshop.invoked import lockshop_command
 from shop.config import Config
 from lockshop.exercises.skeleton_text import skeleton_text
 from shop.i18n import _, current_language
@@ -29,20 +30,22 @@ def cmd_exercise(args: argparse.Namespace, config: Config) -> int:
     if args.action == "list":
         return _list(exercises, args.json)
     if not args.id:
-        raise CliError(_("'lockshop exercise %(action)s' needs an exercise's number; "
-                         "'lockshop exercise list' lists them", action=args.action))
+        raise CliError(_("'%(lockshop)s exercise %(action)s' needs an exercise's number; "
+                         "'%(lockshop)s exercise list' lists them", action=args.action,
+                         lockshop=lockshop_command()))
     try:
         exercise = exercises.find(args.id)
     except KeyError:
-        raise CliError(_("no exercise %(id)r; 'lockshop exercise list' lists them",
-                         id=args.id)) from None
+        raise CliError(_("no exercise %(id)r; '%(lockshop)s exercise list' lists them",
+                         id=args.id, lockshop=lockshop_command())) from None
     if args.action == "start":
         return _start(exercise, Path(args.target or "."))
     if args.reference:
         args.target = reference_lock(exercise)
     if not args.target:
-        raise CliError(_("'lockshop exercise check %(id)s' needs your lock's file: lockshop "
-                         "exercise check %(id)s %(file)s", id=exercise.id, file=exercise.file))
+        raise CliError(_("'%(lockshop)s exercise check %(id)s' needs your lock's file: "
+                         "%(lockshop)s exercise check %(id)s %(file)s", id=exercise.id,
+                         file=exercise.file, lockshop=lockshop_command()))
     return _check(exercise, args)
 
 
@@ -64,8 +67,8 @@ def _list(exercises, as_json: bool) -> int:
         print("    " + _("%(family)s  lessons %(lessons)s  articles %(articles)s",
                         family=exercise.family, lessons=" ".join(exercise.lessons),
                         articles=", ".join(exercise.articles)))
-    print("\n" + _("lockshop exercise start N writes exercise N's skeleton; lockshop exercise "
-                   "check N FILE grades it."))
+    print("\n" + _("%(lockshop)s exercise start N writes exercise N's skeleton; "
+                   "%(lockshop)s exercise check N FILE grades it.", lockshop=lockshop_command()))
     return 0
 
 
@@ -78,8 +81,8 @@ def _start(exercise, folder: Path) -> int:
                          "or start in another folder)", target=target))
     target.write_text(skeleton_text(exercise, current_language()), encoding="utf-8")
     print(_("wrote %(target)s", target=target))
-    print(_("fill in its TODOs, then check it: lockshop exercise check %(id)s %(target)s",
-            id=exercise.id, target=target))
+    print(_("fill in its TODOs, then check it: %(lockshop)s exercise check %(id)s %(target)s",
+            id=exercise.id, target=target, lockshop=lockshop_command()))
     return 0
 
 

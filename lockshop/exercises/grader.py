@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from locks.custom import LockClassError, factory_for, load_lock_class, split_spec
+from lockshop.invoked import lockshop_command
 from lockshop.exercises import Exercise
 from lockshop.exercises import grading as limits
 from lockshop.exercises.diagnoses import Diagnostician
@@ -103,9 +104,9 @@ def resolve(spec: str, exercise: Exercise) -> tuple[type, str]:
     if requires != (exercise.family,):
         raise LockClassError(_(
             "%(target)s: %(name)s is a %(family)s lock; exercise %(id)s is a %(wanted)s "
-            "exercise (start from its skeleton: lockshop exercise start %(id)s)",
+            "exercise (start from its skeleton: %(lockshop)s exercise start %(id)s)",
             target=target, name=lock_class.__name__, family=requires[0], id=exercise.id,
-            wanted=exercise.family))
+            wanted=exercise.family, lockshop=lockshop_command()))
     return lock_class, f"{target}:{class_name or lock_class.__name__}"
 
 

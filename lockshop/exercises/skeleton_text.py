@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from lockshop.invoked import lockshop_command
 from shop.i18n import CHINESE, normalise
 
 #: The file suffix of each language's twin (English is the skeleton itself).
@@ -34,4 +35,7 @@ def skeleton_text(exercise, language: str | None) -> str:
     if isinstance(exercise, str):
         from lockshop.exercises import find
         exercise = find(exercise)
-    return skeleton_path(exercise, language).read_text(encoding="utf-8")
+    text = skeleton_path(exercise, language).read_text(encoding="utf-8")
+    # Its docstring says how to check it with the project's front door, ./run: said the
+    # way this reader runs lockshop, so that it works as printed.
+    return text.replace("./run exercise check", f"{lockshop_command()} exercise check")

@@ -17,6 +17,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from lockshop.invoked import lockshop_command
 from lockshop.table import format_table
 from lockshop.workshop.jobs_demo import JobsResult, jobs_table, run_jobs_section
 from lockshop.workshop.labs import LABS
@@ -104,7 +105,8 @@ def run_demo(config: Config, *, instances: int = 3, users: int = 24, run_time_s:
                        "steps:") + "\n")
         staged_labs = [lab for lab in LABS.values() if lab.name in staged]
         labs_failed = [r for r in run_labs(staged_labs) if not r.holds]
-    print(_("Every lesson of the workshop's articles that is staged: lockshop lab list"))
+    print(_("Every lesson of the workshop's articles that is staged: %(lockshop)s lab list",
+            lockshop=lockshop_command()))
     return 1 if surprises or job_surprises or labs_failed else 0
 
 

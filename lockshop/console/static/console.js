@@ -348,7 +348,7 @@ async function loadExercises() {
       element("span", {class: "muted"}, ` (${exercise.family}; ${exercise.lessons.join(" ")}; ` +
                                          `${exercise.articles.join(", ")})`),
       element("div", {}, exercise.asks),
-      element("code", {}, `lockshop exercise start ${exercise.id}`))));
+      element("code", {}, `./run exercise start ${exercise.id}`))));
 }
 
 async function refreshRoom() {

@@ -7,7 +7,7 @@ it, so a holder that crashes or is cut off loses it, and the lock frees by
 itself (lesson C18). A client that finds the node taken watches it and
 tries again when ZooKeeper says it was deleted.
 
-Check it:   lockshop exercise check 7 ephemeral_lock.py
+Check it:   ./run exercise check 7 ephemeral_lock.py
 
 What you may use (the base class, ZooKeeperLockBase, sets them up):
     self.client     a kazoo client (KazooClient) of the grader's ZooKeeper, connected:

@@ -5,7 +5,7 @@ ZooKeeper 只让其中一个创建成功。这个节点是*临时节点*：只�
 存续期间存在，所以持有者崩溃或断开连接时节点随之消失，锁自动释放（知识点 C18）。
 发现节点已被占用的客户端监听这个节点，等 ZooKeeper 通知它被删除后再试一次。
 
-检查：      lockshop exercise check 7 ephemeral_lock.py
+检查：      ./run exercise check 7 ephemeral_lock.py
 
 可以使用（由基类 ZooKeeperLockBase 准备好）：
     self.client     连到评分程序那台 ZooKeeper 的 kazoo 客户端（KazooClient），已连接：

@@ -14,7 +14,7 @@ one newer than the last it saw for that product.
 Start from your exercise 5: the checks of exercises 1 to 5 run too. Then
 hand out a fencing token on every first acquisition.
 
-Check it:   lockshop exercise check 6 fenced_lock.py
+Check it:   ./run exercise check 6 fenced_lock.py
 
 What you may use (the base class, RedisLockBase, sets them up):
     self.client, self.key, self.lease_ms, self.owner, self.run(script, keys, args)

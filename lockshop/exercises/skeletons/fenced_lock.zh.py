@@ -10,7 +10,7 @@
 
 从你的练习 5 开始：练习 1 到 5 的检查也会一起运行。然后在每次新加锁时发放防护令牌。
 
-检查：      lockshop exercise check 6 fenced_lock.py
+检查：      ./run exercise check 6 fenced_lock.py
 
 可以使用（由基类 RedisLockBase 准备好）：
     self.client、self.key、self.lease_ms、self.owner、self.run(script, keys, args)

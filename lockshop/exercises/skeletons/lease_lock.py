@@ -6,7 +6,7 @@ later buyer forever (lesson C09). SETNX then EXPIRE looks like the answer,
 but they are two commands: a crash between them leaves the same key with no
 expiry (lesson C10). SET with NX and PX does both at once.
 
-Check it:   lockshop exercise check 2 lease_lock.py
+Check it:   ./run exercise check 2 lease_lock.py
 (it runs exercise 1's checks too: a lock that passes 2 is right for 1 and 2)
 
 What you may use (the base class, RedisLockBase, sets them up):

@@ -5,7 +5,7 @@
 再 EXPIRE 看起来能解决，但这是两条命令：两条命令之间崩溃，留下的仍是一个没有过期
 时间的键（知识点 C10）。带 NX 和 PX 的 SET 一次完成这两件事。
 
-检查：      lockshop exercise check 2 lease_lock.py
+检查：      ./run exercise check 2 lease_lock.py
 （练习 1 的检查也会一起运行：通过练习 2 的锁，对练习 1 和 2 都是正确的）
 
 可以使用（由基类 RedisLockBase 准备好）：

@@ -14,7 +14,7 @@ create the node again: the herd effect (羊群效应, lesson C19). Instead:
 Waiters are served in the order they arrived (C20). A waiter that gives up
 (a timeout) must delete its node, or everyone queued behind it waits forever.
 
-Check it:   lockshop exercise check 8 queue_lock.py  (exercise 7's checks run too)
+Check it:   ./run exercise check 8 queue_lock.py  (exercise 7's checks run too)
 
 What you may use (the base class, ZooKeeperLockBase, sets them up):
     self.client     a kazoo client: .create(path, value, ephemeral=True, sequence=True,

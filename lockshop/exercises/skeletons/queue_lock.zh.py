@@ -14,7 +14,7 @@
 等待者按先来后到获得锁（C20）。放弃等待（超时）的等待者必须删除自己的节点，
 否则排在它后面的所有等待者会永远等下去。
 
-检查：      lockshop exercise check 8 queue_lock.py（练习 7 的检查也会一起运行）
+检查：      ./run exercise check 8 queue_lock.py（练习 7 的检查也会一起运行）
 
 可以使用（由基类 ZooKeeperLockBase 准备好）：
     self.client     一个 kazoo 客户端：.create(path, value, ephemeral=True, sequence=True,

@@ -16,7 +16,7 @@ The owner is self.owner: made for each thread when it first asks and never
 given to another. The article's "threadId" is not safe in Python, which hands
 a dead thread's id to the next thread (lesson C49).
 
-Check it:   lockshop exercise check 4 reentrant_lock.py
+Check it:   ./run exercise check 4 reentrant_lock.py
 (it runs the checks of exercises 1 to 3 too)
 
 What you may use (the base class, RedisLockBase, sets them up):

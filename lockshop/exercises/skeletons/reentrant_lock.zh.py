@@ -15,7 +15,7 @@ EXPIRE 多条命令实现可重入加锁，可能让两个所有者同时持锁�
 别的线程。文章里的 “threadId” 在 Python 里并不安全：Python 会把已结束线程的线程号
 分给下一个线程（知识点 C49）。
 
-检查：      lockshop exercise check 4 reentrant_lock.py
+检查：      ./run exercise check 4 reentrant_lock.py
 （练习 1 到 3 的检查也会一起运行）
 
 可以使用（由基类 RedisLockBase 准备好）：

@@ -4,7 +4,7 @@ Article A0, section 2.1 ("基本实现"): a lock must be seen by every process,
 and only one may hold it. Redis is outside every process; SETNX (set if not
 exists) succeeds for the first caller only and answers 0 to the rest.
 
-Check it:   lockshop exercise check 1 setnx_lock.py
+Check it:   ./run exercise check 1 setnx_lock.py
 
 What you may use (the base class, RedisLockBase, sets them up):
     self.client     a redis-py client of the grader's Redis: .set, .get, .delete, ...

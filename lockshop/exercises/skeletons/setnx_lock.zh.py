@@ -4,7 +4,7 @@
 持有者。Redis 在所有进程之外；SETNX（不存在时才设置）只对第一个调用者成功，
 其余调用者都得到 0。
 
-检查：      lockshop exercise check 1 setnx_lock.py
+检查：      ./run exercise check 1 setnx_lock.py
 
 可以使用（由基类 RedisLockBase 准备好）：
     self.client     连到评分程序那台 Redis 的 redis-py 客户端：.set、.get、.delete 等

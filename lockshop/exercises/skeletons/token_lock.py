@@ -8,7 +8,7 @@ DEL is two commands with a gap between them: the lease can run out in that gap
 (lesson C12). A Lua script runs on the server in one step: compare and delete
 there.
 
-Check it:   lockshop exercise check 3 token_lock.py
+Check it:   ./run exercise check 3 token_lock.py
 (it runs the checks of exercises 1 and 2 too)
 
 What you may use (the base class, RedisLockBase, sets them up):

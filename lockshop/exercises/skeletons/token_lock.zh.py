@@ -6,7 +6,7 @@ C 随即进来，B 和 C 同时持有锁（知识点 C11）。先用 GET 核对�
 两条命令，中间有空隙：锁可能恰好在这个空隙里过期（知识点 C12）。Lua 脚本在服务器
 上一步执行完：在脚本里核对并删除。
 
-检查：      lockshop exercise check 3 token_lock.py
+检查：      ./run exercise check 3 token_lock.py
 （练习 1 和 2 的检查也会一起运行）
 
 可以使用（由基类 RedisLockBase 准备好）：

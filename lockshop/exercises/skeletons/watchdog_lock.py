@@ -9,7 +9,7 @@ watchdog, and the lock frees one lease later (lessons C14, C36).
 Start from your exercise 4 (copy its scripts and methods here): the
 checks of exercises 1 to 4 run too. Then add the watchdog.
 
-Check it:   lockshop exercise check 5 watchdog_lock.py
+Check it:   ./run exercise check 5 watchdog_lock.py
 
 What you may use (the base class, RedisLockBase, sets them up):
     self.client, self.key, self.lease_ms, self.owner, self.run(script, keys, args)

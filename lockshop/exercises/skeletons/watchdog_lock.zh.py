@@ -8,7 +8,7 @@
 从你的练习 4 开始（把它的脚本和方法复制过来）：练习 1 到 4 的检查也会一起运行。
 然后加上看门狗。
 
-检查：      lockshop exercise check 5 watchdog_lock.py
+检查：      ./run exercise check 5 watchdog_lock.py
 
 可以使用（由基类 RedisLockBase 准备好）：
     self.client、self.key、self.lease_ms、self.owner、self.run(script, keys, args)
