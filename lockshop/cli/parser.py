@@ -47,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
         "the code students type to join the room (default: the one kept in the runtime "
         "folder, else a new one)"))
     up.add_argument("--gradings", type=positive, help=_(
-        "how many of the room's checks run at once (default: half the cores)"))
+        "how many of the room's checks run at once (default: the cores, plus one)"))
     up.add_argument("--runtime-dir", type=Path, default=DEFAULT_RUNTIME_DIR,
                     help=_("where the instances' logs and the console's runs go "
                            "(default %(default)s)"))

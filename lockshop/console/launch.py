@@ -81,7 +81,7 @@ class Console:
               room_code: str | None = None, gradings: int | None = None) -> Control:
         """Answer for ``cluster`` and ``servers``, keeping the console's files and the room
         in ``runtime`` (its code: ``room_code`` if given, else the one kept there; it
-        runs ``gradings`` at once, by default half the cores)."""
+        runs ``gradings`` at once, by default the cores plus one)."""
         control = Control(cluster, servers, cluster.config, runtime, room_code, gradings)
         self._app = control_app(control)
         threading.Thread(target=self._server.serve_forever, name="control", daemon=True).start()

@@ -35,7 +35,7 @@ class Room:
              grade: Grade | None = None) -> Room:
         """The room kept in ``folder`` (made if new), its queue running. ``code`` reuses a
         room code (else the kept one, else a new one); ``workers`` is how many gradings
-        run at once (default: half the cores); ``grade`` grades one submission (default:
+        run at once (default: the cores, plus one); ``grade`` grades one submission (default:
         in the sandbox)."""
         if code is not None:
             code = code.strip().upper()
