@@ -218,13 +218,24 @@ def stage_watch_release(run) -> None:
         lua.acquire()
         lua.release()
 
-    rates = {name: _rate(action) for name, action in (("WATCH/MULTI", by_watch), ("Lua", by_lua))}
-    run.check(_("lock and release 0.5 s in a loop, each way (the lock is SET NX PX both "
-                "times)"),
+    rates = _best_rates({"WATCH/MULTI": by_watch, "Lua": by_lua})
+    run.check(_("lock and release in a loop, each way in turn, ten turns of 50 ms (the "
+                "best turn of each counts; the lock is SET NX PX both times)"),
               expected=_("Lua cheaper: one round trip to release, against three (WATCH, GET, "
                          "MULTI/DEL/EXEC) with no conflict at all"),
               observed=listed(per_second(name, rate) for name, rate in rates.items()),
               agrees=rates["Lua"] > rates["WATCH/MULTI"])
+
+
+def _best_rates(actions: dict, batches: int = 10, seconds: float = 0.05) -> dict[str, float]:
+    """Each action's best rate over short batches taken in turn: a busy machine slows
+    whichever runs at a bad moment, so one long run each would compare moments, not ways;
+    the best batch of each is what that way costs."""
+    best = dict.fromkeys(actions, 0.0)
+    for _batch in range(batches):
+        for name, action in actions.items():
+            best[name] = max(best[name], _rate(action, seconds))
+    return best
 
 
 def _rate(action, seconds: float = 0.5) -> float:
