@@ -125,9 +125,9 @@ def test_a_waiter_that_gives_up_as_the_lock_is_handed_to_it_passes_it_on(made, c
     quitter = queued(new_lock(made, starving_after_ms=20))
     behind = queued(new_lock(made, starving_after_ms=20))
     starve(client, quitter)
-    starve(client, behind)
     holder.release()  # handed to the quitter ...
     assert client.get(KEY).decode() == quitter.token
+    starve(client, behind)  # (its clock started at the hand-off: make it starve too)
     quitter._gave_up()  # ... whose wait ran out at that very moment
     assert client.get(KEY).decode() == behind.token  # passed on, to the next starving head
     assert client.llen(QUEUE) == 0
@@ -188,16 +188,22 @@ def test_a_waiter_whose_queue_keys_expired_still_gets_the_lock(made, client):
     waiter.release()
 
 
-def test_waiters_are_served_in_order_by_hand_off_when_all_starve(made, client):
-    """Every waiter starving: each release hands the lock to the next, a FIFO queue."""
-    holder = new_lock(made, starving_after_ms=0)
+def test_waiters_are_served_in_order_by_hand_off_when_each_head_starves(made, client):
+    """Each holder makes the head of the queue starve before it releases: every release
+    hands over, and the lock is a first-come-first-served queue."""
+    holder = new_lock(made, starving_after_ms=20)
     assert holder.acquire(blocking=False)
     order: list[int] = []
 
+    def starve_the_head() -> None:
+        if head := client.lindex(QUEUE, 0):
+            client.hset(SINCE, head, int(client.hget(SINCE, head)) - 1000)
+
     def waiter(n: int) -> None:
-        lock = new_lock(made, starving_after_ms=0)
+        lock = new_lock(made, starving_after_ms=20)
         assert lock.acquire(timeout=10)
         order.append(n)
+        starve_the_head()
         lock.release()
 
     threads = []
@@ -205,12 +211,24 @@ def test_waiters_are_served_in_order_by_hand_off_when_all_starve(made, client):
         threads.append(threading.Thread(target=waiter, args=(n,)))
         threads[-1].start()
         wait_for(lambda n=n: client.llen(QUEUE) == n + 1)
-    for token in client.lrange(QUEUE, 0, -1):  # every one of them has waited long
-        client.hset(SINCE, token, int(client.hget(SINCE, token)) - 1000)
+    starve_the_head()
     holder.release()
     for thread in threads:
         thread.join()
     assert order == list(range(5))  # first come, first served
+
+
+def test_the_head_clock_starts_when_a_waiter_comes_to_the_head(made, client):
+    holder = new_lock(made, starving_after_ms=20)
+    assert holder.acquire(blocking=False)
+    first, second = queued(new_lock(made)), queued(new_lock(made))
+    client.hset(SINCE, second.token, 0)  # joined long ago, but not at the head
+    starve(client, first)
+    holder.release()  # handed to the first; the second's clock starts now, at the head
+    assert int(client.hget(SINCE, second.token)) > 0
+    assert first.acquire(timeout=1)
+    first.release()  # the second has not been at the head long: normal mode, lock freed
+    assert client.get(KEY) is None and wake_list(client, second) == [0]
 
 
 def test_a_negative_threshold_is_refused(made):
