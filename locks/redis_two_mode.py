@@ -20,7 +20,8 @@ Normal mode
     sections pays no wake-up at all.
 Starvation mode
     The lock is in starvation mode while the waiter at the head of the queue
-    has been there longer than ``starving_after_ms`` (a few ms). Then a
+    has been there ``starving_after_ms`` or longer (a few ms; 0 makes the lock
+    a first-come-first-served queue, always in this mode). Then a
     release does not free the lock, it *hands it over*: it writes the head's
     token into the lock's key, takes its fencing token and pushes that onto
     the head's wake list ("you hold it"). A newcomer finds the lock held, or,
@@ -175,7 +176,7 @@ class TwoModeRedisLock(RedisLock):
     -- 2. and 3. Starvation mode: the head has waited too long, and only it may take
     -- a free lock. Normal mode: anyone may.
     local head = purge_dead_heads(queue, waiting, since)
-    local starving = head and waited(since, head) > starving_after_ms
+    local starving = head and waited(since, head) >= starving_after_ms
     if (not starving or head == token) and redis.call("EXISTS", lock) == 0 then
         leave(queue, waiting, since, woken, token)
         redis.call("SET", lock, token, "PX", lease_ms)
@@ -188,7 +189,7 @@ class TwoModeRedisLock(RedisLock):
     end
     redis.call("HSET", waiting, token, now + alive_ms)
     for _, key in ipairs({queue, waiting, since}) do redis.call("PEXPIRE", key, alive_ms) end
-    local starves_in = starving_after_ms + 1 - waited(since, token)
+    local starves_in = starving_after_ms - waited(since, token)
     if (head or token) == token and starves_in > 0 then
         return -starves_in  -- we head the queue: wake up when we starve, to look again
     end
@@ -218,7 +219,7 @@ class TwoModeRedisLock(RedisLock):
         return 1
     end
     local wake = wake_prefix .. head
-    if waited(since, head) > starving_after_ms then
+    if waited(since, head) >= starving_after_ms then
         -- Starvation mode: hand the lock over; the head holds it before it wakes.
         leave(queue, waiting, since, woken, head)
         redis.call("SET", lock, head, "PX", lease_ms)
@@ -264,10 +265,15 @@ class TwoModeRedisLock(RedisLock):
         self._fence_keys = [FENCE_PREFIX + name, FENCE_EPOCH]
         self._handed_fencing_token: int | None = None
         self._alarm: float | None = None  # seconds until we starve, at the head
+        #: Whether this hold was handed to us by a release (starvation mode) rather
+        #: than taken: what a hand-off costs, a sleeper woken, can be counted. (One
+        #: collected by our next attempt, as our wait had just timed out, is not told.)
+        self.handed_over = False
 
     def _try_acquire(self) -> bool:
         if self._handed_fencing_token is not None:  # handed over while we slept
             self._fencing_token, self._handed_fencing_token = self._handed_fencing_token, None
+            self.handed_over = True
             return True
         alive_ms = int(self.fallback_poll * 1000 * 3)
         answer = int(self.run(self.ACQUIRE, keys=[*self._queue_keys, *self._fence_keys,

@@ -81,7 +81,9 @@ def test_a_starving_head_is_handed_the_lock_and_newcomers_queue(made, client):
     assert client.get(KEY).decode() == waiter.token  # handed over, never free
     newcomer = new_lock(made, starving_after_ms=20)
     assert not newcomer.acquire(blocking=False)
-    assert waiter.acquire(timeout=1)  # the wake list says "you hold it"
+    waiter._wait_for_release(1)  # it sleeps on its wake list, which says "you hold it"
+    assert waiter.acquire(blocking=False)
+    assert waiter.handed_over and not holder.handed_over
     assert waiter.fencing_token > holder.fencing_token
     waiter.ensure_held()
     waiter.release()
