@@ -14,10 +14,10 @@ Normal mode
     A free lock goes to whoever asks for it, a newcomer or a waiter: the
     releaser, which often asks again at once, may take it back ("barging").
     Waiters queue in arrival order and sleep. A release wakes the waiter at
-    the head of the queue, but only one waiter is awake at a time: a woken
-    waiter that loses the race to a newcomer is not woken again by the next
-    releases, it sleeps on until it starves. So a steady stream of barging
-    sections pays no wake-up at all.
+    the head of the queue, unless a woken waiter has not made its attempt
+    yet: one waiter awake at a time (Go's ``mutexWoken``). A woken waiter
+    that loses the race to a newcomer goes back to sleep at the head, and
+    the next release wakes it again.
 Starvation mode
     The lock is in starvation mode while the waiter at the head of the queue
     has been there ``starving_after_ms`` or longer (a few ms; 0 makes the lock
@@ -56,8 +56,8 @@ shows the queue the same way):
 * ``lockshop:waiting:<name>``  waiter token -> "alive until" (ms);
 * ``lockshop:since:<name>``    waiter token -> when it joined the queue, or, for
   the head, when it came to the head (ms);
-* ``lockshop:woken:<name>``    the waiter woken last, while it may still be
-  awake (it expires after the threshold);
+* ``lockshop:woken:<name>``    the waiter woken last, until it has made its
+  attempt (it expires after the threshold, should that attempt never come);
 * ``lockshop:wake:<token>``    one list per waiter, to block on with ``BLPOP``.
 
 acquire (one Lua script)
@@ -67,8 +67,10 @@ acquire (one Lua script)
        starts;
     3. take a free lock, with a fencing token, unless a starving waiter heads
        the queue and it is not us;
-    4. otherwise queue (once), say we are alive until a little later, and
-       keep the queue's keys alive as long as we are.
+    4. otherwise, if we were the woken waiter, we lost: the next release may
+       wake us again;
+    5. queue (once), say we are alive until a little later, and keep the
+       queue's keys alive as long as we are.
 wait
     ``BLPOP`` on our own wake list: a fencing token there means the lock is
     ours already; "try now" means it was freed. The head sets its alarm for
@@ -77,7 +79,7 @@ wait
     ``fallback_poll`` to say it is alive.
 release (one Lua script)
     compare-and-check as ``redis``; then hand the lock to a starving head, or
-    free it and wake the head unless a woken waiter is still about.
+    free it and wake the head unless a woken waiter is still to try.
 
 How it fails: as ``redis``, a holder paused past its lease overlaps the next
 holder, and the fencing token refuses the late write. A holder whose lease
@@ -182,7 +184,9 @@ class TwoModeRedisLock(RedisLock):
         redis.call("SET", lock, token, "PX", lease_ms)
         return next_fencing_token(fence, epoch)
     end
-    -- 4. Queue once; say we are alive; the queue's keys live as long as a waiter does.
+    -- 4. Woken, and lost the race: we go back to sleep, so the next release wakes again.
+    if redis.call("GET", woken) == token then redis.call("DEL", woken) end
+    -- 5. Queue once; say we are alive; the queue's keys live as long as a waiter does.
     if redis.call("HEXISTS", waiting, token) == 0 then
         redis.call("RPUSH", queue, token)
         redis.call("HSET", since, token, now)
@@ -227,7 +231,7 @@ class TwoModeRedisLock(RedisLock):
         redis.call("PEXPIRE", wake, lease_ms)
         return 1
     end
-    -- Normal mode: free it, and wake the head unless a woken waiter may still be awake.
+    -- Normal mode: free it, and wake the head unless a woken waiter is still to try.
     redis.call("DEL", lock)
     if redis.call("SET", woken, head, "NX", "PX", math.max(1, starving_after_ms)) then
         redis.call("RPUSH", wake, 0)  -- "try now"

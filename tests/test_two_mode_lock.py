@@ -66,10 +66,17 @@ def test_normal_mode_lets_a_newcomer_barge_and_wakes_the_head_once(made, client)
     newcomer = new_lock(made)
     assert newcomer.acquire(blocking=False)  # past the queue: nobody starves
     newcomer.release()
-    # The head was woken and may still be awake: this release wakes nobody.
+    # The head was woken and has not tried yet: this release wakes nobody.
     assert wake_list(client, first) == [0]
     assert wake_list(client, second) == []
     assert client.get(KEY) is None
+    again = new_lock(made)
+    assert again.acquire(blocking=False)
+    first._wait_for_release(1)  # the woken head wakes ...
+    assert not first._try_acquire()  # ... loses the race, and sleeps again
+    again.release()
+    assert wake_list(client, first) == [0]  # so this release wakes it again
+    assert wake_list(client, second) == []
 
 
 def test_a_starving_head_is_handed_the_lock_and_newcomers_queue(made, client):
