@@ -169,7 +169,8 @@ class TwoModeRedisLock(RedisLock):
     local starving_after_ms = tonumber(ARGV[4])
     """ + _PRELUDE + """
     -- 1. Handed to us just as our BLPOP timed out: collect it, do not queue again.
-    if redis.call("GET", lock) == token then
+    local holder = redis.call("GET", lock)
+    if holder == token then
         local handed = redis.call("LPOP", wake)  -- our fencing token, or 0: "try now"
         leave(queue, waiting, since, woken, token)
         if handed and tonumber(handed) ~= 0 then return tonumber(handed) end
@@ -179,7 +180,7 @@ class TwoModeRedisLock(RedisLock):
     -- a free lock. Normal mode: anyone may.
     local head = purge_dead_heads(queue, waiting, since)
     local starving = head and waited(since, head) >= starving_after_ms
-    if (not starving or head == token) and redis.call("EXISTS", lock) == 0 then
+    if not holder and (not starving or head == token) then
         leave(queue, waiting, since, woken, token)
         redis.call("SET", lock, token, "PX", lease_ms)
         return next_fencing_token(fence, epoch)
@@ -264,9 +265,12 @@ class TwoModeRedisLock(RedisLock):
                 raise ValueError(f"starving_after_ms must be >= 0, got {starving_after_ms}")
             self.starving_after_ms = starving_after_ms
         self.wake = WAKE_PREFIX + self.token
-        self._queue_keys = [self.key, QUEUE_PREFIX + name, WAITING_PREFIX + name,
-                            SINCE_PREFIX + name, WOKEN_PREFIX + name]
-        self._fence_keys = [FENCE_PREFIX + name, FENCE_EPOCH]
+        queue_keys = [self.key, QUEUE_PREFIX + name, WAITING_PREFIX + name,
+                      SINCE_PREFIX + name, WOKEN_PREFIX + name]
+        fence_keys = [FENCE_PREFIX + name, FENCE_EPOCH]
+        self._acquire_keys = [*queue_keys, *fence_keys, self.wake]
+        self._release_keys = [*queue_keys, *fence_keys]
+        self._leave_keys = [*queue_keys, self.wake]
         self._handed_fencing_token: int | None = None
         self._alarm: float | None = None  # seconds until we starve, at the head
         #: Whether this hold was handed to us by a release (starvation mode) rather
@@ -280,10 +284,8 @@ class TwoModeRedisLock(RedisLock):
             self.handed_over = True
             return True
         alive_ms = int(self.fallback_poll * 1000 * 3)
-        answer = int(self.run(self.ACQUIRE, keys=[*self._queue_keys, *self._fence_keys,
-                                                  self.wake],
-                              args=[self.token, self.lease_ms, alive_ms,
-                                    self.starving_after_ms]))
+        answer = int(self.run(self.ACQUIRE, keys=self._acquire_keys, args=[
+            self.token, self.lease_ms, alive_ms, self.starving_after_ms]))
         if answer > 0:
             self._fencing_token = answer
             return True
@@ -301,13 +303,12 @@ class TwoModeRedisLock(RedisLock):
             self._metrics.record(self.strategy, "wakeup")
 
     def _gave_up(self) -> None:
-        handed = self.run(self.LEAVE_QUEUE, keys=[*self._queue_keys, self.wake],
-                          args=[self.token])
+        handed = self.run(self.LEAVE_QUEUE, keys=self._leave_keys, args=[self.token])
         if handed:  # it arrived as we gave up: pass it on rather than sit on it
             self._release()
 
     def _release(self) -> None:
-        if not self.run(self.RELEASE, keys=[*self._queue_keys, *self._fence_keys], args=[
+        if not self.run(self.RELEASE, keys=self._release_keys, args=[
                 self.token, self.lease_ms, WAKE_PREFIX, self.starving_after_ms]):
             raise LockLost(self.name, f"the {self.lease_ms} ms lease expired before release")
 
