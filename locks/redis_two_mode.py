@@ -87,8 +87,8 @@ runs out while waiters sleep makes them wait up to ``fallback_poll`` more.
 A waiter that gives up as the lock is handed to it passes it on (as
 ``redis_fair``). If the queue's keys expire (every waiter died, or Redis
 evicted them), a waiter still alive queues again at its next attempt. The
-scripts build the wake key from a prefix, so this lock is for a single Redis
-server, not Redis Cluster.
+scripts build every key but the lock's from its name, so this lock is for a
+single Redis server, not Redis Cluster.
 """
 
 from __future__ import annotations
@@ -98,6 +98,7 @@ from .redis_lock import RedisLock
 from .redis_support import (
     FENCE_EPOCH,
     FENCE_PREFIX,
+    KEY_PREFIX,
     NEXT_FENCING_TOKEN_FUNCTION,
     QUEUE_PREFIX,
     SINCE_PREFIX,
@@ -108,6 +109,21 @@ from .redis_support import (
 )
 
 WOKEN_PREFIX = "lockshop:woken:"
+
+# Every script is given the lock's key (KEYS[1]) alone and finds the others from the
+# lock's name: seven names fewer to encode and send per call, which an uncontended
+# acquire and release feel (a quarter of their client's CPU, measured).
+_KEYS = f"""
+local lock = KEYS[1]  -- the holder's token, with a lease
+local name = string.sub(lock, {len(KEY_PREFIX) + 1})
+local queue = '{QUEUE_PREFIX}' .. name      -- the waiters' tokens, in arrival order
+local waiting = '{WAITING_PREFIX}' .. name  -- waiter token -> alive until (ms)
+local since = '{SINCE_PREFIX}' .. name      -- waiter -> joined, or came to the head (ms)
+local woken = '{WOKEN_PREFIX}' .. name      -- the waiter woken last, until it tries
+local fence = '{FENCE_PREFIX}' .. name      -- the lock's fence counter
+local epoch = '{FENCE_EPOCH}'  -- the epoch of every fence counter
+local function wake_list(waiter) return '{WAKE_PREFIX}' .. waiter end
+"""
 
 # Shared by the scripts, after their names: the clock, how long a waiter has waited,
 # the dead-head purge, leaving the queue, and the next fencing token.
@@ -155,16 +171,10 @@ class TwoModeRedisLock(RedisLock):
     # Returns our fencing token if we got the lock; 0 if we are queued; -n if we are
     # queued at the head and will starve in n ms (set the alarm for it).
     ACQUIRE = """
-    local lock = KEYS[1]      -- the holder's token, with a lease
-    local queue = KEYS[2]     -- the waiters' tokens, in arrival order
-    local waiting = KEYS[3]   -- waiter token -> alive until (ms)
-    local since = KEYS[4]     -- waiter token -> joined the queue, or came to its head (ms)
-    local woken = KEYS[5]     -- the waiter woken last, while it may be awake
-    local fence = KEYS[6]     -- the lock's fence counter
-    local epoch = KEYS[7]     -- the epoch of every fence counter
-    local wake = KEYS[8]      -- our own wake list
+    """ + _KEYS + """
     local token = ARGV[1]     -- our token
     local lease_ms = ARGV[2]
+    local wake = wake_list(token)  -- our own wake list
     local alive_ms = tonumber(ARGV[3])
     local starving_after_ms = tonumber(ARGV[4])
     """ + _PRELUDE + """
@@ -203,17 +213,10 @@ class TwoModeRedisLock(RedisLock):
 
     # Returns 1 if released (handed over, or freed), 0 if the lock was not ours.
     RELEASE = """
-    local lock = KEYS[1]      -- the holder's token, with a lease
-    local queue = KEYS[2]     -- the waiters' tokens, in arrival order
-    local waiting = KEYS[3]   -- waiter token -> alive until (ms)
-    local since = KEYS[4]     -- waiter token -> joined the queue, or came to its head (ms)
-    local woken = KEYS[5]     -- the waiter woken last, while it may be awake
-    local fence = KEYS[6]     -- the lock's fence counter
-    local epoch = KEYS[7]     -- the epoch of every fence counter
+    """ + _KEYS + """
     local token = ARGV[1]     -- our token
     local lease_ms = ARGV[2]
-    local wake_prefix = ARGV[3]  -- a waiter's wake list is this and its token
-    local starving_after_ms = tonumber(ARGV[4])
+    local starving_after_ms = tonumber(ARGV[3])
     """ + _PRELUDE + """
     if redis.call("GET", lock) ~= token then
         return 0
@@ -223,7 +226,7 @@ class TwoModeRedisLock(RedisLock):
         redis.call("DEL", lock)
         return 1
     end
-    local wake = wake_prefix .. head
+    local wake = wake_list(head)
     if waited(since, head) >= starving_after_ms then
         -- Starvation mode: hand the lock over; the head holds it before it wakes.
         leave(queue, waiting, since, woken, head)
@@ -243,16 +246,11 @@ class TwoModeRedisLock(RedisLock):
 
     # Returns 1 if the lock was handed to us meanwhile (the caller passes it on).
     LEAVE_QUEUE = """
-    local lock = KEYS[1]      -- the holder's token, with a lease
-    local queue = KEYS[2]     -- the waiters' tokens, in arrival order
-    local waiting = KEYS[3]   -- waiter token -> alive until (ms)
-    local since = KEYS[4]     -- waiter token -> joined the queue, or came to its head (ms)
-    local woken = KEYS[5]     -- the waiter woken last, while it may be awake
-    local wake = KEYS[6]      -- our own wake list
+    """ + _KEYS + """
     local token = ARGV[1]     -- our token
     """ + _PRELUDE + """
     leave(queue, waiting, since, woken, token)
-    redis.call("DEL", wake)
+    redis.call("DEL", wake_list(token))
     if redis.call("GET", lock) == token then return 1 end
     return 0
     """
@@ -265,12 +263,6 @@ class TwoModeRedisLock(RedisLock):
                 raise ValueError(f"starving_after_ms must be >= 0, got {starving_after_ms}")
             self.starving_after_ms = starving_after_ms
         self.wake = WAKE_PREFIX + self.token
-        queue_keys = [self.key, QUEUE_PREFIX + name, WAITING_PREFIX + name,
-                      SINCE_PREFIX + name, WOKEN_PREFIX + name]
-        fence_keys = [FENCE_PREFIX + name, FENCE_EPOCH]
-        self._acquire_keys = [*queue_keys, *fence_keys, self.wake]
-        self._release_keys = [*queue_keys, *fence_keys]
-        self._leave_keys = [*queue_keys, self.wake]
         self._handed_fencing_token: int | None = None
         self._alarm: float | None = None  # seconds until we starve, at the head
         #: Whether this hold was handed to us by a release (starvation mode) rather
@@ -284,7 +276,7 @@ class TwoModeRedisLock(RedisLock):
             self.handed_over = True
             return True
         alive_ms = int(self.fallback_poll * 1000 * 3)
-        answer = int(self.run(self.ACQUIRE, keys=self._acquire_keys, args=[
+        answer = int(self.run(self.ACQUIRE, keys=[self.key], args=[
             self.token, self.lease_ms, alive_ms, self.starving_after_ms]))
         if answer > 0:
             self._fencing_token = answer
@@ -303,13 +295,13 @@ class TwoModeRedisLock(RedisLock):
             self._metrics.record(self.strategy, "wakeup")
 
     def _gave_up(self) -> None:
-        handed = self.run(self.LEAVE_QUEUE, keys=self._leave_keys, args=[self.token])
+        handed = self.run(self.LEAVE_QUEUE, keys=[self.key], args=[self.token])
         if handed:  # it arrived as we gave up: pass it on rather than sit on it
             self._release()
 
     def _release(self) -> None:
-        if not self.run(self.RELEASE, keys=self._release_keys, args=[
-                self.token, self.lease_ms, WAKE_PREFIX, self.starving_after_ms]):
+        if not self.run(self.RELEASE, keys=[self.key], args=[
+                self.token, self.lease_ms, self.starving_after_ms]):
             raise LockLost(self.name, f"the {self.lease_ms} ms lease expired before release")
 
 
