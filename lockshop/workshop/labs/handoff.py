@@ -31,6 +31,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import multiprocessing
+import queue
 import statistics
 import time
 from dataclasses import dataclass
@@ -99,16 +100,22 @@ def contend(redis_url: str, strategy: str, counter: str, threshold_ms: int | Non
 
     Processes, not threads: a barging lock's edge is that the releaser is still running
     when it asks again, and threads of one process take turns on one interpreter lock.
-    Forked, so they start at once; each opens its own client after the fork."""
-    context = multiprocessing.get_context("fork")
+    Forked from a fork server (a clean process of one thread, started once: forking the
+    console's threaded process could copy a lock another thread holds), so they start
+    at once; each opens its own client."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([__name__])  # imported once, by the server
     start = context.Barrier(CONTENDERS)
-    answers = context.SimpleQueue()
+    answers = context.Queue()
     processes = [context.Process(target=_contender, args=(
         number, redis_url, strategy, threshold_ms, counter, start, answers))
         for number in range(CONTENDERS)]
     for process in processes:
         process.start()
-    runs = [answers.get() for _ in processes]  # each contender's sections
+    try:  # each contender's sections
+        runs = [answers.get(timeout=SECONDS + 60) for _ in processes]
+    except queue.Empty:
+        raise RuntimeError("a contender of the lab did not answer") from None
     for process in processes:
         process.join()
     # (asked, acquired, release called, who, handed over), in the order of the sections
@@ -217,5 +224,5 @@ def stage_handoff(run) -> None:
 LABS = (
     Lab("C50", "barging_handoff", N_("Barging is fast and starves a waiter, a queue is fair "
         "and slow; a lock with two modes (Go's mutex) gets both"),
-        (), ("redis",), 6, stage_handoff, measured=True),
+        (), ("redis",), 8, stage_handoff, measured=True),
 )
