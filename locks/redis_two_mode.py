@@ -76,7 +76,11 @@ wait
     ours already; "try now" means it was freed. The head sets its alarm for
     the moment it would starve, so that a lock freed while nobody releases
     (a lease ran out) is taken then; every waiter wakes at least every
-    ``fallback_poll`` to say it is alive.
+    ``fallback_poll`` to say it is alive. Both are coarse: Redis checks a
+    blocked client's timeout on its clock tick, every 100 ms on an idle
+    server at the default ``hz 10`` (measured: a 1 ms ``BLPOP`` returns after
+    100 ms). So the lock never waits on a timeout while it changes hands: a
+    release always pushes a message, a hand-off or a "try now".
 release (one Lua script)
     compare-and-check as ``redis``; then hand the lock to a starving head, or
     free it and wake the head unless a woken waiter is still to try.
