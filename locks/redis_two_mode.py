@@ -80,7 +80,8 @@ wait
     blocked client's timeout on its clock tick, every 100 ms on an idle
     server at the default ``hz 10`` (measured: a 1 ms ``BLPOP`` returns after
     100 ms). So the lock never waits on a timeout while it changes hands: a
-    release always pushes a message, a hand-off or a "try now".
+    release pushes a message (a hand-off, or a "try now"), unless a waiter
+    it woke before is awake and about to try.
 release (one Lua script)
     compare-and-check as ``redis``; then hand the lock to a starving head, or
     free it and wake the head unless a woken waiter is still to try.
