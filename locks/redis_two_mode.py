@@ -20,33 +20,26 @@ Normal mode
     the next release wakes it again.
 Starvation mode
     The lock is in starvation mode while the waiter at the head of the queue
-    has been there ``starving_after_ms`` or longer (a few ms; 0 makes the lock
-    a first-come-first-served queue, always in this mode). Then a
-    release does not free the lock, it *hands it over*: it writes the head's
-    token into the lock's key, takes its fencing token and pushes that onto
-    the head's wake list ("you hold it"). A newcomer finds the lock held, or,
-    if it is free (a lease ran out), may not take it ahead of the starving
-    head: it queues at the tail.
+    has waited ``starving_after_ms`` or longer since it queued (a few ms; 0
+    makes the lock a first-come-first-served queue, always in this mode).
+    Then a release does not free the lock, it *hands it over*: it writes the
+    head's token into the lock's key, takes its fencing token and pushes that
+    onto the head's wake list ("you hold it"). A newcomer finds the lock
+    held, or, if it is free (a lease ran out), may not take it ahead of the
+    starving head: it queues at the tail.
 Back to normal
-    As soon as the waiter at the head has been there less than the
-    threshold, or the queue is empty: the mode is not a flag that could be
-    left behind, it is read from the queue by every script, at the moment of
-    deciding.
+    As soon as the head of the queue has waited less than the threshold, or
+    the queue is empty: the mode is not a flag that could be left behind, it
+    is read from the queue by every script, at the moment of deciding.
 
-Where this differs from Go: Go counts a waiter's wait from the moment it
-first blocked; this lock counts the head's from the moment it came to the
-head. Go hands a mutex over in nanoseconds; here a hand-off wakes a sleeping
-process (a few tenths of a millisecond on an idle machine, milliseconds on a
-busy one). Counted from the join, every waiter of a lock in steady demand
-would starve at once, every release would hand over, and the lock would be
-a first-come-first-served queue with its cost (``redis_fair`` when all its
-waiters starve). Counted from the head, the lock hands over once per
-threshold, and in between runs as fast as an unfair one. The bound this
-gives: the head waits at most the threshold plus a section, and a waiter
-``k``-th in line at most about ``k`` times that (plus the hand-offs); with 8
-contending processes and 5 ms, tens of milliseconds, against seconds for a
-lock that only barges. The switch is decided inside the acquire and release
-scripts, each one atomic on the Redis server.
+Under steady demand the two alternate: newcomers barge until the waiters
+queued longest pass the threshold, the lock is handed down the queue to
+them, and the holders that went to its tail start waiting afresh. No waiter
+waits much longer than the threshold plus one turn of the queue (a section
+and a hand-off per waiter ahead of it), against a second or more on a lock
+that only barges; in between, the lock runs as an unfair one does. The
+switch is decided inside the acquire and release scripts, each one atomic on
+the Redis server.
 
 Keys, for a lock named ``<name>`` (shared with ``redis_fair``, so the console
 shows the queue the same way):
@@ -54,8 +47,7 @@ shows the queue the same way):
 * ``lockshop:lock:<name>``     the holder's token, with a lease (as ``redis``);
 * ``lockshop:queue:<name>``    the waiters' tokens, in arrival order;
 * ``lockshop:waiting:<name>``  waiter token -> "alive until" (ms);
-* ``lockshop:since:<name>``    waiter token -> when it joined the queue, or, for
-  the head, when it came to the head (ms);
+* ``lockshop:since:<name>``    waiter token -> when it joined the queue (ms);
 * ``lockshop:woken:<name>``    the waiter woken last, until it has made its
   attempt (it expires after the threshold, should that attempt never come);
 * ``lockshop:wake:<token>``    one list per waiter, to block on with ``BLPOP``.
@@ -63,8 +55,7 @@ shows the queue the same way):
 acquire (one Lua script)
     1. a lock handed to us as our wait ran out: collect it;
     2. drop waiters at the head whose "alive until" has passed (they gave up
-       or crashed, and would block everyone behind them); a new head's clock
-       starts;
+       or crashed, and would block everyone behind them);
     3. take a free lock, with a fencing token, unless a starving waiter heads
        the queue and it is not us;
     4. otherwise, if we were the woken waiter, we lost: the next release may
@@ -123,7 +114,7 @@ local lock = KEYS[1]  -- the holder's token, with a lease
 local name = string.sub(lock, {len(KEY_PREFIX) + 1})
 local queue = '{QUEUE_PREFIX}' .. name      -- the waiters' tokens, in arrival order
 local waiting = '{WAITING_PREFIX}' .. name  -- waiter token -> alive until (ms)
-local since = '{SINCE_PREFIX}' .. name      -- waiter -> joined, or came to the head (ms)
+local since = '{SINCE_PREFIX}' .. name      -- waiter token -> when it joined the queue (ms)
 local woken = '{WOKEN_PREFIX}' .. name      -- the waiter woken last, until it tries
 local fence = '{FENCE_PREFIX}' .. name      -- the lock's fence counter
 local epoch = '{FENCE_EPOCH}'  -- the epoch of every fence counter
@@ -138,28 +129,21 @@ local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local function waited(since, waiter)
     return now - tonumber(redis.call("HGET", since, waiter) or now)
 end
-local function came_to_head(queue, since)  -- the head's clock starts now
-    local head = redis.call("LINDEX", queue, 0)
-    if head then redis.call("HSET", since, head, now) end
-    return head
-end
 local function purge_dead_heads(queue, waiting, since)
     local head = redis.call("LINDEX", queue, 0)
     while head and tonumber(redis.call("HGET", waiting, head) or "0") < now do
         redis.call("LPOP", queue)
         redis.call("HDEL", waiting, head)
         redis.call("HDEL", since, head)
-        head = came_to_head(queue, since)
+        head = redis.call("LINDEX", queue, 0)
     end
     return head
 end
 local function leave(queue, waiting, since, woken, waiter)
     if redis.call("HDEL", waiting, waiter) == 1 then
-        local was_head = redis.call("LINDEX", queue, 0) == waiter
         redis.call("LREM", queue, 0, waiter)
         redis.call("HDEL", since, waiter)
         if redis.call("GET", woken) == waiter then redis.call("DEL", woken) end
-        if was_head then came_to_head(queue, since) end
     end
 end
 """ + NEXT_FENCING_TOKEN_FUNCTION
@@ -168,7 +152,7 @@ end
 class TwoModeRedisLock(RedisLock):
     """Barging while no waiter starves; hand-off to the head of the queue once one does."""
 
-    #: A waiter at the head of the queue this long switches the lock to starvation mode.
+    #: A head of the queue that has waited this long switches the lock to starvation mode.
     starving_after_ms = 5
     #: Longest sleep without a signal; also how often a waiter says it is alive.
     fallback_poll = 0.2

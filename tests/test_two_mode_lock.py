@@ -134,9 +134,9 @@ def test_a_waiter_that_gives_up_as_the_lock_is_handed_to_it_passes_it_on(made, c
     quitter = queued(new_lock(made, starving_after_ms=20))
     behind = queued(new_lock(made, starving_after_ms=20))
     starve(client, quitter)
+    starve(client, behind)
     holder.release()  # handed to the quitter ...
     assert client.get(KEY).decode() == quitter.token
-    starve(client, behind)  # (its clock started at the hand-off: make it starve too)
     quitter._gave_up()  # ... whose wait ran out at that very moment
     assert client.get(KEY).decode() == behind.token  # passed on, to the next starving head
     assert client.llen(QUEUE) == 0
@@ -227,17 +227,21 @@ def test_waiters_are_served_in_order_by_hand_off_when_each_head_starves(made, cl
     assert order == list(range(5))  # first come, first served
 
 
-def test_the_head_clock_starts_when_a_waiter_comes_to_the_head(made, client):
+def test_a_waiter_s_wait_counts_from_when_it_queued(made, client):
+    """As Go counts it: a waiter that queued long ago starves as soon as it heads the
+    queue, and is handed the lock at the next release."""
     holder = new_lock(made, starving_after_ms=20)
     assert holder.acquire(blocking=False)
-    first, second = queued(new_lock(made)), queued(new_lock(made))
-    client.hset(SINCE, second.token, 0)  # joined long ago, but not at the head
+    first = queued(new_lock(made, starving_after_ms=20))
+    second = queued(new_lock(made, starving_after_ms=20))
     starve(client, first)
-    holder.release()  # handed to the first; the second's clock starts now, at the head
-    assert int(client.hget(SINCE, second.token)) > 0
+    starve(client, second)  # it queued long ago, behind the first
+    holder.release()  # handed to the first ...
     assert first.acquire(timeout=1)
-    first.release()  # the second has not been at the head long: normal mode, lock freed
-    assert client.get(KEY) is None and wake_list(client, second) == [0]
+    first.release()  # ... and by the first to the second, at once
+    assert client.get(KEY).decode() == second.token
+    assert second.acquire(timeout=1)
+    second.release()
 
 
 def test_a_negative_threshold_is_refused(made):
