@@ -48,15 +48,12 @@ from .redis_support import (
     FENCE_PREFIX,
     NEXT_FENCING_TOKEN_FUNCTION,
     QUEUE_PREFIX,
+    SINCE_PREFIX,
+    TRY_NOW,
+    WAITING_PREFIX,
+    WAKE_PREFIX,
     RedisFactory,
 )
-
-WAITING_PREFIX = "lockshop:waiting:"
-SINCE_PREFIX = "lockshop:since:"
-WAKE_PREFIX = "lockshop:wake:"
-#: What a wake-up says when it only means "the lock is free, try now" (any other
-#: message is the fencing token of a lock handed to us).
-TRY_NOW = 0
 
 # Shared by the scripts, after their names: the clock, the dead-head purge, leaving the
 # queue, and the next fencing token.

@@ -37,8 +37,16 @@ from .base import DistributedLock
 from .registry import Backends, LockFactory, LockView, Strategy
 
 KEY_PREFIX = "lockshop:lock:"
-#: The fair lock's queue of waiting tokens (a list); see redis_fair.
+#: The queued locks' keys (redis_fair, redis_two_mode): the waiters' tokens in arrival
+#: order (a list), each waiter's "alive until" and "queued since" (hashes, ms), and one
+#: wake list per waiter, to block on with ``BLPOP``.
 QUEUE_PREFIX = "lockshop:queue:"
+WAITING_PREFIX = "lockshop:waiting:"
+SINCE_PREFIX = "lockshop:since:"
+WAKE_PREFIX = "lockshop:wake:"
+#: What a wake-up says when it only means "the lock is free, try now" (any other
+#: message is the fencing token of a lock handed to the waiter).
+TRY_NOW = 0
 FENCE_PREFIX = "lockshop:fence:"
 FENCE_EPOCH = "lockshop:fence-epoch"
 

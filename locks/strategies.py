@@ -176,6 +176,15 @@ REDIS_FAIR = register(Strategy(
     failure_mode="As redis: a holder paused past its lease; fencing rejects its write.",
 ))
 
+REDIS_TWO_MODE = register(Strategy(
+    name="redis_two_mode", family="redis",
+    summary=N_("Two modes, as Go's mutex: a free lock goes to whoever asks first while no "
+            "waiter has waited 5 ms; past that, release hands it to the head of the queue."),
+    correct_across_instances=True, factory="locks.redis_two_mode:TwoModeRedisFactory",
+    requires=("redis",),
+    failure_mode="As redis: a holder paused past its lease; fencing rejects its write.",
+))
+
 REDLOCK = register(Strategy(
     name="redlock", family="redis",
     summary=N_("Redlock over N independent Redis servers: a majority, within the validity "

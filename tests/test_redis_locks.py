@@ -445,7 +445,8 @@ def test_redlock_validity_runs_on_the_injected_clock(start_redis, factory):
 
 
 @pytest.mark.cluster
-@pytest.mark.parametrize("name", ["redis_reentrant", "redis_watchdog", "redis_fair", "redlock"])
+@pytest.mark.parametrize("name", ["redis_reentrant", "redis_watchdog", "redis_fair",
+                                  "redis_two_mode", "redlock"])
 def test_each_correct_redis_lock_is_correct_across_instances(start_cluster, start_redis, name):
     urls = tuple(start_redis().url for _ in range(5)) if name == "redlock" else ()
     cluster = start_cluster(3, redis_url=start_redis().url, redis_urls=urls)

@@ -1,7 +1,7 @@
 """The lessons in the project's own words, English and Chinese: the one source of the
 handbook's lesson pages (docs/hooks/handbook.py renders them).
 
-A lesson is one idea the workshop teaches (C01..C49). Its id, title, articles, needs and
+A lesson is one idea the workshop teaches (C01..C50). Its id, title, articles, needs and
 time come from the lab registry (``lockshop.workshop.labs.LABS``); what is here is the
 text around it: the lesson said in full, what each article says and where (a paraphrase,
 with the article's own section heading, never a quotation), what to watch when the lab
@@ -1112,6 +1112,34 @@ _LESSONS = (
           "current_owner()：主机、进程号、线程号加一个随机部分，保存在 threading.local 里"
           "（asyncio 任务则在弱引用映射里）。"),
         ("locks/owner.py", "locks/redis_reentrant.py")),
+    Lesson(
+        "C50", "抢锁快但会饿死等待者，排队公平却慢；像 Go 的 mutex 那样有两种模式的锁两者兼得",
+        T("A lock that lets whoever asks first take it (barging) keeps the running process "
+          "running: many sections a second, and a waiter that keeps losing the race waits a "
+          "second or more. A queue that hands the lock to its head on every release bounds "
+          "every wait, and pays for it at every section: a sleeper has to be woken while the "
+          "lock sits idle. Go's sync.Mutex does both: it lets newcomers barge until a waiter "
+          "has waited past a threshold, then hands the lock over. redis_two_mode does the "
+          "same in two Lua scripts.",
+          "谁先来谁拿（抢锁）的锁让正在运行的进程接着运行：每秒完成的临界区多，但总是抢输的等待者"
+          "要等一秒甚至更久。每次释放都把锁交给队首的队列让每次等待都有上限，代价落在每个临界区上："
+          "锁空着，等一个睡着的进程被唤醒。Go 的 sync.Mutex 两者兼得：等待者等得不超过一个阈值时"
+          "允许新来的抢锁，超过了就直接把锁交给队首。redis_two_mode 用两段 Lua 脚本做了同样的事。"),
+        {},
+        T("The three locks side by side: the barging lock's longest wait (hundreds of ms), "
+          "the queue's owner switching at nearly every section with the lock idle between "
+          "holders, and the two-mode lock with a short longest wait and few hand-offs. The "
+          "threshold is set from the barging lock's own section time in the same run.",
+          "把三把锁放在一起看：抢锁的锁最长等待几百毫秒；队列几乎每个临界区都换持有者，"
+          "换手之间锁空着；两种模式的锁最长等待短，交接也少。阈值由同一次运行里抢锁的锁自己的"
+          "临界区耗时定出。"),
+        T("Barge while the head of the queue has waited less than a few milliseconds; past "
+          "that, hand the lock to it on release, and let no newcomer take a free lock ahead "
+          "of it. Decide the mode where the lock is decided, atomically (here, in the Lua "
+          "scripts).",
+          "队首等待不到几毫秒时允许抢锁；超过了，释放时就把锁直接交给队首，新来的也不能越过它去拿"
+          "空着的锁。模式在决定锁归属的地方原子地决定（这里是在 Lua 脚本里）。"),
+        ("locks/redis_two_mode.py", "locks/redis_fair.py", "locks/redis_lock.py")),
 )
 
 LESSONS: dict[str, Lesson] = {lesson.id: lesson for lesson in _LESSONS}

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from lockshop.workshop.labs import (
     failover,
+    handoff,
     holds,
     jobs,
     latency,
@@ -35,7 +36,7 @@ LABS: dict[str, Lab] = {lab.id: lab for lab in sorted(
     (*sales.LABS, *jobs.LABS, *holds.LABS, *redis_leases.LABS, *reentrancy.LABS,
      *redis_majority.LABS, *failover.LABS, *zookeeper.LABS, *zk_queues.LABS, *mariadb.LABS,
      *measured.LABS, *retries.LABS,
-     *partitions.LABS, *latency.LABS, *leader_partition.LABS),
+     *partitions.LABS, *latency.LABS, *leader_partition.LABS, *handoff.LABS),
     key=lambda lab: int(lab.id[1:]))}
 #: How many lessons the articles make (A0..A4); labs from C44 on stage what the
 #: articles leave out (faults of the network, clients that retry).
