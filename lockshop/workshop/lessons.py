@@ -129,9 +129,9 @@ _LESSONS = (
           "there was, and lost updates beside it. Then the fix half: sold equals the stock.",
           "看问题版本里“卖出”与库存的对比：卖出数是库存的好几倍，旁边还有丢失更新。"
           "再看修复版本：卖出正好等于库存。"),
-        T("Take a lock named after the product (product:<id>) before the read and release it "
+        T("Take a lock named after the product (`product:<id>`) before the read and release it "
           "after the commit.",
-          "在读库存之前获取以商品命名的锁（product:<id>），提交之后再释放。"),
+          "在读库存之前获取以商品命名的锁（`product:<id>`），提交之后再释放。"),
         ("shop/orders/order_path.py", "locks/no_lock.py", "locks/redis_lock.py")),
     Lesson(
         "C02", "两个售票点卖出同一个座位；加上 ZooKeeper 锁，只卖一次",
@@ -184,9 +184,9 @@ _LESSONS = (
         T("The number of restorations per expired order: three (one per instance) in the "
           "broken half, one in the fix half.",
           "看每个过期订单被退回库存的次数：问题版本是 3 次（每个实例一次），修复版本是 1 次。"),
-        T("The job takes the lock job:<name> once per fire time, skips the fire time if "
+        T("The job takes the lock `job:<name>` once per fire time, skips the fire time if "
           "another node holds it, and checks the lock again in its write's transaction.",
-          "任务在每个触发时刻尝试一次获取 job:<名字> 锁，别的节点持有就跳过，并在写入的事务里"
+          "任务在每个触发时刻尝试一次获取 `job:<名字>` 锁，别的节点持有就跳过，并在写入的事务里"
           "再核对一次锁。"),
         ("shop/jobs/guards.py", "shop/jobs/tasks.py")),
     Lesson(
@@ -381,8 +381,8 @@ _LESSONS = (
           "2, then 1 after the inner release, and the key gone after the outer (fix).",
           "看内层调用：问题版本 0.3 秒后放弃；修复版本立即拿到，次数变成 2，内层释放后是 1，"
           "外层释放后键被删除。"),
-        T("A hash lockshop:lock:<name> of owner to count, changed only by Lua scripts.",
-          "用哈希 lockshop:lock:<名字> 记录“所有者 → 次数”，只通过 Lua 脚本修改。"),
+        T("A hash `lockshop:lock:<name>` of owner to count, changed only by Lua scripts.",
+          "用哈希 `lockshop:lock:<名字>` 记录“所有者 → 次数”，只通过 Lua 脚本修改。"),
         ("locks/redis_reentrant.py", "locks/owner.py")),
     Lesson(
         "C14", "看门狗在持有者活着时为锁续期，持有者死后过一个过期时间锁就释放",
