@@ -129,9 +129,9 @@ _LESSONS = (
           "there was, and lost updates beside it. Then the fix half: sold equals the stock.",
           "看问题版本里“卖出”与库存的对比：卖出数是库存的好几倍，旁边还有丢失更新。"
           "再看修复版本：卖出正好等于库存。"),
-        T("Take a lock named after the product (product:<id>) before the read and release it "
+        T("Take a lock named after the product (`product:<id>`) before the read and release it "
           "after the commit.",
-          "在读库存之前获取以商品命名的锁（product:<id>），提交之后再释放。"),
+          "在读库存之前获取以商品命名的锁（`product:<id>`），提交之后再释放。"),
         ("shop/orders/order_path.py", "locks/no_lock.py", "locks/redis_lock.py")),
     Lesson(
         "C02", "两个售票点卖出同一个座位；加上 ZooKeeper 锁，只卖一次",
@@ -165,7 +165,7 @@ _LESSONS = (
                  "就是多个 JVM，标记并不共享。1.2.2 节（分布式锁）把标记放到所有进程都看得见的地方。")},
         T("The same sale twice with `local`: on one instance nothing is oversold; on three "
           "instances the holds overlap and the audit says WRONG.",
-          "用 `local` 卖两次：一个实例时没有超卖；三个实例时持有互相重叠，审计结果是 WRONG。"),
+          "用 `local` 卖两次：一个实例时没有超卖；三个实例时持有互相重叠，审计结论是“出错”。"),
         T("A lock that lives outside the processes: Redis, ZooKeeper or the database.",
           "把锁放到进程之外：Redis、ZooKeeper 或数据库。"),
         ("locks/local_lock.py", "locks/redis_lock.py")),
@@ -184,9 +184,9 @@ _LESSONS = (
         T("The number of restorations per expired order: three (one per instance) in the "
           "broken half, one in the fix half.",
           "看每个过期订单被退回库存的次数：问题版本是 3 次（每个实例一次），修复版本是 1 次。"),
-        T("The job takes the lock job:<name> once per fire time, skips the fire time if "
+        T("The job takes the lock `job:<name>` once per fire time, skips the fire time if "
           "another node holds it, and checks the lock again in its write's transaction.",
-          "任务在每个触发时刻尝试一次获取 job:<名字> 锁，别的节点持有就跳过，并在写入的事务里"
+          "任务在每个触发时刻尝试一次获取 `job:<名字>` 锁，别的节点持有就跳过，并在写入的事务里"
           "再核对一次锁。"),
         ("shop/jobs/guards.py", "shop/jobs/tasks.py")),
     Lesson(
@@ -269,7 +269,7 @@ _LESSONS = (
           "one lease after the death.",
           "SETNX 加锁、DEL 释放。持有者在临界区里被杀掉就永远不会删除，没有过期时间的键会一直留着，"
           "直到有人手工删除。SET key value NX PX 租约在同一条命令里给键设上过期时间："
-          "持有者死后一个租约，锁就释放了。"),
+          "持有者死后过一个租约，锁就释放了。"),
         {"A0": T("Section 2.1 (基本实现): SETNX gives mutual exclusion and DEL releases; if the "
                  "server dies the lock is never deleted, so set a validity time with SET's NX "
                  "and PX (or EX) options.",
@@ -381,8 +381,8 @@ _LESSONS = (
           "2, then 1 after the inner release, and the key gone after the outer (fix).",
           "看内层调用：问题版本 0.3 秒后放弃；修复版本立即拿到，次数变成 2，内层释放后是 1，"
           "外层释放后键被删除。"),
-        T("A hash lockshop:lock:<name> of owner to count, changed only by Lua scripts.",
-          "用哈希 lockshop:lock:<名字> 记录“所有者 → 次数”，只通过 Lua 脚本修改。"),
+        T("A hash `lockshop:lock:<name>` of owner to count, changed only by Lua scripts.",
+          "用哈希 `lockshop:lock:<名字>` 记录“所有者 → 次数”，只通过 Lua 脚本修改。"),
         ("locks/redis_reentrant.py", "locks/owner.py")),
     Lesson(
         "C14", "看门狗在持有者活着时为锁续期，持有者死后过一个过期时间锁就释放",
@@ -1075,7 +1075,7 @@ _LESSONS = (
         {},
         T("Renewals land further apart than the lease once 900 ms is added to the link; the "
           "order ends with lock_lost before the commit, and a late write is refused as stale.",
-          "链路加上 900 毫秒后，续期的间隔超过了租约；订单在提交前以 lock_lost 结束，迟到的写入作为"
+          "链路加上 900 毫秒延迟后，续期的间隔超过了租约；订单在提交前以 lock_lost 结束，迟到的写入作为"
           "过期写入被拒绝。"),
         T("Keep the lease well above the worst round trip; check before the commit; fence.",
           "租约要远大于最坏的往返时间；提交前核对；用防护令牌。"),
@@ -1086,7 +1086,7 @@ _LESSONS = (
           "was elected; if it leads from its election on, it goes on running jobs beside "
           "the new leader. A leader that leads only while connected stops at SUSPENDED.",
           "与 ZooKeeper 断开的领导者听不到自己的会话已过期、别人已当选；如果它从当选起就一直自认为"
-          "领导者，就会和新领导者同时跑任务。只在连接正常时才领导的领导者，在 SUSPENDED 时就停下。"),
+          "领导者，就会和新领导者同时跑任务。只在连接正常时才行使领导权的领导者，一进入 SUSPENDED 就停下。"),
         {},
         T("Fire times run on both the old and the new leader during the cut (broken); none "
           "on the cut one (fix).",
@@ -1095,13 +1095,13 @@ _LESSONS = (
           "is_leader()：连接正常、会话未变；写入前先问服务器。"),
         ("locks/zk_election.py", "shop/jobs/scheduler.py")),
     Lesson(
-        "C49", "用线程号当所有者，会让下一个线程进入已死线程的锁（Python 复用线程号）；每个线程各造一个所有者就不会",
+        "C49", "用线程号当所有者，会让下一个线程进入已死线程的锁（Python 复用线程号）；每个线程各生成一个所有者就不会",
         T("Python hands a dead thread's id to the next thread. A reentrant lock whose owner "
           "is the thread id takes that new thread for the dead owner and lets it re-enter a "
           "lock it never took. An owner made once per thread, with a random part, never "
           "repeats.",
           "Python 会把已死线程的线程号交给下一个线程。以线程号作为所有者的可重入锁，会把新线程当成"
-          "死去的所有者，让它重入一把从未拿过的锁。每个线程各造一次、带随机部分的所有者永远不会重复。"),
+          "死去的所有者，让它重入一把从未拿过的锁。每个线程各生成一次、带随机部分的所有者永远不会重复。"),
         {},
         T("Worker A ends holding the lock; worker B gets A's thread id and asks without "
           "waiting: B re-enters (broken); B is refused as another owner (fix).",
@@ -1121,9 +1121,9 @@ _LESSONS = (
           "lock sits idle. Go's sync.Mutex does both: it lets newcomers barge until a waiter "
           "has waited past a threshold, then hands the lock over. redis_two_mode does the "
           "same in two Lua scripts.",
-          "谁先来谁拿（抢锁）的锁让正在运行的进程接着运行：每秒完成的临界区多，但总是抢输的等待者"
-          "要等一秒甚至更久。每次释放都把锁交给队首的队列让每次等待都有上限，代价落在每个临界区上："
-          "锁空着，等一个睡着的进程被唤醒。Go 的 sync.Mutex 两者兼得：等待者等得不超过一个阈值时"
+          "先到先得（抢锁）的锁让正在运行的进程接着运行：每秒完成的临界区多，但总是抢输的等待者"
+          "要等一秒甚至更久。队列每次释放都把锁交给队首，每次等待都有上限，代价却落在每个临界区上："
+          "锁空着，要等一个睡着的进程被唤醒。Go 的 sync.Mutex 两者兼得：等待者等得不超过一个阈值时"
           "允许新来的抢锁，超过了就直接把锁交给队首。redis_two_mode 用两段 Lua 脚本做了同样的事。"),
         {},
         T("The three locks side by side: the barging lock's longest wait (hundreds of ms), "

@@ -24,7 +24,7 @@ class SetnxLock(RedisLockBase):
 
     def _try_acquire(self) -> bool:
         """尝试一次：锁归我们了就返回 True。这里不要等待，也不要循环。"""
-        # TODO 1（A0 2.1，“互斥”）：用 SETNX 把你的 token 写进锁的键；只有第一个
+        # TODO 1（A0 2.1，“互斥”）：用 SETNX 把 self.token 写进锁的键；只有第一个
         # 调用者会得到 true。返回它是否成功。
         raise NotImplementedError("TODO 1：用 SETNX 设置 self.key 来加锁"
                                   "（self.client.setnx）")
