@@ -71,7 +71,7 @@ class Room:
         student = self.store.student(secret)
         if student is None:
             raise Refused(401, lazy_gettext(
-                    "join the room first: this browser holds no name in it "
+                    "join the room first: this browser has no name in it "
                     "(X-Student: the secret that joining gave)"))
         return student
 

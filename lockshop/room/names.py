@@ -44,15 +44,15 @@ def normalised_name(given: object) -> str:
     for character in name:
         if character in BIDI_CONTROLS:
             raise Refused(422, lazy_gettext(
-                    "a name cannot hold a direction mark (U+%(code)04X): it would show "
+                    "a name cannot contain a direction mark (U+%(code)04X): it would show "
                     "the name turned round", code=ord(character)))
         if character in ZERO_WIDTH:
             raise Refused(422, lazy_gettext(
-                    "a name cannot hold an invisible character (U+%(code)04X): it would "
+                    "a name cannot contain an invisible character (U+%(code)04X): it would "
                     "look like another student's name", code=ord(character)))
         if unicodedata.category(character) in HIDDEN_CATEGORIES:
             raise Refused(422, lazy_gettext(
-                    "a name cannot hold a control character (U+%(code)04X)",
+                    "a name cannot contain a control character (U+%(code)04X)",
                     code=ord(character)))
     return name
 
