@@ -18,6 +18,7 @@ from werkzeug.serving import make_server
 
 from helpers import wait_for
 from lockshop.exercises import EXERCISES
+from lockshop.exercises.skeleton_text import skeleton_text
 from lockshop.room import Room
 from lockshop.room.api import JOIN_BYTES, SOURCE_BODY_BYTES, blueprint
 from lockshop.room.names import MAX_CHARS
@@ -280,7 +281,11 @@ def test_the_exercises_and_their_skeletons(client):
     answer = client.get("/room/api/exercises/3/skeleton?lang=zh_CN")
     assert answer.status_code == 200
     assert answer.content_type == "text/plain; charset=utf-8"
-    assert answer.get_data(as_text=True) == EXERCISES["3"].skeleton.read_text()
+    # In the student's language: the Chinese twin's words, the same code.
+    assert answer.get_data(as_text=True) == skeleton_text(EXERCISES["3"], "zh_CN")
+    assert "练习 3" in answer.get_data(as_text=True)
+    english = client.get("/room/api/exercises/3/skeleton?lang=en").get_data(as_text=True)
+    assert english == skeleton_text(EXERCISES["3"], "en") and "练习" not in english
     refused(client.get("/room/api/exercises/99/skeleton"), 422, "'exercise' must be one of")
 
 

@@ -35,7 +35,7 @@ from flask import Blueprint, Response, request
 from lockshop.exercises import catalogue, find
 from lockshop.room import Room, checked_source, known_exercise
 from lockshop.room.refusal import Refused
-from lockshop.room.skeletons import skeleton_source
+from lockshop.exercises.skeleton_text import skeleton_text
 from lockshop.room.store import MAX_SOURCE_BYTES
 from shop.i18n import ENGLISH, current_language, language, lazy_gettext, resolve
 
@@ -101,7 +101,7 @@ def blueprint(room: Room, *, admin_token: str | None = None) -> Blueprint:
         """The exercise's skeleton: where a student starts."""
         chosen = request.args.get("lang")
         tag = resolve(chosen) if chosen else current_language()
-        text = skeleton_source(find(known_exercise(exercise)), tag)
+        text = skeleton_text(find(known_exercise(exercise)), tag)
         return Response(text, content_type="text/plain; charset=utf-8")
 
     @api.get("/sources/<exercise>")
