@@ -15,7 +15,7 @@ from pathlib import Path
 
 from lockshop.workshop.staging.record import Lab, LabRecord, Step
 from lockshop.workshop.staging.stage import Parts, running
-from shop.i18n import N_, _
+from shop.i18n import N_, _, join
 
 #: How a half is named where it is printed (the records keep "broken", "fix", "measure").
 HALVES = {"broken": N_("broken"), "fix": N_("fix"), "measure": N_("measure")}
@@ -50,7 +50,9 @@ def _run_one(lab: Lab, parts: Parts, as_json: bool, out) -> LabRecord:
                           expected=step.expected, observed=step.observed)
             + "  " + ("✓" if step.agrees else _("✗ DIFFERS")))
 
-    say(f"{lab.id} {lab.name}: {_(lab.title)}  ({', '.join(lab.articles)})")
+    # A lab beyond the articles names none, and says no empty brackets.
+    articles = _(" (%(articles)s)", articles=join(lab.articles)) if lab.articles else ""
+    say(f"{lab.id} {lab.name}: {_(lab.title)} {articles}".rstrip())
     with running(lab, parts, on_step, on_half) as run:
         lab.stage(run)
     record = run.record

@@ -171,7 +171,7 @@ class Stage:
 
     def _start_half(self, half: str, version: str, how: str) -> None:
         self._half = half
-        self.record.versions[half] = f"{version}: {how}"
+        self.record.versions[half] = _("%(version)s: %(how)s", version=version, how=how)
         self._on_half(half, self.record.versions[half])
 
     # --- what labs stage on --------------------------------------------------------
