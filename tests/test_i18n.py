@@ -374,7 +374,7 @@ def test_lab_c11_runs_in_chinese_under_lang_zh_cn_and_in_english_with_lang_en():
     said = done.stdout
     # the title, both halves, a step with what was expected and seen, and the verdict
     assert said.startswith("C11 redis_plain_del: 锁的过期时间短于业务执行时间"), said
-    assert "  问题版本：redis_plain_del: SET NX PX 加锁，直接 DEL 释放" in said
+    assert "  问题版本：redis_plain_del：SET NX PX 加锁，直接 DEL 释放" in said
     assert "预期：它的 DEL 删掉了 B 的锁 · 观察到：A 释放成功；键存在：否  ✓" in said
     assert "预期：被拒绝：键里是 B 的唯一标识，不是 A 的；锁仍归 B" in said
     assert "=> 结论成立（" in said and "修复版本在相同步骤下保持正确" in said

@@ -52,7 +52,7 @@ def _run_one(lab: Lab, parts: Parts, as_json: bool, out) -> LabRecord:
 
     # A lab beyond the articles names none, and says no empty brackets.
     articles = _(" (%(articles)s)", articles=join(lab.articles)) if lab.articles else ""
-    say(f"{lab.id} {lab.name}: {_(lab.title)} {articles}".rstrip())
+    say(f"{lab.id} {lab.name}: {_(lab.title)}{articles}")
     with running(lab, parts, on_step, on_half) as run:
         lab.stage(run)
     record = run.record
