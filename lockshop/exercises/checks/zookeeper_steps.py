@@ -212,14 +212,25 @@ def look_again_and_leave(grading: Grading) -> tuple[str, bool]:
     if holder is None:
         return _("the lock could not be taken while free"), False
     served: list[int] = []
-    quitter = Waiter(grading, name, 1, 1.0, served)  # gives up after 1 s
+    # The quitter gives up after 2 s: time for the patient waiter to queue behind it and
+    # watch its node first, even on a busy machine.
+    quitter = Waiter(grading, name, 1, 2.0, served)
     until(lambda: _watch_count(grading, [quitter]) >= 1, seconds=3)
+    quitter_nodes = set(ephemerals(grading).get(quitter.session, []))
     patient = Waiter(grading, name, 2, 30, served)
     until(lambda: _watch_count(grading, [quitter, patient]) >= 2, seconds=3)
     quitter.join(10)
-    # The patient waiter was woken by the quitter's node going, or will be: give it a
-    # moment to (wrongly) walk in while the holder still holds.
-    walked_in = until(lambda: patient.result is not None, seconds=1.0)
+
+    def settled() -> bool:
+        """The patient waiter has either walked in (wrongly) or, having looked again, watches
+        a node that is not the quitter's: a state to wait for, not a moment."""
+        if patient.result is not None:
+            return True
+        return any(patient.session in sessions and path not in quitter_nodes
+                   for path, sessions in watches(grading, [patient]).items())
+
+    until(settled, seconds=10)
+    walked_in = patient.result is not None
     left_behind = ephemerals(grading).get(quitter.session, [])
     holder.release()
     # Behind a node left behind, the patient waiter can never be served: no need to wait.
