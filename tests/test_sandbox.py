@@ -177,7 +177,11 @@ def test_a_lock_cannot_read_the_instructors_files_nor_another_students_source(tm
                         said.append("LEAKED " + path + ": " + file.read(200))
                 except OSError as error:
                     said.append("refused " + path + ": " + type(error).__name__)
-            said.append("sources=" + repr(sorted(glob.glob("/tmp/**/*.py", recursive=True))))
+            # The project itself is bound in, read-only, wherever it lies (a clone under
+            # /tmp too): the grader's own code, not anyone's answer.
+            said.append("sources=" + repr(sorted(
+                found for found in glob.glob("/tmp/**/*.py", recursive=True)
+                if not found.startswith({str(PROJECT) + "/"!r}))))
             said.append("gradings=" + repr(glob.glob("/tmp/lockshop-grading-*")))
             raise RuntimeError(" | ".join(said))
             """))
