@@ -65,6 +65,13 @@ def load_lock_class(spec: str) -> type[DistributedLock]:
     return next(iter(found.values()))
 
 
+def import_target(target: str):
+    """The module ``target`` names (a file, or ``package.module``); ``LockClassError``
+    saying why when it cannot be imported. For classes of other kinds loaded the same
+    way (a job guard: ``shop.jobs.custom``)."""
+    return _import(target)
+
+
 def _import(target: str):
     path = Path(target)
     if target.endswith(".py") or "/" in target or path.exists():

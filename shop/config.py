@@ -51,6 +51,9 @@ class Config:
     #: Lock classes plugged in from files as strategies, ``name=FILE[:Class]`` each:
     #: a student's lock (``lockshop up --lock``), sold with like any other strategy.
     extra_locks: tuple[str, ...] = ()
+    #: Job guard classes plugged in from files, ``name=FILE[:Class]`` each: the setting
+    #: ``job_guard`` may name them (a student's guard: ``lockshop exercise check``).
+    extra_guards: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides) -> Config:
@@ -82,9 +85,10 @@ class Config:
             raise ConfigError(f"{PREFIX}LOCK_LEASE_MS must be >= 1, got {self.lock_lease_ms}")
         if self.lock_timeout_ms < 0:
             raise ConfigError(f"{PREFIX}LOCK_TIMEOUT_MS must be >= 0, got {self.lock_timeout_ms}")
-        if self.job_guard not in ("strategy", "leader"):
-            raise ConfigError(f"{PREFIX}JOB_GUARD must be 'strategy' or 'leader', "
-                              f"got {self.job_guard!r}")
+        plugged_in = tuple(named.partition("=")[0] for named in self.extra_guards)
+        if self.job_guard not in ("strategy", "leader", *plugged_in):
+            raise ConfigError(f"{PREFIX}JOB_GUARD must be 'strategy', 'leader' or a name of "
+                              f"{PREFIX}EXTRA_GUARDS, got {self.job_guard!r}")
         for name in ("job_interval_ms", "unpaid_expiry_ms", "reminder_after_ms"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{PREFIX}{name.upper()} must be >= 0, got {getattr(self, name)}")

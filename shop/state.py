@@ -15,6 +15,7 @@ from locks import LockError
 from shop.config import Config
 from shop.errors import ShopError, Unprocessable
 from shop.i18n import lazy_gettext
+from shop.jobs.custom import guard_names
 from shop.metrics import counters
 from shop.orders.idempotency import KeySweeper, Placed, place_once
 from shop.orders.order_path import OrderContext, OrderRequest, check_request
@@ -68,10 +69,11 @@ class ShopState:
                                     known=self.strategies.names())
             self.strategies.refuse_unusable(strategy)
         if job_guard is not None:
-            if job_guard not in JOB_GUARDS:
+            known = (*JOB_GUARDS, *guard_names())  # and the guards plugged in from files
+            if job_guard not in known:
                 raise Unprocessable(lazy_gettext("'job_guard' must be one of %(known)s",
-                                                 known=", ".join(JOB_GUARDS)),
-                                    known=list(JOB_GUARDS))
+                                                 known=", ".join(known)),
+                                    known=list(known))
             if job_guard == "leader" and not self.strategies.available("zk_fair"):
                 raise Unprocessable(lazy_gettext(
                     "leader election needs ZooKeeper (LOCKSHOP_ZK_HOSTS), and it cannot be "

@@ -106,9 +106,11 @@ class SettingsChange(Request):
 
     strategy: str | None = None
     business_delay_ms: int | None = Field(None, ge=0, le=MAX_BUSINESS_DELAY_MS)
-    job_guard: Literal["strategy", "leader"] | None = Field(
-        None, description="what guards the scheduled jobs: the strategy's lock, "
-                          "or ZooKeeper leader election")
+    job_guard: str | None = Field(
+        None, max_length=100,
+        description="what guards the scheduled jobs: 'strategy' (the strategy's lock), "
+                    "'leader' (ZooKeeper leader election), or a guard plugged in from a "
+                    "file (LOCKSHOP_EXTRA_GUARDS)")
     job_interval_ms: int | None = Field(None, ge=0, le=MAX_JOB_MS, description="0: jobs off")
     unpaid_expiry_ms: int | None = Field(None, ge=0, le=MAX_JOB_MS)
     reminder_after_ms: int | None = Field(None, ge=0, le=MAX_JOB_MS)
@@ -194,7 +196,7 @@ class StrategyList(Answer):
 class Settings(Answer):
     strategy: str
     business_delay_ms: int
-    job_guard: Literal["strategy", "leader"]
+    job_guard: str
     job_interval_ms: int
     unpaid_expiry_ms: int
     reminder_after_ms: int

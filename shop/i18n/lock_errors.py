@@ -55,6 +55,11 @@ CLASS_ERRORS = (
        "which server it needs"),
     N_("strategy %(name)s is already registered"),
     N_("%(spec)s: expected name=FILE[:Class]"),
+    # a job guard's file (shop.jobs.custom)
+    N_("%(where)s: %(name)s is not a job guard class (a subclass of JobGuard)"),
+    N_("%(where)s: has no job guard class (a subclass of JobGuard)"),
+    N_("%(where)s: has %(count)s job guard classes (%(names)s): name one, as %(example)s"),
+    N_("job guard %(name)s is already registered"),
 )
 
 

@@ -7,6 +7,8 @@
   instance runs every fire time.
 * ``leader``: ZooKeeper leader election (``locks.zk_election``): only the
   leader runs jobs; when it dies, another instance is elected.
+* a name from ``Config.extra_guards``: a guard class plugged in from a file
+  (``shop.jobs.custom``), made as ``Class(state, job, fire_time, settings, clock)``.
 
 A check before a write cannot see a delay after it: a pause, or a slow link
 before the commit, lets the guard's lease run out and the next fire time's
@@ -53,6 +55,10 @@ class JobGuard:
                      clock: Callable[[], float]) -> JobGuard:
         if settings.job_guard == "leader":
             return LeaderGuard(state.leader_election())
+        from shop.jobs.custom import plugged_in  # it imports this module
+        guard_class = plugged_in(settings.job_guard)
+        if guard_class is not None:
+            return guard_class(state, job, fire_time, settings, clock)
         factory = state.strategies.lock_factory(settings.strategy)
         if factory is None:
             return TableGuard(state, job, fire_time, settings.strategy, clock)

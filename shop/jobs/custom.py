@@ -1,0 +1,70 @@
+"""A job guard class from a file, plugged in by name: a student's, or anyone's.
+
+``Config.extra_guards`` holds ``name=FILE[:Class]`` entries (``LOCKSHOP_EXTRA_GUARDS``),
+as ``Config.extra_locks`` holds locks: each names a subclass of ``JobGuard``, and the
+cluster setting ``job_guard`` may then be that name. The scheduler makes one guard per
+run, as it makes its own: ``Class(state, job, fire_time, settings, clock)``.
+
+A file that gives no guard class raises ``LockClassError`` with one readable line, as a
+file that gives no lock class does (``locks.custom``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+
+from locks.custom import LockClassError, import_target, split_spec
+from shop.jobs.guards import JobGuard
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: The guards plugged in, by the name the setting ``job_guard`` gives them.
+_GUARDS: dict[str, type[JobGuard]] = {}
+
+
+def load_guard_class(spec: str) -> type[JobGuard]:
+    """The job guard class ``spec`` (``FILE[:Class]``) names; ``LockClassError`` saying
+    why when there is none."""
+    target, class_name = split_spec(spec)
+    module = import_target(target)
+    where = getattr(module, "__file__", None) or target
+    found = {name: value for name, value in vars(module).items()
+             if inspect.isclass(value) and issubclass(value, JobGuard)
+             and value.__module__ == module.__name__}
+    if class_name is not None:
+        value = getattr(module, class_name, None)
+        if value is None:
+            raise LockClassError(f"{where}: has no class {class_name}")
+        if not (inspect.isclass(value) and issubclass(value, JobGuard)):
+            raise LockClassError(f"{where}: {class_name} is not a job guard class (a subclass "
+                                 "of JobGuard)")
+        return value
+    if not found:
+        raise LockClassError(f"{where}: has no job guard class (a subclass of JobGuard)")
+    if len(found) > 1:
+        raise LockClassError(f"{where}: has {len(found)} job guard classes "
+                             f"({', '.join(found)}): name one, as {target}:{next(iter(found))}")
+    return next(iter(found.values()))
+
+
+def register_guard(named_spec: str) -> type[JobGuard]:
+    """``name=FILE[:Class]`` (as ``LOCKSHOP_EXTRA_GUARDS`` holds it) as a job guard the
+    setting ``job_guard`` can name."""
+    name, equals, spec = named_spec.partition("=")
+    if not equals or not _IDENTIFIER.match(name):
+        raise LockClassError(f"{named_spec!r}: expected name=FILE[:Class]")
+    guard_class = load_guard_class(spec)
+    if _GUARDS.get(name, guard_class) is not guard_class:
+        raise LockClassError(f"job guard {name!r} is already registered")
+    _GUARDS[name] = guard_class
+    return guard_class
+
+
+def plugged_in(name: str) -> type[JobGuard] | None:
+    """The guard class plugged in as ``name``, or None."""
+    return _GUARDS.get(name)
+
+
+def guard_names() -> tuple[str, ...]:
+    """The names of the guards plugged in, in the order they came."""
+    return tuple(_GUARDS)
