@@ -16,12 +16,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from lockshop.exercises.checks import contract, redis_steps, sale, zookeeper_steps
+from lockshop.exercises.checks import contract, job_steps, redis_steps, sale, zookeeper_steps
 from lockshop.exercises.grading import Check
 from shop.i18n import lazy_gettext
 
 SKELETONS = Path(__file__).parent / "skeletons"
 REDIS, ZOOKEEPER = "redis", "zookeeper"
+#: A job guard (a ``JobGuard`` subclass), graded on a Redis of the grader's own: no lock
+#: contract, and its sale is its own checks (the jobs on three shop instances).
+JOBS = "jobs"
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,8 @@ class Exercise:
         first exercise of a family (whose step is to make a lock at all)."""
         first = min(int(e.id) for e in EXERCISES.values() if e.family == self.family)
         checks = self.own_checks
+        if self.family == JOBS:
+            return tuple(dict.fromkeys(check.lesson for check in self.checks()))
         if int(self.id) == first:
             checks = (*contract.CHECKS, *checks, *sale.checks(self.family))
         return tuple(dict.fromkeys(check.lesson for check in checks))
@@ -58,6 +63,8 @@ class Exercise:
         earlier = [e for e in EXERCISES.values()
                    if e.family == self.family and int(e.id) <= int(self.id)]
         steps = [check for e in earlier for check in e.own_checks]
+        if self.family == JOBS:
+            return tuple(steps)
         return (*contract.CHECKS, *steps,
                 *sale.checks(self.family, still_held_written=self.asks_still_held))
 
@@ -117,6 +124,21 @@ _LIST = (
                           "the lowest; otherwise watch only the node just ahead of yours, and "
                           "look again when it goes."),
              zookeeper_steps.QUEUE, "zk_fair"),
+    Exercise("15", "job_guard.py",
+             lazy_gettext("A job guard: a scheduled job that runs once in the cluster"), JOBS,
+             ("A0", "A1"),
+             lazy_gettext("Every instance fires the same jobs at the same times: guard each run "
+                          "with one lock for the whole cluster, named for the job and tried "
+                          "once, so that one instance runs each fire time and the others skip "
+                          "it."),
+             job_steps.ONCE, "shop.jobs.custom:StrategyLockGuard"),
+    Exercise("16", "rechecked_guard.py",
+             lazy_gettext("A job guard that checks its lock again before each write"), JOBS,
+             ("A2",),
+             lazy_gettext("A run can outlive its lock's lease: check, last in each write's "
+                          "transaction, that the lock is still yours, so that a run whose lock "
+                          "another instance has taken writes nothing."),
+             job_steps.RECHECK, "shop.jobs.custom:StrategyLockGuard"),
 )
 EXERCISES: dict[str, Exercise] = {exercise.id: exercise for exercise in _LIST}
 

@@ -26,12 +26,13 @@ from pathlib import Path
 
 from locks.custom import LockClassError, factory_for, load_lock_class, split_spec
 from lockshop.invoked import lockshop_command
-from lockshop.exercises import Exercise
+from lockshop.exercises import JOBS, Exercise
 from lockshop.exercises import grading as limits
 from lockshop.exercises.diagnoses import Diagnostician
 from lockshop.exercises.grading import Check, Grading, NotApplicable
 from shop.i18n import _, join
 from shop.i18n.lock_errors import BACKENDS, say_reason
+from shop.jobs.custom import load_guard_class
 
 
 @dataclass
@@ -96,8 +97,13 @@ class Grade:
 def resolve(spec: str, exercise: Exercise) -> tuple[type, str]:
     """The student's class and a spec other processes can load (an absolute path);
     ``LockClassError`` when it cannot be had or is of the wrong family."""
-    lock_class = load_lock_class(spec)
     target, class_name = split_spec(spec)
+    if exercise.family == JOBS:  # a job guard, not a lock
+        guard_class = load_guard_class(spec)
+        if target.endswith(".py") or "/" in target or Path(target).exists():
+            target = str(Path(target).resolve())
+        return guard_class, f"{target}:{class_name or guard_class.__name__}"
+    lock_class = load_lock_class(spec)
     if target.endswith(".py") or "/" in target or Path(target).exists():
         target = str(Path(target).resolve())
     requires = factory_for(lock_class)[1]
@@ -124,8 +130,12 @@ def grade(exercise: Exercise, spec: str, *, say: Callable[[str], None] = lambda 
     try:
         with Grading(lock_class, spec, exercise.family, runtime) as grading:
             say(_("exercise %(id)s: %(title)s", id=exercise.id, title=exercise.title))
-            say("  " + _("your lock: %(spec)s, on a %(family)s server of the grader's own",
-                         spec=spec, family=say_reason(exercise.family, BACKENDS)))
+            if exercise.family == JOBS:
+                say("  " + _("your job guard: %(spec)s, around the shop's jobs, on a redis "
+                             "server of the grader's own", spec=spec))
+            else:
+                say("  " + _("your lock: %(spec)s, on a %(family)s server of the grader's "
+                             "own", spec=spec, family=say_reason(exercise.family, BACKENDS)))
             for line, todo in todos_left(Path(spec.rpartition(":")[0])):
                 say("  " + _("TODO left (line %(line)s): %(todo)s", line=line, todo=todo))
             todos = todos_left(Path(spec.rpartition(":")[0]))

@@ -85,7 +85,7 @@ class Grading:
         self._inspector: redis.Redis | None = None
 
     def __enter__(self) -> Grading:
-        if self.family == "redis":
+        if self.family in ("redis", "jobs"):  # a job guard's lock is the shop's Redis lock
             self.redis_server = self._stack.enter_context(RedisServer(self.runtime, "redis"))
         else:
             self.zookeeper = self._stack.enter_context(ZooKeeperServer(self.runtime, "zookeeper"))
