@@ -154,3 +154,9 @@ def test_a_job_guard_setting_must_name_a_guard_plugged_in():
     with pytest.raises(ConfigError, match="EXTRA_GUARDS"):
         Config(job_guard="mine")
     assert Config(job_guard="mine", extra_guards=("mine=x.py",)).job_guard == "mine"
+
+
+def test_check_reference_names_the_projects_own_guard():
+    from lockshop.cli.exercise import reference_lock
+    assert reference_lock(exercises.find("15")) == reference_lock(exercises.find("16")) \
+        == REFERENCE
