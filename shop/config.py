@@ -87,8 +87,9 @@ class Config:
             raise ConfigError(f"{PREFIX}LOCK_TIMEOUT_MS must be >= 0, got {self.lock_timeout_ms}")
         plugged_in = tuple(named.partition("=")[0] for named in self.extra_guards)
         if self.job_guard not in ("strategy", "leader", *plugged_in):
-            raise ConfigError(f"{PREFIX}JOB_GUARD must be 'strategy', 'leader' or a name of "
-                              f"{PREFIX}EXTRA_GUARDS, got {self.job_guard!r}")
+            also = f" or a name of {PREFIX}EXTRA_GUARDS" if plugged_in else ""
+            raise ConfigError(f"{PREFIX}JOB_GUARD must be 'strategy' or 'leader'{also}, "
+                              f"got {self.job_guard!r}")
         for name in ("job_interval_ms", "unpaid_expiry_ms", "reminder_after_ms"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{PREFIX}{name.upper()} must be >= 0, got {getattr(self, name)}")

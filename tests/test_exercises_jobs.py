@@ -151,8 +151,10 @@ def test_the_shop_runs_a_guard_plugged_in_from_a_file(tmp_path):
 
 
 def test_a_job_guard_setting_must_name_a_guard_plugged_in():
-    with pytest.raises(ConfigError, match="EXTRA_GUARDS"):
+    with pytest.raises(ConfigError, match="must be 'strategy' or 'leader', got 'mine'"):
         Config(job_guard="mine")
+    with pytest.raises(ConfigError, match="or a name of LOCKSHOP_EXTRA_GUARDS, got 'yours'"):
+        Config(job_guard="yours", extra_guards=("mine=x.py",))
     assert Config(job_guard="mine", extra_guards=("mine=x.py",)).job_guard == "mine"
 
 

@@ -15,11 +15,9 @@ import inspect
 import re
 
 from locks.custom import LockClassError, import_target, split_spec
-from shop.jobs.guards import JobGuard, LockGuard
+from shop.jobs.guards import PLUGGED_IN, JobGuard, LockGuard
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-#: The guards plugged in, by the name the setting ``job_guard`` gives them.
-_GUARDS: dict[str, type[JobGuard]] = {}
 
 
 def load_guard_class(spec: str) -> type[JobGuard]:
@@ -54,20 +52,15 @@ def register_guard(named_spec: str) -> type[JobGuard]:
     if not equals or not _IDENTIFIER.match(name):
         raise LockClassError(f"{named_spec!r}: expected name=FILE[:Class]")
     guard_class = load_guard_class(spec)
-    if _GUARDS.get(name, guard_class) is not guard_class:
+    if PLUGGED_IN.get(name, guard_class) is not guard_class:
         raise LockClassError(f"job guard {name!r} is already registered")
-    _GUARDS[name] = guard_class
+    PLUGGED_IN[name] = guard_class
     return guard_class
-
-
-def plugged_in(name: str) -> type[JobGuard] | None:
-    """The guard class plugged in as ``name``, or None."""
-    return _GUARDS.get(name)
 
 
 def guard_names() -> tuple[str, ...]:
     """The names of the guards plugged in, in the order they came."""
-    return tuple(_GUARDS)
+    return tuple(PLUGGED_IN)
 
 
 class StrategyLockGuard(LockGuard):

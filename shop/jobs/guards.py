@@ -45,6 +45,11 @@ from shop.store.settings import ClusterSettings
 log = logging.getLogger(__name__)
 
 
+#: Guard classes plugged in from files, by the name the setting ``job_guard`` gives them
+#: (``shop.jobs.custom.register_guard`` adds them).
+PLUGGED_IN: dict[str, type[JobGuard]] = {}
+
+
 class JobGuard:
     """What a job holds while it runs: a lock, its row in job_locks, leadership, or nothing."""
 
@@ -55,8 +60,7 @@ class JobGuard:
                      clock: Callable[[], float]) -> JobGuard:
         if settings.job_guard == "leader":
             return LeaderGuard(state.leader_election())
-        from shop.jobs.custom import plugged_in  # it imports this module
-        guard_class = plugged_in(settings.job_guard)
+        guard_class = PLUGGED_IN.get(settings.job_guard)
         if guard_class is not None:
             return guard_class(state, job, fire_time, settings, clock)
         factory = state.strategies.lock_factory(settings.strategy)
