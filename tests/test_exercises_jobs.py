@@ -162,3 +162,20 @@ def test_check_reference_names_the_projects_own_guard():
     from lockshop.cli.exercise import reference_lock
     assert reference_lock(exercises.find("15")) == reference_lock(exercises.find("16")) \
         == REFERENCE
+
+
+def test_a_students_guard_is_graded_in_the_rooms_sandbox():
+    """The room's way: the source alone, in the sandbox, whose shop instances load it."""
+    import os
+
+    from lockshop.room import sandbox
+    from lockshop.room.sandboxed_grading import grade_in_sandbox
+    needs_redis()
+    require(os.geteuid() == 0, "the sandbox runs gradings as nobody: it needs root")
+    require(not sandbox.missing_tools(), f"missing {sandbox.missing_tools()}")
+    answer = GUARDS.read_text().split("class NoGuard")[0]  # RedisJobGuard, a student's
+    answer = answer.replace("from dataclasses import replace\n", "").replace(
+        "from shop.jobs.custom import StrategyLockGuard\n", "")
+    outcome = grade_in_sandbox("16", answer, "en")
+    assert outcome.passed is True, outcome
+    assert outcome.message == "exercise 16 passed: 5 of 5 checks", outcome
