@@ -354,7 +354,8 @@ ONCE = (
                        "once per fire time, and skip the fire time when it is held."),
           reminders_once, sale=True),
     Check("C42",
-          lazy_gettext("unpaid orders hold stock until the expiry job gives it back"),
+          lazy_gettext("stock taken by unpaid orders comes back only when the expiry job "
+                       "gives it back"),
           lazy_gettext("the stock reads less while the orders are unpaid, and all of it after "
                        "the jobs: given back once, no more, no less"),
           lazy_gettext("The stock must come back exactly once: if it came back more than "
