@@ -1,13 +1,15 @@
 """A lock held by a process of its own, for a lab or the grader to kill, pause or resume.
 
     python -m lockshop.cluster.holder (--strategy NAME | --lock FILE:Class)
-        --backends JSON --name NAME [--timeout S]
+        --backends JSON --name NAME [--timeout S] [--say-waiting] [--hold-seconds S]
         [--crash-after-first-write] [--fenced-write DB_URL]
 
 The one protocol of every holder process, labs' and the grader's alike: it opens
 the lock's factory, waits for its server, asks for the lock, and says one line on
 its standard output, ``held <fencing token>`` (``-`` for a lock with none) or
-``refused``; then it holds the lock until it is killed. ``--strategy`` is a
+``refused``; then it holds the lock until it is killed. With ``--say-waiting`` it
+says ``waiting`` just before it asks (a waiter the lab pauses in its queue); with
+``--hold-seconds`` it releases after that long and exits. ``--strategy`` is a
 strategy of the registry (a student's own, plugged in with ``LOCKSHOP_EXTRA_LOCKS``
 as for ``lab --lock``, is registered first); ``--lock`` is a student's class,
 opened as the grader opens it (``student_factory``).
@@ -34,8 +36,8 @@ from contextlib import contextmanager
 
 from locks import Backends, DistributedLock, LockFactory, Strategy
 
-#: The first word of a holder that has the lock; of one that was refused.
-HELD, REFUSED = "held", "refused"
+#: The first word of a holder that has the lock; of one that was refused; of one about to ask.
+HELD, REFUSED, WAITING = "held", "refused", "waiting"
 #: The key a Redis lock of ``name`` lives at (every Redis lock base keeps it there).
 KEY_PREFIX = "lockshop:lock:"
 
@@ -92,6 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backends", required=True, help="Backends' fields, as JSON")
     parser.add_argument("--name", required=True)
     parser.add_argument("--timeout", type=float, default=10.0)
+    parser.add_argument("--say-waiting", action="store_true")
+    parser.add_argument("--hold-seconds", type=float)
     parser.add_argument("--crash-after-first-write", action="store_true")
     parser.add_argument("--fenced-write")
     args = parser.parse_args(argv)
@@ -106,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
 
         factory.client.after = crash
     lock = factory.lock(args.name, timeout=args.timeout)
+    if args.say_waiting:
+        print(WAITING, flush=True)
     if not lock.acquire():
         print(REFUSED, flush=True)
         return 3
@@ -114,6 +120,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.fenced_write:
         sys.stdin.readline()  # resumed (SIGCONT), and told: write now
         print(late_write(args.fenced_write, token), flush=True)
+        return 0
+    if args.hold_seconds is not None:
+        threading.Event().wait(args.hold_seconds)
+        lock.release()
         return 0
     threading.Event().wait()  # hold until killed
     return 0
