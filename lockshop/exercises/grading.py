@@ -197,9 +197,10 @@ class Grading:
     def start_holder(self, name: str, *flags: str) -> Holder:
         """The student's lock held by a process of its own (``lockshop.cluster.holder``),
         which the grader can kill or pause."""
-        backends = {"redis_url": self.backends().redis_url, "zk_hosts": self.backends().zk_hosts,
-                    "lease_ms": self.lease_ms}
-        return Holder("--lock", self.spec, "--backends", json.dumps(backends), "--name", name,
+        backends = self.backends()
+        fields = {"redis_url": backends.redis_url, "zk_hosts": backends.zk_hosts,
+                  "lease_ms": backends.lease_ms}
+        return Holder("--lock", self.spec, "--backends", json.dumps(fields), "--name", name,
                       *flags)
 
     def first_line(self, holder: Holder, seconds: float = 15.0) -> str:
