@@ -19,6 +19,7 @@ from helpers import require
 from lockshop import exercises
 from lockshop.cluster.redis_servers import redis_server_binary
 from lockshop.exercises import grader
+from lockshop.exercises.registry import JOBS
 from shop.app import create_app
 from shop.config import Config, ConfigError
 from shop.jobs.guards import JobGuard
@@ -59,7 +60,7 @@ def test_the_grader_names_the_lesson_a_guard_breaks(number, guard, failing):
     needs_redis()
     exercise = exercises.find(number)
     graded = grader.grade(exercise, guard)
-    report = "\n".join(line for r in graded.results for line in grader.describe(r))
+    report = "\n".join(line for r in graded.results for line in r.lines())
     assert len(graded.results) == len(exercise.checks()), report
     failed = {r.lesson for r in graded.results if r.failed}
     if not failing:
@@ -73,10 +74,10 @@ def test_the_grader_names_the_lesson_a_guard_breaks(number, guard, failing):
     assert "TODO" not in report and "raised" not in report, report
 
 
-def test_the_lessons_and_families():
+def test_the_lessons_and_backend():
     assert exercises.find("15").lessons == ("C04", "C05", "C42")
     assert exercises.find("16").lessons == ("C04", "C05", "C42", "C35")
-    assert {exercises.find(n).family for n in ("15", "16")} == {exercises.JOBS}
+    assert {exercises.find(n).backend for n in ("15", "16")} == {JOBS}
     # No lock contract, no sale of locks: a guard is not a lock.
     assert all(check.lesson in ("C04", "C05", "C42", "C35")
                for check in exercises.find("16").checks())

@@ -27,7 +27,7 @@ from contextlib import nullcontext
 from typing import TYPE_CHECKING
 
 from locks import LockLost
-from lockshop.exercises.grading import Check, Grading, until
+from lockshop.exercises.grading import Check, Grading
 from shop.config import Config
 from shop.i18n import _, lazy_gettext
 from shop.store.models import utc_at
@@ -180,7 +180,7 @@ def late_write_refused(grading: Grading) -> tuple[str, bool]:
 
         fire_a = time.time()
         run_a = JobRun(grading, a, utc_at(fire_a), settings, sleep=held_in_its_delay)
-        if not until(lambda: a_read.is_set() or run_a.done.is_set(), seconds=15):
+        if not grading.until(lambda: a_read.is_set() or run_a.done.is_set(), seconds=15):
             return _("A's run did not read its orders"), False
         if not a_read.is_set():
             return _("A's run: %(outcome)s", outcome=run_a.said()), False
@@ -196,7 +196,7 @@ def late_write_refused(grading: Grading) -> tuple[str, bool]:
             run_b.append(run)
             return True
 
-        until(b_fires, seconds=10 * SHORT_LEASE_MS / 1000, step=0.05)
+        grading.until(b_fires, seconds=10 * SHORT_LEASE_MS / 1000, step=0.05)
         if not run_b:
             a_go_on.set()
             run_a.ended.wait(30)
