@@ -16,12 +16,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from lockshop.exercises.checks import contract, redis_steps, sale, zookeeper_steps
+from lockshop.exercises.checks import (
+    contract,
+    redis_steps,
+    row_locks,
+    sale,
+    step_sale,
+    table_steps,
+    zookeeper_steps,
+)
 from lockshop.exercises.grading import Check
 from shop.i18n import lazy_gettext
 
 SKELETONS = Path(__file__).parent / "skeletons"
 REDIS, ZOOKEEPER = "redis", "zookeeper"
+#: A lock table's exercise (on SQLite), and an order step's on MariaDB.
+DATABASE, MYSQL = "database", "mysql"
 
 
 @dataclass(frozen=True)
@@ -29,7 +39,7 @@ class Exercise:
     id: str  # "3"
     file: str  # the skeleton's file name: "token_lock.py"
     title: str  # lazy: said in the reader's language
-    family: str  # REDIS or ZOOKEEPER
+    family: str  # REDIS, ZOOKEEPER, DATABASE (a lock table) or a database's (MYSQL)
     articles: tuple[str, ...]
     #: What the student is asked to do, in a few sentences.
     asks: str
@@ -87,6 +97,19 @@ class OrderStepExercise(Exercise):
         return False
 
 
+@dataclass(frozen=True)
+class TableLockExercise(Exercise):
+    """A lock exercise on a database's lock table (family ``database``): the contract, its
+    own checks, and a sale whose hint speaks of the lock's row (``table_steps.SALE``)."""
+
+    @property
+    def lessons(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(check.lesson for check in self.checks()))
+
+    def checks(self) -> tuple[Check, ...]:
+        return (*contract.CHECKS, *self.own_checks, table_steps.SALE)
+
+
 _LIST = (
     Exercise("1", "setnx_lock.py", lazy_gettext("A lock with SETNX, released with DEL"),
              REDIS, ("A0",),
@@ -136,6 +159,23 @@ _LIST = (
                           "the lowest; otherwise watch only the node just ahead of yours, and "
                           "look again when it goes."),
              zookeeper_steps.QUEUE, "zk_fair"),
+    TableLockExercise(
+        "17", "lock_row.py", lazy_gettext("A lock row with an expiry, in a lock table"),
+        DATABASE, ("A1",),
+        lazy_gettext("Lock by inserting a row whose unique key is the lock's name, with the "
+                     "time its lease ends; take over a row whose lease has run out; release by "
+                     "deleting only your own row. A holder that dies then frees the lock by "
+                     "itself, once its lease is over."),
+        table_steps.CHECKS, "locks.table_lock:TableLock"),
+    OrderStepExercise(
+        "18", "for_update_step.py",
+        lazy_gettext("SELECT ... FOR UPDATE through a unique index, held until the commit"),
+        MYSQL, ("A1",),
+        lazy_gettext("Write the order step in SQL on MariaDB: lock the product's row with the "
+                     "read that decides (FOR UPDATE, through its primary key), and write the "
+                     "stock and the order in that same transaction, so that the commit is what "
+                     "releases the row."),
+        (*row_locks.CHECKS, step_sale.SALE), "shop.orders.transactions:place_for_update"),
 )
 EXERCISES: dict[str, Exercise] = {exercise.id: exercise for exercise in _LIST}
 
@@ -156,4 +196,5 @@ def catalogue() -> list[dict]:
             for e in EXERCISES.values()]
 
 
-__all__ = ["EXERCISES", "Exercise", "OrderStepExercise", "catalogue", "find"]
+__all__ = ["EXERCISES", "Exercise", "OrderStepExercise", "TableLockExercise", "catalogue",
+           "find"]
