@@ -20,14 +20,18 @@ from lockshop.exercises.checks import sale
 from lockshop.exercises.grading import (
     Check,
     Grading,
+    NotApplicable,
     holder_killed,
     in_thread,
-    next_owner_waits,
     patience,
     take,
     until,
 )
 from shop.i18n import _, lazy_gettext
+
+
+#: A row whose lease ends later than this (a year) has no expiry, in effect.
+NO_EXPIRY_MS = 365 * 24 * 3600 * 1000
 
 
 def _engine(grading: Grading) -> Engine:
@@ -50,7 +54,7 @@ def _say_row(row: tuple[str, int] | None) -> str:
     if row is None:
         return _("no row")
     left = row[1] - now_ms()
-    if left > 10 ** 12:
+    if left > NO_EXPIRY_MS:
         return _("a row that never expires")
     return _("a row expiring in %(ms)s ms", ms=left) if left > 0 else \
         _("a row expired %(ms)s ms ago", ms=-left)
@@ -63,13 +67,32 @@ def killed_in_section(grading: Grading) -> tuple[str, bool]:
     problem = holder_killed(grading, name)
     if problem:
         return problem, False
-    left = _say_row(_row(grading, name))
-    waited = next_owner_waits(grading, name)
-    if waited is None:
+    row = _row(grading, name)
+    left = _say_row(row)
+    got_in_at = in_thread(_next_owner_gets_in, grading, name, timeout=patience(grading) + 10)
+    if got_in_at is None:
         return _("after the kill: %(left)s; nobody got the lock in %(seconds)s s", left=left,
                  seconds=patience(grading)), False
-    return _("after the kill: %(left)s; the next owner got in after %(waited).2f s", left=left,
-             waited=waited), True
+    if row is not None and got_in_at < row[1]:
+        return _("after the kill: %(left)s; the next owner got in %(early)s ms before that "
+                 "lease ended: it took over a live lock", left=left,
+                 early=row[1] - got_in_at), False
+    return _("after the kill: %(left)s; the next owner got in once it had run out",
+             left=left), True
+
+
+def _next_owner_gets_in(grading: Grading, name: str) -> int | None:
+    """The time (``now_ms()``) at which another owner had the lock, or None if it never
+    got it in ``patience``. Its acquire had taken the lock over by then."""
+    lock = grading.lock(name, timeout=patience(grading))
+    if not lock.acquire():
+        return None
+    got_in_at = now_ms()
+    try:
+        lock.release()
+    except Exception:  # noqa: BLE001 - the grader's own clean-up
+        pass
+    return got_in_at
 
 
 # --- C11: the release of a row another holder took over -------------------------------
@@ -92,6 +115,12 @@ def late_release(grading: Grading) -> tuple[str, bool]:
     if a_row is None:
         return _("A took the lock, but there is no row named %(name)s in lockshop_locks",
                  name=name), False
+    if a_row[1] - now_ms() > NO_EXPIRY_MS:
+        # No lease runs out, so no one takes over and there is no late release: the lock
+        # breaks where a holder dies instead (C06).
+        in_thread(_release, a)
+        return _("A's row has no expiry (%(row)s): nobody can take it over, so there is no "
+                 "late release to test", row=_say_row(a_row)), NotApplicable(see="C06")
     # A stops here, as a paused holder would: its row's lease runs out.
     expired = until(lambda: now_ms() >= a_row[1] + 1, seconds=patience(grading))
     if not expired:
@@ -138,5 +167,5 @@ SALE = replace(sale.SALE, hint=lazy_gettext(
     "Three processes must exclude each other through the database: every instance must "
     "insert the same row (name = self.name) into lockshop_locks, where the unique key lets "
     "only one in. If every order answered 503, the shop's ensure_held() found no live row "
-    "of yours: write owner = self._token_owner and expires_at_ms = now_ms() + "
+    "of yours (the base class's _still_held() reads it back): write owner = self._token_owner and expires_at_ms = now_ms() + "
     "self._lease_ms."))
