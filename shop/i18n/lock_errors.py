@@ -55,6 +55,15 @@ CLASS_ERRORS = (
        "which server it needs"),
     N_("strategy %(name)s is already registered"),
     N_("%(spec)s: expected name=FILE[:Class]"),
+    # ``shop.orders.custom_steps.OrderStepError``: a file that gives no order step.
+    N_("%(where)s: has no order step (a subclass of OrderStep)"),
+    N_("%(where)s: has %(count)s order steps (%(names)s): name one"),
+    N_("%(where)s: has no %(name)s (its order steps: %(found)s)"),
+    N_("%(where)s: %(name)s is neither an order step (a subclass of OrderStep) nor a "
+       "function"),
+    N_("%(where)s: %(name)s() failed: %(error)s"),
+    N_("%(spec)s: expected name=FILE[:Name]"),
+    N_("%(where)s: has no %(name)s"),
 )
 
 
