@@ -13,7 +13,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from lockshop.cluster.scratch import DEFAULT_SERVERS, scratch_database
+from lockshop.cluster.processes import StartError
+from lockshop.cluster.scratch import DEFAULT_SERVERS, scratch_database, server_error
+from shop.i18n import _
 
 #: Families graded on a database, and the server each needs (None: a file).
 SERVERS = {"database": None, "sqlite": None,
@@ -27,5 +29,10 @@ def database_for(family: str, runtime: Path) -> Iterator[str]:
     if server is None:
         yield f"sqlite:///{runtime / 'grading.db'}"
         return
+    why = server_error(server)
+    if why is not None:
+        # The room's sandbox has loopback only: no server of the machine answers there.
+        raise StartError(_("no database server answers at %(url)s (%(why)s): this exercise is "
+                           "graded on a database of its own there", url=server, why=why))
     with scratch_database(server, "lockshop_grading") as url:
         yield url
