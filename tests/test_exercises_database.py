@@ -67,10 +67,10 @@ def cli(*args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess
 
 def test_the_database_exercises_are_listed_with_their_lessons():
     assert exercises.find("17").lessons == ("C01", "C26", "C11", "C06", "C03")
-    assert exercises.find("18").lessons == ("C40", "C08", "C03")
+    assert exercises.find("18").lessons == ("C40", "C08", "C01")
     assert exercises.find("for_update_step").family == "mysql"
     printed = cli("list").stdout
-    assert "lessons C40 C08 C03" in printed
+    assert "lessons C40 C08 C01" in printed
 
 
 @pytest.mark.parametrize(("number", "spec", "first_failed"), TABLE,
@@ -87,7 +87,7 @@ def test_the_grader_names_the_first_lesson_a_database_lock_breaks(number, spec, 
     if spec in MUST_FAIL:
         assert MUST_FAIL[spec] in failed, report
     if spec in SALE_FAILS:
-        assert "C03" in failed and "oversold 0;" not in graded.results[-1].observed, report
+        assert "C01" in failed and "oversold 0;" not in graded.results[-1].observed, report
     if graded.first_failed:
         first = graded.first_failed
         assert first.hint and first.lesson_title and first.articles, report
@@ -114,7 +114,7 @@ def test_a_students_order_step_passes_from_the_command_line(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     record = json.loads(done.stdout.strip().splitlines()[-1])
     assert record["passed"] and record["lock"].endswith("for_update_step.py:ForUpdateStep")
-    assert [r["lesson"] for r in record["rounds"][0]["results"]] == ["C40", "C08", "C03"]
+    assert [r["lesson"] for r in record["rounds"][0]["results"]] == ["C40", "C08", "C01"]
     scored = json.loads(results.read_text())
     assert scored["score"] == scored["max_score"] == 3
 

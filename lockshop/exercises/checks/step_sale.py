@@ -57,8 +57,9 @@ def step_sale(grading: Grading) -> tuple[str, bool]:
     return observed, passed
 
 
+#: Lesson C01: without a guard, concurrent read-check-writes sell more than the stock.
 SALE = Check(
-    "C03",
+    "C01",
     lazy_gettext("%(buyers)s buyers at once on %(instances)s shop instances for %(stock)s units, "
                  "and %(buyers)s for %(seats)s seats, each order through your order step",
                  buyers=BUYERS, instances=INSTANCES, stock=STOCK, seats=SEATS),
