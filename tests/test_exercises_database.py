@@ -20,6 +20,7 @@ from sqlalchemy.engine import make_url
 
 from helpers import require
 from lockshop import exercises
+from lockshop.cli.exercise import reference_lock
 from lockshop.cluster.scratch import DEFAULT_SERVERS, server_error
 from lockshop.exercises import grader
 from lockshop.exercises.grading import Grading
@@ -55,7 +56,7 @@ SALE_FAILS = {f"{STEPS}:PlainRead"}
 
 
 def needs(exercise: exercises.Exercise) -> None:
-    if exercise.family == "mysql":
+    if exercise.backend == "mysql":
         error = server_error(DEFAULT_SERVERS["mysql"])
         require(error is None, f"MariaDB at {DEFAULT_SERVERS['mysql']} is not usable ({error})")
 
@@ -68,7 +69,7 @@ def cli(*args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess
 def test_the_database_exercises_are_listed_with_their_lessons():
     assert exercises.find("17").lessons == ("C01", "C26", "C11", "C06", "C03")
     assert exercises.find("18").lessons == ("C40", "C08", "C01")
-    assert exercises.find("for_update_step").family == "mysql"
+    assert exercises.find("for_update_step").backend == "mysql"
     printed = cli("list").stdout
     assert "lessons C40 C08 C01" in printed
 
@@ -81,7 +82,7 @@ def test_the_grader_names_the_first_lesson_a_database_lock_breaks(number, spec, 
     sale = first_failed is None or spec in SALE_FAILS
     graded = grader.grade(exercise, spec, sale=sale)
     assert len(graded.results) == len(exercise.checks()) - (0 if sale else 1)
-    report = "\n".join(line for r in graded.results for line in grader.describe(r))
+    report = "\n".join(line for r in graded.results for line in r.lines())
     assert graded.lesson == first_failed, report
     failed = {r.lesson for r in graded.results if r.failed}
     if spec in MUST_FAIL:
@@ -93,6 +94,13 @@ def test_the_grader_names_the_first_lesson_a_database_lock_breaks(number, spec, 
         assert first.hint and first.lesson_title and first.articles, report
         wanted = next(c for c in exercise.checks() if str(c.action) == first.action)
         assert first.hint == str(wanted.hint), report
+
+
+def test_the_references_are_what_check_reference_grades():
+    """``exercise check N --reference``: 17's is the shop's table lock (its strategy's
+    class), 18's the shop's own order step, named as a step is loaded."""
+    assert reference_lock(exercises.find("17")) == "locks.table_lock:TableLock"
+    assert reference_lock(exercises.find("18")) == "shop.orders.transactions:place_for_update"
 
 
 def test_the_row_lock_checks_watch_innodb_not_a_clock():
@@ -129,7 +137,7 @@ def test_the_graders_database_is_dropped_after_grading(tmp_path):
         with admin.connect() as db:
             return name in {row[0] for row in db.execute(text("SHOW DATABASES"))}
     try:
-        with Grading(step, spec, exercise.family, tmp_path) as grading:
+        with Grading(step, spec, exercise.backend, tmp_path) as grading:
             name = make_url(grading.database_url).database
             assert name.startswith("lockshop_grading_") and exists(name)
         assert not exists(name)

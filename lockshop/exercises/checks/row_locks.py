@@ -28,7 +28,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
 from locks import LockNotAcquired
-from lockshop.exercises.grading import Background, Check, Grading, until
+from lockshop.exercises.grading import Background, Check, Grading
 from shop.app import create_schema
 from shop.errors import ShopError
 from shop.i18n import _, lazy_gettext
@@ -149,7 +149,7 @@ def first_buyer_in_its_delay(grading: Grading, stock: tuple[int, int]
     go = threading.Event()
     first = Buyer(grading, shop.engine, 1, go).start()
     try:
-        until(lambda: first.in_delay.is_set() or first.job.done(), SHOWS_SECONDS)
+        grading.until(lambda: first.in_delay.is_set() or first.job.done(), SHOWS_SECONDS)
         if not first.in_delay.is_set():
             go.set()
             first.outcome()  # its error, if it raised: the check reports it
@@ -175,7 +175,7 @@ def second_buyer_shows(shop: Shop, second: Buyer) -> str:
             # A wait that InnoDB's view missed still ends in the database's timeout.
             return "waits" if second.timed_out_waiting() else "done"
         return "waits" if shop.waiting() else None
-    return until(state, SHOWS_SECONDS, step=ASK_EVERY) or "nothing"
+    return shop.grading.until(state, SHOWS_SECONDS, step=ASK_EVERY) or "nothing"
 
 
 def _never_waited() -> tuple[str, bool]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import time
 
+from lockshop.cluster.client import ShopClient
+from lockshop.cluster.launcher import Cluster
 from lockshop.exercises.checks.sale import (
     BUYERS,
     DELAY_MS,
@@ -26,9 +28,6 @@ from shop.i18n import _, lazy_gettext
 
 
 def step_sale(grading: Grading) -> tuple[str, bool]:
-    from lockshop.cluster.client import ShopClient
-    from lockshop.cluster.launcher import Cluster
-
     folder = grading.runtime / "sale"
     folder.mkdir(parents=True, exist_ok=True)
     config = Config(database_url=grading.database_url, lock_timeout_ms=30_000,

@@ -1,7 +1,7 @@
 """The lock row's lessons (article A1), turned on a student's table lock.
 
 The lock is a row of ``lockshop_locks`` with a unique key on the lock's name.
-A holder that must die is a process of its own (``lockshop.exercises.holder``),
+A holder that must die is a process of its own (``lockshop.cluster.holder``),
 killed with SIGKILL inside its section; a holder whose lease runs out is one the
 grader stops calling (its row's expiry passes: read off the row, not a clock
 race). What the row holds is read from the grader's database, never from the
@@ -17,16 +17,7 @@ from sqlalchemy import Engine, create_engine, select
 from locks import LockLost
 from locks.table_lock import _driver_url, lock_rows, now_ms
 from lockshop.exercises.checks import sale
-from lockshop.exercises.grading import (
-    Check,
-    Grading,
-    NotApplicable,
-    holder_killed,
-    in_thread,
-    patience,
-    take,
-    until,
-)
+from lockshop.exercises.grading import Check, Grading, NotApplicable
 from shop.i18n import _, lazy_gettext
 
 
@@ -64,15 +55,16 @@ def _say_row(row: tuple[str, int] | None) -> str:
 
 def killed_in_section(grading: Grading) -> tuple[str, bool]:
     name = grading.fresh_name("killed")
-    problem = holder_killed(grading, name)
+    problem = grading.holder_killed(name)
     if problem:
         return problem, False
     row = _row(grading, name)
     left = _say_row(row)
-    got_in_at = in_thread(_next_owner_gets_in, grading, name, timeout=patience(grading) + 10)
+    got_in_at = grading.in_thread(_next_owner_gets_in, grading, name,
+                                  timeout=grading.patience() + 10)
     if got_in_at is None:
         return _("after the kill: %(left)s; nobody got the lock in %(seconds)s s", left=left,
-                 seconds=patience(grading)), False
+                 seconds=grading.patience()), False
     if row is not None and got_in_at < row[1]:
         return _("after the kill: %(left)s; the next owner got in %(early)s ms before that "
                  "lease ended: it took over a live lock", left=left,
@@ -84,14 +76,11 @@ def killed_in_section(grading: Grading) -> tuple[str, bool]:
 def _next_owner_gets_in(grading: Grading, name: str) -> int | None:
     """The time (``now_ms()``) at which another owner had the lock, or None if it never
     got it in ``patience``. Its acquire had taken the lock over by then."""
-    lock = grading.lock(name, timeout=patience(grading))
+    lock = grading.lock(name, timeout=grading.patience())
     if not lock.acquire():
         return None
     got_in_at = now_ms()
-    try:
-        lock.release()
-    except Exception:  # noqa: BLE001 - the grader's own clean-up
-        pass
+    grading.release_quietly(lock)
     return got_in_at
 
 
@@ -108,7 +97,7 @@ def _release(lock) -> str:
 def late_release(grading: Grading) -> tuple[str, bool]:
     name = grading.fresh_name("late")
     factory = grading.factory()
-    a = take(factory, name)
+    a = grading.take(factory, name)
     if a is None:
         return _("A could not take the free lock"), False
     a_row = _row(grading, name)
@@ -118,21 +107,21 @@ def late_release(grading: Grading) -> tuple[str, bool]:
     if a_row[1] - now_ms() > NO_EXPIRY_MS:
         # No lease runs out, so no one takes over and there is no late release: the lock
         # breaks where a holder dies instead (C06).
-        in_thread(_release, a)
+        grading.in_thread(_release, a)
         return _("A's row has no expiry (%(row)s): nobody can take it over, so there is no "
                  "late release to test", row=_say_row(a_row)), NotApplicable(see="C06")
     # A stops here, as a paused holder would: its row's lease runs out.
-    expired = until(lambda: now_ms() >= a_row[1] + 1, seconds=patience(grading))
+    expired = grading.until(lambda: now_ms() >= a_row[1] + 1, seconds=grading.patience())
     if not expired:
         return _("A's row never expired: %(left)s", left=_say_row(a_row)), False
-    b = take(factory, name, timeout=patience(grading))
+    b = grading.take(factory, name, timeout=grading.patience())
     if b is None:
         return _("B could not take the lock after A's lease ran out (%(left)s)",
                  left=_say_row(_row(grading, name))), False
     b_row = _row(grading, name)
-    a_said = in_thread(_release, a)
+    a_said = grading.in_thread(_release, a)
     after = _row(grading, name)
-    in_thread(_release, b)
+    grading.in_thread(_release, b)
     if after is None or after[0] != b_row[0]:
         return _("A's release %(said)s, and B's row is gone: A deleted it",
                  said=a_said), False
@@ -167,5 +156,5 @@ SALE = replace(sale.SALE, hint=lazy_gettext(
     "Three processes must exclude each other through the database: every instance must "
     "insert the same row (name = self.name) into lockshop_locks, where the unique key lets "
     "only one in. If every order answered 503, the shop's ensure_held() found no live row "
-    "of yours (the base class's _still_held() reads it back): write owner = self._token_owner and expires_at_ms = now_ms() + "
-    "self._lease_ms."))
+    "of yours (the base class's _still_held() reads it back): write owner = "
+    "self._token_owner and expires_at_ms = now_ms() + self._lease_ms."))
