@@ -134,6 +134,9 @@ def factory_for(lock_class: type[DistributedLock]) -> tuple[type[LockFactory], t
         return _factory(lock_class, QueueFactory), ("zookeeper",)
     if issubclass(lock_class, ZooKeeperLockBase):
         return _factory(lock_class, ZooKeeperFactory), ("zookeeper",)
+    from .table_lock import TableLock, TableLockFactory
+    if issubclass(lock_class, TableLock):
+        return _factory(lock_class, TableLockFactory), ("database",)
     raise LockClassError(f"{lock_class.__name__} extends neither a Redis nor a ZooKeeper lock "
                          "base: lockshop cannot tell which server it needs")
 

@@ -12,6 +12,7 @@ from locks.custom import register_spec
 from shop.config import Config, locks_backends
 from shop.i18n.web import init_app as init_languages
 from shop.jobs.custom import register_guard
+from shop.orders.custom_steps import register_step_spec
 from shop.orders.order_strategies import Strategies
 from shop.state import ShopState
 from shop.store.db import backend_name, make_engine, make_sessions
@@ -34,6 +35,8 @@ def create_app(config: Config | None = None) -> Flask:
         register_spec(named_spec)
     for named_spec in config.extra_guards:
         register_guard(named_spec)
+    for named_spec in config.extra_steps:
+        register_step_spec(named_spec)
     engine = make_engine(config.database_url)
     create_schema(engine)
     sessions = make_sessions(engine)

@@ -54,6 +54,9 @@ class Config:
     #: Job guard classes plugged in from files, ``name=FILE[:Class]`` each: the setting
     #: ``job_guard`` may name them (a student's guard: ``lockshop exercise check``).
     extra_guards: tuple[str, ...] = ()
+    #: Order steps plugged in from files as strategies, ``name=FILE[:Name]`` each: a
+    #: student's read-check-write in SQL (``shop.orders.custom_steps``).
+    extra_steps: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides) -> Config:

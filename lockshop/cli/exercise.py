@@ -50,8 +50,9 @@ def cmd_exercise(args: argparse.Namespace, config: Config) -> int:
 
 
 def reference_lock(exercise) -> str:
-    """``module:Class`` of the project's own lock that does what ``exercise`` asks."""
-    if ":" in exercise.reference:  # named as such (a job guard is no strategy)
+    """``module:Class`` of the project's own lock (or guard, or order step) that does what
+    ``exercise`` asks: a strategy's name, or named as it is loaded (``module:Class``)."""
+    if ":" in exercise.reference:  # a job guard or an order step is no strategy
         return exercise.reference
     import locks
     factory = locks.get(exercise.reference).factory

@@ -27,17 +27,22 @@ from locks.custom import LockClassError, factory_for, load_lock_class, split_spe
 from lockshop.exercises import grading as limits
 from lockshop.exercises.diagnoses import Diagnostician
 from lockshop.exercises.grading import Background, Check, Grading, NotApplicable
-from lockshop.exercises.registry import JOBS, Exercise
+from lockshop.exercises.registry import JOBS, Exercise, OrderStepExercise
 from lockshop.exercises.results import CheckResult, Grade
 from lockshop.invoked import lockshop_command
 from shop.i18n import _
 from shop.i18n.lock_errors import BACKENDS, say_reason
 from shop.jobs.custom import load_guard_class
+from shop.orders.custom_steps import OrderStep, load_order_step
 
 
 def resolve(spec: str, exercise: Exercise) -> tuple[type, str]:
     """The student's class and a spec other processes can load (an absolute path);
-    ``LockClassError`` when it cannot be had or extends the base of another backend."""
+    ``LockClassError`` when it cannot be had or extends the base of another backend. For
+    an order step's exercise, the student's step (``shop.orders.custom_steps``) in the
+    class's place; for a job guard's, the guard class."""
+    if isinstance(exercise, OrderStepExercise):
+        return resolve_step(spec)
     target, class_name = split_spec(spec)
     if exercise.backend == JOBS:  # a job guard, not a lock
         guard_class = load_guard_class(spec)
@@ -55,6 +60,17 @@ def resolve(spec: str, exercise: Exercise) -> tuple[type, str]:
             target=target, name=lock_class.__name__, family=requires[0], id=exercise.id,
             wanted=exercise.backend, lockshop=lockshop_command()))
     return lock_class, f"{target}:{class_name or lock_class.__name__}"
+
+
+def resolve_step(spec: str) -> tuple[OrderStep, str]:
+    """The student's order step and a spec other processes can load (an absolute path,
+    and the step's name); ``OrderStepError`` (a ``LockClassError``) when there is none."""
+    step = load_order_step(spec)
+    target, name = split_spec(spec)
+    if target.endswith(".py") or "/" in target or Path(target).exists():
+        target = str(Path(target).resolve())
+    name = name or type(step).__name__
+    return step, f"{target}:{name}"
 
 
 def grade(exercise: Exercise, spec: str, *, say: Callable[[str], None] = lambda _: None,

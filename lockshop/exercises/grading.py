@@ -28,6 +28,7 @@ from locks import Backends, DistributedLock, LockFactory
 from lockshop.cluster.holder import KEY_PREFIX, Holder, held, student_factory
 from lockshop.cluster.redis_servers import RedisServer
 from lockshop.cluster.zookeeper_servers import ZooKeeperServer
+from lockshop.exercises import databases
 from shop.i18n import _
 
 #: The lease the grader gives a student's lock: short, so that waiting for one to run
@@ -74,21 +75,28 @@ class Grading:
                  runtime: Path) -> None:
         self.lock_class = lock_class
         self.spec = spec  # FILE:Class, as the shop instances and holders load it
-        #: The servers it starts: "redis", "zookeeper" or "jobs" (``Exercise.backend``).
+        #: The servers it starts: "redis", "zookeeper", or a database's
+        #: (``databases.SERVERS``) (``Exercise.backend``).
         self.backend = backend
         self.runtime = runtime
-        #: A Redis lock's lease; a ZooKeeper lock's session timeout (the server's least).
-        self.lease_ms = LEASE_MS if backend == "redis" else SESSION_MS
+        #: A Redis or table lock's lease; a ZooKeeper lock's session timeout (the server's
+        #: least).
+        self.lease_ms = SESSION_MS if backend == "zookeeper" else LEASE_MS
         self._stack = ExitStack()
         self._factories: list[LockFactory] = []
         self.redis_server: RedisServer | None = None
         self.zookeeper: ZooKeeperServer | None = None
+        #: The database of a table lock's or an order step's exercise (``databases``).
+        self.database_url: str | None = None
         self._names = iter(range(1, 1_000_000))
         self._inspector: redis.Redis | None = None
 
     def __enter__(self) -> Grading:
         if self.backend in ("redis", "jobs"):  # a job guard's lock is the shop's Redis lock
             self.redis_server = self._stack.enter_context(RedisServer(self.runtime, "redis"))
+        elif self.backend in databases.SERVERS:
+            self.database_url = self._stack.enter_context(
+                databases.database_for(self.backend, self.runtime))
         else:
             self.zookeeper = self._stack.enter_context(ZooKeeperServer(self.runtime, "zookeeper"))
         return self
@@ -108,7 +116,7 @@ class Grading:
     def backends(self, lease_ms: int | None = None) -> Backends:
         return Backends(redis_url=self.redis_server.url if self.redis_server else None,
                         zk_hosts=self.zookeeper.address if self.zookeeper else None,
-                        lease_ms=lease_ms or self.lease_ms)
+                        database_url=self.database_url, lease_ms=lease_ms or self.lease_ms)
 
     def fresh_name(self, label: str) -> str:
         """A lock name no earlier check used: checks never see each other's keys."""
@@ -199,7 +207,7 @@ class Grading:
         which the grader can kill or pause."""
         backends = self.backends()
         fields = {"redis_url": backends.redis_url, "zk_hosts": backends.zk_hosts,
-                  "lease_ms": backends.lease_ms}
+                  "database_url": backends.database_url, "lease_ms": backends.lease_ms}
         return Holder("--lock", self.spec, "--backends", json.dumps(fields), "--name", name,
                       *flags)
 

@@ -18,7 +18,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from lockshop.exercises.checks import contract, job_steps, redis_steps, sale, zookeeper_steps
+from lockshop.exercises.checks import (
+    contract,
+    job_steps,
+    redis_steps,
+    row_locks,
+    sale,
+    step_sale,
+    table_steps,
+    zookeeper_steps,
+)
 from lockshop.exercises.grading import Check
 from shop.i18n import lazy_gettext
 
@@ -27,6 +36,8 @@ REDIS, ZOOKEEPER = "redis", "zookeeper"
 #: A job guard (a ``JobGuard`` subclass), graded on a Redis of the grader's own: no lock
 #: contract, and its sale is its own checks (the jobs on three shop instances).
 JOBS = "jobs"
+#: A lock table's exercise (on SQLite), and an order step's on MariaDB (``databases``).
+DATABASE, MYSQL = "database", "mysql"
 
 
 @dataclass(frozen=True)
@@ -35,7 +46,8 @@ class Exercise:
     file: str  # the skeleton's file name: "token_lock.py"
     title: str  # lazy: said in the reader's language
     #: The servers a grading starts (``Grading``), and the lock base the student's class
-    #: must extend: REDIS or ZOOKEEPER; JOBS for a job guard (a Redis, and ``JobGuard``).
+    #: must extend: REDIS, ZOOKEEPER, DATABASE (a lock table); JOBS for a job guard (a
+    #: Redis, and ``JobGuard``); for an order step the database it is graded on (MYSQL).
     backend: str
     articles: tuple[str, ...]
     #: What the student is asked to do, in a few sentences.
@@ -84,6 +96,38 @@ class Exercise:
         """Whether its skeleton has the student write ``_still_held()`` (hints name it
         only then)."""
         return "_still_held" in self.skeleton.read_text()
+
+
+@dataclass(frozen=True)
+class OrderStepExercise(Exercise):
+    """An exercise whose student writes the order step, in SQL, not a lock
+    (``shop.orders.custom_steps``): graded by its own checks alone (a lock's contract
+    does not apply to it), on the database its backend names ("mysql", "sqlite", ...).
+    Its checks include the sale across shop instances, where the step is sold with."""
+
+    @property
+    def lessons(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(check.lesson for check in self.own_checks))
+
+    def checks(self) -> tuple[Check, ...]:
+        return self.own_checks
+
+    @property
+    def asks_still_held(self) -> bool:
+        return False
+
+
+@dataclass(frozen=True)
+class TableLockExercise(Exercise):
+    """A lock exercise on a database's lock table (backend ``database``): the contract, its
+    own checks, and a sale whose hint speaks of the lock's row (``table_steps.SALE``)."""
+
+    @property
+    def lessons(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(check.lesson for check in self.checks()))
+
+    def checks(self) -> tuple[Check, ...]:
+        return (*contract.CHECKS, *self.own_checks, table_steps.SALE)
 
 
 _LIST = (
@@ -150,6 +194,23 @@ _LIST = (
                           "transaction, that the lock is still yours, so that a run whose lock "
                           "another instance has taken writes nothing."),
              job_steps.RECHECK, "shop.jobs.custom:StrategyLockGuard"),
+    TableLockExercise(
+        "17", "lock_row.py", lazy_gettext("A lock row with an expiry, in a lock table"),
+        DATABASE, ("A1",),
+        lazy_gettext("Lock by inserting a row whose unique key is the lock's name, with the "
+                     "time its lease ends; take over a row whose lease has run out; release by "
+                     "deleting only your own row. A holder that dies then frees the lock by "
+                     "itself, once its lease is over."),
+        table_steps.CHECKS, "table"),
+    OrderStepExercise(
+        "18", "for_update_step.py",
+        lazy_gettext("SELECT ... FOR UPDATE through a unique index, held until the commit"),
+        MYSQL, ("A1",),
+        lazy_gettext("Write the order step in SQL on MariaDB: lock the product's row with the "
+                     "read that decides (FOR UPDATE, through its primary key), and write the "
+                     "stock and the order in that same transaction, so that the commit is what "
+                     "releases the row."),
+        (*row_locks.CHECKS, step_sale.SALE), "shop.orders.transactions:place_for_update"),
 )
 EXERCISES: dict[str, Exercise] = {exercise.id: exercise for exercise in _LIST}
 
@@ -170,4 +231,5 @@ def listing() -> list[dict]:
             for e in EXERCISES.values()]
 
 
-__all__ = ["EXERCISES", "Exercise", "find", "listing"]
+__all__ = ["EXERCISES", "Exercise", "OrderStepExercise", "TableLockExercise", "find",
+           "listing"]

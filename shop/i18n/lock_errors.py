@@ -60,6 +60,15 @@ CLASS_ERRORS = (
     N_("%(where)s: has no job guard class (a subclass of JobGuard)"),
     N_("%(where)s: has %(count)s job guard classes (%(names)s): name one, as %(example)s"),
     N_("job guard %(name)s is already registered"),
+    # ``shop.orders.custom_steps.OrderStepError``: a file that gives no order step.
+    N_("%(where)s: has no order step (a subclass of OrderStep)"),
+    N_("%(where)s: has %(count)s order steps (%(names)s): name one"),
+    N_("%(where)s: has no %(name)s (its order steps: %(found)s)"),
+    N_("%(where)s: %(name)s is neither an order step (a subclass of OrderStep) nor a "
+       "function"),
+    N_("%(where)s: %(name)s() failed: %(error)s"),
+    N_("%(spec)s: expected name=FILE[:Name]"),
+    N_("%(where)s: has no %(name)s"),
 )
 
 

@@ -68,3 +68,28 @@ class SecondRoundBreaks(RedisLockBase):
 
     def _release(self) -> None:
         self.client.delete(self.key)
+
+
+# --- exercise 17: the lock row ------------------------------------------------------------
+
+from locks.table_lock import TableLock, lock_rows  # noqa: E402 - exercise 17's alone
+from sqlalchemy import delete  # noqa: E402
+
+
+class NameOnlyReleaseRow(TableLock):
+    """The reference lock row, but its release deletes the row by name alone: a holder
+    whose lease ran out deletes the row of the one who took over (C11)."""
+
+    def _release(self) -> None:
+        with self._engine.begin() as db:
+            db.execute(delete(lock_rows).where(lock_rows.c.name == self.name))
+
+
+class TakesOverLiveRow(TableLock):
+    """The reference lock row, but its acquire deletes the row of its name whatever its
+    expiry: every acquire takes the lock from whoever holds it (C01)."""
+
+    def _try_acquire(self) -> bool:
+        with self._engine.begin() as db:
+            db.execute(delete(lock_rows).where(lock_rows.c.name == self.name))
+        return super()._try_acquire()
