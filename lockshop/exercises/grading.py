@@ -87,6 +87,8 @@ class Grading:
     def __enter__(self) -> Grading:
         if self.family == "redis":
             self.redis_server = self._stack.enter_context(RedisServer(self.runtime, "redis"))
+        elif self.family == "sqlite":
+            pass  # an order step's: each check sells from a database file of its own
         else:
             self.zookeeper = self._stack.enter_context(ZooKeeperServer(self.runtime, "zookeeper"))
         return self
