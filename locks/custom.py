@@ -65,6 +65,12 @@ def load_lock_class(spec: str) -> type[DistributedLock]:
     return next(iter(found.values()))
 
 
+def load_module(target: str):
+    """The module a file or a dotted name gives, imported once; ``LockClassError`` saying
+    where it failed (a student's order step is loaded from a file this way too)."""
+    return _import(target)
+
+
 def _import(target: str):
     path = Path(target)
     if target.endswith(".py") or "/" in target or path.exists():
@@ -127,6 +133,9 @@ def factory_for(lock_class: type[DistributedLock]) -> tuple[type[LockFactory], t
         return _factory(lock_class, QueueFactory), ("zookeeper",)
     if issubclass(lock_class, ZooKeeperLockBase):
         return _factory(lock_class, ZooKeeperFactory), ("zookeeper",)
+    from .table_lock import TableLock, TableLockFactory
+    if issubclass(lock_class, TableLock):
+        return _factory(lock_class, TableLockFactory), ("database",)
     raise LockClassError(f"{lock_class.__name__} extends neither a Redis nor a ZooKeeper lock "
                          "base: lockshop cannot tell which server it needs")
 

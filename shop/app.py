@@ -11,6 +11,7 @@ from sqlalchemy.exc import DBAPIError
 from locks.custom import register_spec
 from shop.config import Config, locks_backends
 from shop.i18n.web import init_app as init_languages
+from shop.orders.custom_steps import register_step_spec
 from shop.orders.order_strategies import Strategies
 from shop.state import ShopState
 from shop.store.db import backend_name, make_engine, make_sessions
@@ -31,6 +32,8 @@ def create_app(config: Config | None = None) -> Flask:
 
     for named_spec in config.extra_locks:  # before the strategies are listed
         register_spec(named_spec)
+    for named_spec in config.extra_steps:
+        register_step_spec(named_spec)
     engine = make_engine(config.database_url)
     create_schema(engine)
     sessions = make_sessions(engine)

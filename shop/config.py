@@ -51,6 +51,9 @@ class Config:
     #: Lock classes plugged in from files as strategies, ``name=FILE[:Class]`` each:
     #: a student's lock (``lockshop up --lock``), sold with like any other strategy.
     extra_locks: tuple[str, ...] = ()
+    #: Order steps plugged in from files as strategies, ``name=FILE[:Name]`` each: a
+    #: student's read-check-write in SQL (``shop.orders.custom_steps``).
+    extra_steps: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides) -> Config:

@@ -68,6 +68,25 @@ class Exercise:
         return "_still_held" in self.skeleton.read_text()
 
 
+@dataclass(frozen=True)
+class OrderStepExercise(Exercise):
+    """An exercise whose student writes the order step, in SQL, not a lock
+    (``shop.orders.custom_steps``): graded by its own checks alone (a lock's contract
+    does not apply to it), on the database its family names ("mysql", "sqlite", ...).
+    Its checks include the sale across shop instances, where the step is sold with."""
+
+    @property
+    def lessons(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(check.lesson for check in self.own_checks))
+
+    def checks(self) -> tuple[Check, ...]:
+        return self.own_checks
+
+    @property
+    def asks_still_held(self) -> bool:
+        return False
+
+
 _LIST = (
     Exercise("1", "setnx_lock.py", lazy_gettext("A lock with SETNX, released with DEL"),
              REDIS, ("A0",),
@@ -137,4 +156,4 @@ def catalogue() -> list[dict]:
             for e in EXERCISES.values()]
 
 
-__all__ = ["EXERCISES", "Exercise", "catalogue", "find"]
+__all__ = ["EXERCISES", "Exercise", "OrderStepExercise", "catalogue", "find"]

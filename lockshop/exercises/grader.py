@@ -26,12 +26,13 @@ from pathlib import Path
 
 from locks.custom import LockClassError, factory_for, load_lock_class, split_spec
 from lockshop.invoked import lockshop_command
-from lockshop.exercises import Exercise
+from lockshop.exercises import Exercise, OrderStepExercise
 from lockshop.exercises import grading as limits
 from lockshop.exercises.diagnoses import Diagnostician
 from lockshop.exercises.grading import Check, Grading, NotApplicable
 from shop.i18n import _, join
 from shop.i18n.lock_errors import BACKENDS, say_reason
+from shop.orders.custom_steps import OrderStep, load_order_step
 
 
 @dataclass
@@ -95,7 +96,11 @@ class Grade:
 
 def resolve(spec: str, exercise: Exercise) -> tuple[type, str]:
     """The student's class and a spec other processes can load (an absolute path);
-    ``LockClassError`` when it cannot be had or is of the wrong family."""
+    ``LockClassError`` when it cannot be had or is of the wrong family. For an order
+    step's exercise, the student's step (``shop.orders.custom_steps``) in the class's
+    place."""
+    if isinstance(exercise, OrderStepExercise):
+        return resolve_step(spec)
     lock_class = load_lock_class(spec)
     target, class_name = split_spec(spec)
     if target.endswith(".py") or "/" in target or Path(target).exists():
@@ -108,6 +113,17 @@ def resolve(spec: str, exercise: Exercise) -> tuple[type, str]:
             target=target, name=lock_class.__name__, family=requires[0], id=exercise.id,
             wanted=exercise.family, lockshop=lockshop_command()))
     return lock_class, f"{target}:{class_name or lock_class.__name__}"
+
+
+def resolve_step(spec: str) -> tuple[OrderStep, str]:
+    """The student's order step and a spec other processes can load (an absolute path,
+    and the step's name); ``OrderStepError`` (a ``LockClassError``) when there is none."""
+    step = load_order_step(spec)
+    target, name = split_spec(spec)
+    if target.endswith(".py") or "/" in target or Path(target).exists():
+        target = str(Path(target).resolve())
+    name = name or type(step).__name__
+    return step, f"{target}:{name}"
 
 
 def grade(exercise: Exercise, spec: str, *, say: Callable[[str], None] = lambda _: None,

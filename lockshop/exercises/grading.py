@@ -27,6 +27,7 @@ from locks.custom import factory_for
 from locks.redis_support import Scripts
 from lockshop.cluster.redis_servers import RedisServer
 from lockshop.cluster.zookeeper_servers import ZooKeeperServer
+from lockshop.exercises import databases
 from lockshop.exercises.wire import WatchedRedis
 from shop.i18n import _
 
@@ -75,20 +76,24 @@ class Grading:
         self.spec = spec  # FILE:Class, as the shop instances and holders load it
         self.family = family
         self.runtime = runtime
-        #: A Redis lock's lease; a ZooKeeper lock's session timeout (the server's least).
-        self.lease_ms = LEASE_MS if family == "redis" else SESSION_MS
+        #: A Redis or table lock's lease; a ZooKeeper lock's session timeout (the server's
+        #: least).
+        self.lease_ms = SESSION_MS if family == "zookeeper" else LEASE_MS
         self._stack = ExitStack()
         self._factories: list[LockFactory] = []
         self.redis_server: RedisServer | None = None
         self.zookeeper: ZooKeeperServer | None = None
+        #: The database of a table lock's or an order step's exercise (``databases``).
+        self.database_url: str | None = None
         self._names = iter(range(1, 1_000_000))
         self._inspector: redis.Redis | None = None
 
     def __enter__(self) -> Grading:
         if self.family == "redis":
             self.redis_server = self._stack.enter_context(RedisServer(self.runtime, "redis"))
-        elif self.family == "sqlite":
-            pass  # an order step's: each check sells from a database file of its own
+        elif self.family in databases.SERVERS:
+            self.database_url = self._stack.enter_context(
+                databases.database_for(self.family, self.runtime))
         else:
             self.zookeeper = self._stack.enter_context(ZooKeeperServer(self.runtime, "zookeeper"))
         return self
@@ -108,7 +113,7 @@ class Grading:
     def backends(self, lease_ms: int | None = None) -> Backends:
         return Backends(redis_url=self.redis_server.url if self.redis_server else None,
                         zk_hosts=self.zookeeper.address if self.zookeeper else None,
-                        lease_ms=lease_ms or self.lease_ms)
+                        database_url=self.database_url, lease_ms=lease_ms or self.lease_ms)
 
     def fresh_name(self, label: str) -> str:
         """A lock name no earlier check used: checks never see each other's keys."""
@@ -149,6 +154,7 @@ class Grading:
         """``python -m lockshop.exercises.holder``: the student's lock in a process of its
         own, which the grader can kill or pause."""
         where = ["--redis", self.redis_server.url] if self.redis_server else \
+            ["--database", self.database_url] if self.database_url else \
             ["--zookeeper", self.zookeeper.address]
         return [sys.executable, "-m", "lockshop.exercises.holder", self.spec, *where, *args]
 

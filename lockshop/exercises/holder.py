@@ -1,6 +1,7 @@
 """A student's lock held in a process of its own, for the grader to kill or pause.
 
-    python -m lockshop.exercises.holder FILE:Class (--redis URL | --zookeeper HOSTS)
+    python -m lockshop.exercises.holder FILE:Class (--redis URL | --zookeeper HOSTS
+        | --database URL)
         --name NAME --lease-ms MS [--crash-after-first-write] [--fenced-write DB_URL]
 
 It takes the lock and says ``acquired <fencing token>`` on its standard output,
@@ -33,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("spec")
     parser.add_argument("--redis")
     parser.add_argument("--zookeeper")
+    parser.add_argument("--database")
     parser.add_argument("--name", required=True)
     parser.add_argument("--lease-ms", type=int, required=True)
     parser.add_argument("--crash-after-first-write", action="store_true")
@@ -44,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     strategy = Strategy(name="exercise", family="custom", summary=args.spec,
                         correct_across_instances=True, factory="")
     factory = factory_class(strategy, Backends(redis_url=args.redis, zk_hosts=args.zookeeper,
+                                               database_url=args.database,
                                                lease_ms=args.lease_ms))
     if args.crash_after_first_write:
         factory.client.close()

@@ -108,9 +108,25 @@ TRANSACTION_STRATEGIES = (
 )
 
 
+#: Order steps plugged in from files (``shop.orders.custom_steps``), in the order given.
+_PLUGGED_IN: dict[str, ShopStrategy] = {}
+
+
 def all_strategies() -> list[ShopStrategy]:
-    """Every strategy, in teaching order: locks first, then the database's own tools."""
-    return [ShopStrategy.from_lock(s) for s in locks.all_strategies()] + list(TRANSACTION_STRATEGIES)
+    """Every strategy, in teaching order: locks first, then the database's own tools, then
+    the order steps plugged in from files."""
+    return ([ShopStrategy.from_lock(s) for s in locks.all_strategies()]
+            + list(TRANSACTION_STRATEGIES) + list(_PLUGGED_IN.values()))
+
+
+def plug_in(strategy: ShopStrategy) -> None:
+    """Add an order step's strategy (``custom_steps.register_step``); the same one twice is
+    no change, another under a name already taken is refused."""
+    known = {s.name: s for s in all_strategies()}.get(strategy.name)
+    if known is not None and known.summary != strategy.summary:
+        raise ValueError(f"strategy {strategy.name!r} is already registered")
+    if known is None:
+        _PLUGGED_IN[strategy.name] = strategy
 
 
 @dataclass(frozen=True)
