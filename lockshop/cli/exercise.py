@@ -50,8 +50,12 @@ def cmd_exercise(args: argparse.Namespace, config: Config) -> int:
 
 
 def reference_lock(exercise) -> str:
-    """``module:Class`` of the project's own lock that does what ``exercise`` asks."""
+    """``module:Class`` of the project's own lock that does what ``exercise`` asks (an
+    order step's exercise names its step as it is loaded: ``module:function``)."""
     import locks
+    from lockshop.exercises import OrderStepExercise
+    if isinstance(exercise, OrderStepExercise):
+        return exercise.reference
     factory = locks.get(exercise.reference).factory
     module, _colon, factory_class = factory.partition(":")
     lock_class = getattr(importlib.import_module(module), factory_class).lock_class

@@ -17,11 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lockshop.exercises.checks import contract, redis_steps, sale, zookeeper_steps
+from lockshop.exercises.checks import lockfree_steps, order_sale
 from lockshop.exercises.grading import Check
 from shop.i18n import lazy_gettext
 
 SKELETONS = Path(__file__).parent / "skeletons"
 REDIS, ZOOKEEPER = "redis", "zookeeper"
+#: An order step's exercise graded on a SQLite file of the grader's own (``databases``).
+SQLITE = "sqlite"
 
 
 @dataclass(frozen=True)
@@ -136,6 +139,30 @@ _LIST = (
                           "the lowest; otherwise watch only the node just ahead of yours, and "
                           "look again when it goes."),
              zookeeper_steps.QUEUE, "zk_fair"),
+    OrderStepExercise(
+        "19", "optimistic_order.py", lazy_gettext("Optimistic locking: a version column"),
+        SQLITE, ("A1",),
+        lazy_gettext("Take no lock: read the stock with the product's version, and write only "
+                     "WHERE the version is still the one you read, bumping it in the same "
+                     "UPDATE; when that changed no row, someone sold meanwhile: read again."),
+        (*lockfree_steps.OPTIMISTIC, order_sale.SALE_C07),
+        "shop.orders.transactions:place_optimistic"),
+    OrderStepExercise(
+        "20", "atomic_order.py", lazy_gettext("You may not need a lock: one conditional UPDATE"),
+        SQLITE, (),
+        lazy_gettext("Put the check in the write: one UPDATE takes the stock only WHERE "
+                     "enough is left, and one claims a seat only WHERE nobody holds it; sell "
+                     "only when it changed a row."),
+        (*lockfree_steps.ATOMIC, order_sale.SALE_C25),
+        "shop.orders.transactions:place_atomic"),
+    OrderStepExercise(
+        "21", "idempotent_order.py",
+        lazy_gettext("The retried order: one Idempotency-Key, one order"), SQLITE, (),
+        lazy_gettext("A buyer whose answer was lost retries with the same key: look the key "
+                     "up first, write it beside the order in the order's own transaction, and "
+                     "when its insert fails, answer with the order that won."),
+        (*lockfree_steps.IDEMPOTENT, order_sale.RETRIED),
+        "lockshop.exercises.order_references:place_atomic_once"),
 )
 EXERCISES: dict[str, Exercise] = {exercise.id: exercise for exercise in _LIST}
 

@@ -1,8 +1,8 @@
 """Buyers of the grader's own, calling a student's order step as the shop would.
 
-An order step is a function ``place_order(database, request, context, kind=None,
-sleep=time.sleep) -> PlacedOrder``, the shape of the shop's transaction
-strategies (``shop.orders.transactions``). The grader calls it from threads,
+An order step (``shop.orders.custom_steps.OrderStep``) places an order with
+``place(database, request, context, kind=None, sleep=time.sleep)``, as the
+shop's transaction strategies do (``shop.orders.transactions``). The grader calls it from threads,
 each a buyer, on a fresh SQLite shop database of one check's own, and judges
 what happened by the shop's audit of that database, never by what the step
 answered alone.
@@ -26,6 +26,7 @@ from sqlalchemy import select
 from lockshop.exercises.grading import CHECK_SECONDS, Background, Grading
 from shop.app import create_schema
 from shop.errors import ShopError
+from shop.orders.custom_steps import OrderStep
 from shop.orders.order_path import OrderContext, OrderRequest
 from shop.store.audit import ProductAudit, take_audit
 from shop.store.db import make_engine, make_sessions
@@ -95,8 +96,8 @@ class Floor:
         reset_products(self.sessions, self.products)
 
     @property
-    def step(self) -> Callable:
-        # Grading keeps the student's code under one name, whatever it is.
+    def step(self) -> OrderStep:
+        # Grading keeps the student's code under one name, a lock class or a step.
         return self.grading.lock_class
 
     def context(self) -> OrderContext:
@@ -107,7 +108,7 @@ class Floor:
             ) -> Outcome:
         """One call of the student's step; what it came to."""
         try:
-            order = self.step(self.engine, request, self.context(), sleep=sleep)
+            order = self.step.place(self.engine, request, self.context(), sleep=sleep)
         except ShopError as refusal:
             return Outcome(refused=refusal.code)
         except NotImplementedError:
