@@ -26,6 +26,7 @@ from sqlalchemy import select
 from lockshop.exercises.grading import CHECK_SECONDS, Background, Grading
 from shop.app import create_schema
 from shop.errors import ShopError
+from shop.i18n import _
 from shop.orders.custom_steps import OrderStep
 from shop.orders.order_path import OrderContext, OrderRequest
 from shop.store.audit import ProductAudit, take_audit
@@ -73,7 +74,7 @@ class Outcome:
 
     def said(self) -> str:
         if self.order_id is not None:
-            return f"order {self.order_id}"
+            return _("order %(id)s", id=self.order_id)
         if self.refused is not None:
             return self.refused
         # The first line: a database's error goes on with its SQL and parameters.
