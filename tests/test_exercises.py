@@ -170,6 +170,8 @@ def test_every_untouched_skeleton_fails_cleanly_with_its_todos(tmp_path, number)
 
 def test_the_sales_hint_names_what_the_skeleton_has():
     for exercise in exercises.EXERCISES.values():
+        if isinstance(exercise, exercises.OrderStepExercise):
+            continue  # no lock: its sale's hint is about its SQL
         hint = str(exercise.checks()[-1].hint)
         named = "_still_held" in exercise.skeleton.read_text()
         assert exercise.asks_still_held == named

@@ -32,6 +32,7 @@ TABLE = [
     ("19", f"{MUTANTS}:version_unchecked", "C07"),
     ("19", f"{MUTANTS}:conflict_refused", "C07"),
     ("19", f"{MUTANTS}:stale_retry", "C07"),
+    ("19", f"{MUTANTS}:version_not_bumped", "C07"),
     ("20", "shop.orders.transactions:place_atomic", None),
     ("20", f"{HERE / 'atomic_order.py'}", None),
     ("20", f"{MUTANTS}:read_check_write", "C25"),
@@ -48,6 +49,7 @@ TABLE = [
 #: The check each mutant must fail (its index in the exercise's checks): the window its
 #: mistake leaves open, forced every time.
 MUST_FAIL = {"version_unchecked": 0, "conflict_refused": 0, "stale_retry": 0,
+             "version_not_bumped": 0,
              "unconditional_update": 0, "blind_seat_claim": 1, "without_key": 0,
              "key_after_commit": 1, "raises_on_conflict": 1, "no_lookup": 0}
 
@@ -130,3 +132,24 @@ def test_a_file_with_no_step_gets_one_line_and_exit_2(tmp_path):
     assert done.returncode == 2 and done.stdout == "", done.stdout
     assert len(done.stderr.strip().splitlines()) == 1
     assert "has no order step" in done.stderr
+
+
+def test_a_students_step_is_graded_in_the_rooms_sandbox():
+    """The room's path: the source alone, in the sandbox, with the shop's instances inside.
+    The solution passes; the same file that forgets to write its key fails on C44."""
+    import os
+
+    from helpers import require
+    from lockshop.room import sandbox
+    from lockshop.room.sandboxed_grading import grade_in_sandbox
+    require(os.geteuid() == 0, "the sandbox runs gradings as nobody: it needs root")
+    require(not sandbox.missing_tools(), f"missing {sandbox.missing_tools()}")
+    source = (HERE / "idempotent_order.py").read_text()
+    passed = grade_in_sandbox("21", source, "en")
+    assert passed.passed, passed.message
+    insert = "        db.execute(insert(OrderKey).values("
+    assert insert in source
+    forgetful = source.replace(insert, "        return None  # forgot the key\n" + insert)
+    failed = grade_in_sandbox("21", forgetful, "en")
+    assert failed.passed is False and "C44" in failed.message, failed.message
+    assert [c["passed"] for c in failed.checks] == [False, False, False], failed.checks

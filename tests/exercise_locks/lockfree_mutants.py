@@ -89,6 +89,25 @@ def stale_retry(database, request, context, kind=None, sleep=time.sleep):
     return _optimistic(database, request, context, kind, sleep, on_conflict=retry_write)
 
 
+def version_not_bumped(database, request, context, kind=None, sleep=time.sleep):
+    """The version compared but never bumped: every writer still finds the version it read,
+    so the second write lands on the first (C07, a lost update)."""
+    kind = kind or check_request(database, request)
+    with database.begin() as db:
+        version, stock = db.execute(VERSION_AND_STOCK, {"product": request.product_id}).one()
+        free = free_seats(db, request.product_id) if kind is ProductKind.TICKET else []
+    seat = check_fits(request, kind, stock, free)
+    business_delay(context, sleep)
+    with database.begin() as db:
+        written = db.execute(text("UPDATE products SET stock = :new_stock WHERE id = :product "
+                                  "AND version = :version"),
+                             {"product": request.product_id, "version": version,
+                              "new_stock": stock - request.quantity})
+        if written.rowcount != 1:
+            raise TooMuchContention("someone else wrote first")
+        return insert_order(db, request, seat, context)
+
+
 def unconditional_update(database, request, context, kind=None, sleep=time.sleep):
     """``stock = stock - q`` with no ``stock >= q`` in its WHERE: it never refuses (C25)."""
     kind = kind or check_request(database, request)

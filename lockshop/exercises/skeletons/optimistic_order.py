@@ -1,11 +1,13 @@
 """Exercise 19: optimistic locking. A version column, and a write that checks it.
 
-Article A1 (the database's "乐观锁", a version column): no lock at all. Read
-the stock AND the product's version; check; do the slow part; then write
-only if the version is still the one you read, and bump it in the same
-UPDATE. If another buyer wrote in between, your UPDATE changes no row: that
-is a conflict, and a conflict becomes a retry (read again, check again),
-never a sale on stale figures (lesson C07).
+Article A1, section "基于表字段版本号做分布式锁" (a lock by a version column):
+no lock at all. Read the stock AND the product's version; check; do the slow
+part; then write only if the version is still the one you read, and bump it
+in the same UPDATE. If another buyer wrote in between, your UPDATE changes
+no row: that is a conflict, and a conflict becomes a retry (read again,
+check again), never a sale on stale figures (lesson C07). A1 also names the
+price: a version column in every table it guards, and more statements per
+order, which under heavy contention means retries.
 
 Check it:   ./run exercise check 19 optimistic_order.py
 The grader runs your order step inside three shop instances selling at once,
