@@ -140,8 +140,12 @@ def grade(exercise: Exercise, spec: str, *, say: Callable[[str], None] = lambda 
     try:
         with Grading(lock_class, spec, exercise.family, runtime) as grading:
             say(_("exercise %(id)s: %(title)s", id=exercise.id, title=exercise.title))
-            say("  " + _("your lock: %(spec)s, on a %(family)s server of the grader's own",
-                         spec=spec, family=say_reason(exercise.family, BACKENDS)))
+            if isinstance(exercise, OrderStepExercise):  # no lock, and SQLite has no server
+                say("  " + _("your order step: %(spec)s, on a %(database)s database of the "
+                             "grader's own", spec=spec, database=exercise.family))
+            else:
+                say("  " + _("your lock: %(spec)s, on a %(family)s server of the grader's own",
+                             spec=spec, family=say_reason(exercise.family, BACKENDS)))
             for line, todo in todos_left(Path(spec.rpartition(":")[0])):
                 say("  " + _("TODO left (line %(line)s): %(todo)s", line=line, todo=todo))
             todos = todos_left(Path(spec.rpartition(":")[0]))
