@@ -2,10 +2,10 @@
 
 An order step (``shop.orders.custom_steps.OrderStep``) places an order with
 ``place(database, request, context, kind=None, sleep=time.sleep)``, as the
-shop's transaction strategies do (``shop.orders.transactions``). The grader calls it from threads,
-each a buyer, on a fresh SQLite shop database of one check's own, and judges
-what happened by the shop's audit of that database, never by what the step
-answered alone.
+shop's transaction strategies do (``shop.orders.transactions``). The grader
+calls it from threads, each a buyer, on a fresh SQLite shop database of one
+check's own, and judges what happened by the shop's audit of that database,
+never by what the step answered alone.
 
 The race is forced from outside, through the step's own business delay: the
 ``sleep`` the grader hands in holds each buyer's FIRST delay until every buyer
