@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from lockshop import exercises
-from lockshop.exercises import OrderStepExercise, grader
+from lockshop.exercises import grader
+from lockshop.exercises.registry import OrderStepExercise
 
 pytestmark = pytest.mark.cluster
 
@@ -64,7 +65,7 @@ def test_the_three_are_order_steps_with_their_lessons():
     assert lessons == {"19": ("C07",), "20": ("C25",), "21": ("C44",)}
     for number in lessons:
         exercise = exercises.find(number)
-        assert isinstance(exercise, OrderStepExercise) and exercise.family == "sqlite"
+        assert isinstance(exercise, OrderStepExercise) and exercise.backend == "sqlite"
         # Its own checks only (no lock contract), the slow one last.
         assert exercise.checks() == exercise.own_checks and exercise.checks()[-1].sale
     assert "lessons C44" in cli("list").stdout
@@ -76,7 +77,7 @@ def test_the_grader_names_the_lesson_a_step_breaks(number, step, lesson):
     exercise = exercises.find(number)
     sale = lesson is None
     graded = grader.grade(exercise, step, sale=sale)
-    report = "\n".join(line for r in graded.results for line in grader.describe(r))
+    report = "\n".join(line for r in graded.results for line in r.lines())
     assert len(graded.results) == len(exercise.checks()) - (0 if sale else 1), report
     assert graded.lesson == lesson, report
     name = step.rpartition(":")[2]
