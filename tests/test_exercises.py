@@ -75,7 +75,8 @@ def needs(backend: str) -> None:
     installed = {"redis": redis_server_binary() is not None,
                  "zookeeper": zookeeper_installed(),
                  JOBS: redis_server_binary() is not None,  # a job guard's lock
-                 "database": True}[backend]  # a SQLite file of the grader's own
+                 "database": True,  # a lock table in a SQLite file of the grader's own
+                 "sqlite": True}[backend]  # an order step's: a file of the grader's own
     require(installed, f"the {backend} server is not installed")
 
 

@@ -55,6 +55,9 @@ def reference_lock(exercise) -> str:
     if ":" in exercise.reference:  # a job guard or an order step is no strategy
         return exercise.reference
     import locks
+    from lockshop.exercises.registry import OrderStepExercise
+    if isinstance(exercise, OrderStepExercise):
+        return exercise.reference
     factory = locks.get(exercise.reference).factory
     module, _colon, factory_class = factory.partition(":")
     lock_class = getattr(importlib.import_module(module), factory_class).lock_class

@@ -95,7 +95,10 @@ def grade(exercise: Exercise, spec: str, *, say: Callable[[str], None] = lambda 
     try:
         with Grading(lock_class, spec, exercise.backend, runtime) as grading:
             say(_("exercise %(id)s: %(title)s", id=exercise.id, title=exercise.title))
-            if exercise.backend == JOBS:
+            if isinstance(exercise, OrderStepExercise):  # no lock, and SQLite has no server
+                say("  " + _("your order step: %(spec)s, on a %(database)s database of the "
+                             "grader's own", spec=spec, database=exercise.backend))
+            elif exercise.backend == JOBS:
                 say("  " + _("your job guard: %(spec)s, around the shop's jobs, on a redis "
                              "server of the grader's own", spec=spec))
             else:

@@ -21,6 +21,8 @@ from pathlib import Path
 from lockshop.exercises.checks import (
     contract,
     job_steps,
+    lockfree_steps,
+    order_sale,
     redis_steps,
     row_locks,
     sale,
@@ -38,6 +40,8 @@ REDIS, ZOOKEEPER = "redis", "zookeeper"
 JOBS = "jobs"
 #: A lock table's exercise (on SQLite), and an order step's on MariaDB (``databases``).
 DATABASE, MYSQL = "database", "mysql"
+#: An order step's exercise graded on a SQLite file of the grader's own (``databases``).
+SQLITE = "sqlite"
 
 
 @dataclass(frozen=True)
