@@ -215,6 +215,30 @@ _LIST = (
                      "stock and the order in that same transaction, so that the commit is what "
                      "releases the row."),
         (*row_locks.CHECKS, step_sale.SALE), "shop.orders.transactions:place_for_update"),
+    OrderStepExercise(
+        "19", "optimistic_order.py", lazy_gettext("Optimistic locking: a version column"),
+        SQLITE, ("A1",),
+        lazy_gettext("Take no lock: read the stock with the product's version, and write only "
+                     "WHERE the version is still the one you read, bumping it in the same "
+                     "UPDATE; when that changed no row, someone sold meanwhile: read again."),
+        (*lockfree_steps.OPTIMISTIC, order_sale.SALE_C07),
+        "shop.orders.transactions:place_optimistic"),
+    OrderStepExercise(
+        "20", "atomic_order.py", lazy_gettext("You may not need a lock: one conditional UPDATE"),
+        SQLITE, (),
+        lazy_gettext("Put the check in the write: one UPDATE takes the stock only WHERE "
+                     "enough is left, and one claims a seat only WHERE nobody holds it; sell "
+                     "only when it changed a row."),
+        (*lockfree_steps.ATOMIC, order_sale.SALE_C25),
+        "shop.orders.transactions:place_atomic"),
+    OrderStepExercise(
+        "21", "idempotent_order.py",
+        lazy_gettext("The retried order: one Idempotency-Key, one order"), SQLITE, (),
+        lazy_gettext("A buyer whose answer was lost retries with the same key: look the key "
+                     "up first, write it beside the order in the order's own transaction, and "
+                     "when its insert fails, answer with the order that won."),
+        (*lockfree_steps.IDEMPOTENT, order_sale.RETRIED),
+        "lockshop.exercises.order_references:place_atomic_once"),
 )
 EXERCISES: dict[str, Exercise] = {exercise.id: exercise for exercise in _LIST}
 
