@@ -51,6 +51,9 @@ class Config:
     #: Lock classes plugged in from files as strategies, ``name=FILE[:Class]`` each:
     #: a student's lock (``lockshop up --lock``), sold with like any other strategy.
     extra_locks: tuple[str, ...] = ()
+    #: The job guard ``leader``'s election, from a file (``FILE[:Class]``, a subclass of
+    #: ``locks.zk_election.Candidate``): a student's, in place of ``LeaderElection``.
+    election: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides) -> Config:

@@ -16,12 +16,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from lockshop.exercises.checks import contract, redis_steps, sale, zookeeper_steps
+from lockshop.exercises.checks import (
+    contract,
+    election_steps,
+    redis_steps,
+    rw_steps,
+    sale,
+    zk_reentry_steps,
+    zookeeper_steps,
+)
 from lockshop.exercises.grading import Check
 from shop.i18n import lazy_gettext
 
 SKELETONS = Path(__file__).parent / "skeletons"
 REDIS, ZOOKEEPER = "redis", "zookeeper"
+#: Families of their own, on ZooKeeper: they inherit no earlier exercise's checks (each
+#: names the ones it needs). The election's student writes a ``Candidate``, not a lock.
+ZK_REENTRY, ZK_RW, ELECTION = "zk-reentry", "zk-rw", "election"
+#: The server each family is graded on (a family not listed is its own server's name).
+SERVERS = {ZK_REENTRY: ZOOKEEPER, ZK_RW: ZOOKEEPER, ELECTION: ZOOKEEPER}
 
 
 @dataclass(frozen=True)
@@ -29,7 +42,7 @@ class Exercise:
     id: str  # "3"
     file: str  # the skeleton's file name: "token_lock.py"
     title: str  # lazy: said in the reader's language
-    family: str  # REDIS or ZOOKEEPER
+    family: str  # REDIS or ZOOKEEPER, or a family of its own (ZK_RW)
     articles: tuple[str, ...]
     #: What the student is asked to do, in a few sentences.
     asks: str
@@ -44,9 +57,20 @@ class Exercise:
         first exercise of a family (whose step is to make a lock at all)."""
         first = min(int(e.id) for e in EXERCISES.values() if e.family == self.family)
         checks = self.own_checks
-        if int(self.id) == first:
-            checks = (*contract.CHECKS, *checks, *sale.checks(self.family))
+        if self.writes_a_lock and int(self.id) == first:
+            checks = (*contract.CHECKS, *checks, *sale.checks(self.server))
         return tuple(dict.fromkeys(check.lesson for check in checks))
+
+    @property
+    def server(self) -> str:
+        """The server it is graded on: "redis" or "zookeeper"."""
+        return SERVERS.get(self.family, self.family)
+
+    @property
+    def writes_a_lock(self) -> bool:
+        """Whether the student writes a lock (which the contract and the sale judge), or
+        something else the shop runs (a leader election), judged by its own checks."""
+        return self.family != ELECTION
 
     @property
     def skeleton(self) -> Path:
@@ -58,8 +82,10 @@ class Exercise:
         earlier = [e for e in EXERCISES.values()
                    if e.family == self.family and int(e.id) <= int(self.id)]
         steps = [check for e in earlier for check in e.own_checks]
+        if not self.writes_a_lock:
+            return tuple(steps)
         return (*contract.CHECKS, *steps,
-                *sale.checks(self.family, still_held_written=self.asks_still_held))
+                *sale.checks(self.server, still_held_written=self.asks_still_held))
 
     @property
     def asks_still_held(self) -> bool:
@@ -117,6 +143,29 @@ _LIST = (
                           "the lowest; otherwise watch only the node just ahead of yours, and "
                           "look again when it goes."),
              zookeeper_steps.QUEUE, "zk_fair"),
+    Exercise("12", "reentrant_queue_lock.py",
+             lazy_gettext("ZooKeeper re-entry: the owner's identity in its node"), ZK_REENTRY,
+             ("A0", "A4"),
+             lazy_gettext("Write who holds the lock into its node; when the lowest node is your "
+                          "own owner's, enter again without queueing, and count: the node goes "
+                          "at the release that balances the first acquire. Another owner, even "
+                          "a thread of the same process, waits."),
+             (*zookeeper_steps.EPHEMERAL, *zookeeper_steps.QUEUE,
+              *zk_reentry_steps.REENTRY), "zk_fair"),
+    Exercise("13", "rw_lock.py", lazy_gettext("A ZooKeeper read/write lock"), ZK_RW, ("A3",),
+             lazy_gettext("Readers and writers queue in one line of sequential nodes: a writer "
+                          "waits for every node ahead of it, a reader only for the writers ahead "
+                          "of it. So readers share, and a reader that arrives after a waiting "
+                          "writer waits behind it."),
+             rw_steps.READ_WRITE, "zk_rw"),
+    Exercise("14", "election.py",
+             lazy_gettext("Leader election on ZooKeeper: a cluster job that runs once"),
+             ELECTION, ("A1", "A3", "A4"),
+             lazy_gettext("Stand for election with an ephemeral sequential node: the lowest "
+                          "leads, each other candidate watches the one just ahead. The leader "
+                          "asks ZooKeeper before it acts; when its session ends, the next one "
+                          "leads. Three shop instances then run their jobs with your election."),
+             election_steps.ELECTION, "locks.zk_election:LeaderElection"),
 )
 EXERCISES: dict[str, Exercise] = {exercise.id: exercise for exercise in _LIST}
 

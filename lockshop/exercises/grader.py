@@ -24,7 +24,13 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from locks.custom import LockClassError, factory_for, load_lock_class, split_spec
+from locks.custom import (
+    LockClassError,
+    factory_for,
+    load_election_class,
+    load_lock_class,
+    split_spec,
+)
 from lockshop.invoked import lockshop_command
 from lockshop.exercises import Exercise
 from lockshop.exercises import grading as limits
@@ -96,17 +102,20 @@ class Grade:
 def resolve(spec: str, exercise: Exercise) -> tuple[type, str]:
     """The student's class and a spec other processes can load (an absolute path);
     ``LockClassError`` when it cannot be had or is of the wrong family."""
-    lock_class = load_lock_class(spec)
+    if not exercise.writes_a_lock:  # a leader election: a Candidate, run as the shop runs it
+        lock_class = load_election_class(spec)
+    else:
+        lock_class = load_lock_class(spec)
     target, class_name = split_spec(spec)
     if target.endswith(".py") or "/" in target or Path(target).exists():
         target = str(Path(target).resolve())
-    requires = factory_for(lock_class)[1]
-    if requires != (exercise.family,):
+    requires = factory_for(lock_class)[1] if exercise.writes_a_lock else (exercise.server,)
+    if requires != (exercise.server,):
         raise LockClassError(_(
             "%(target)s: %(name)s is a %(family)s lock; exercise %(id)s is a %(wanted)s "
             "exercise (start from its skeleton: %(lockshop)s exercise start %(id)s)",
             target=target, name=lock_class.__name__, family=requires[0], id=exercise.id,
-            wanted=exercise.family, lockshop=lockshop_command()))
+            wanted=exercise.server, lockshop=lockshop_command()))
     return lock_class, f"{target}:{class_name or lock_class.__name__}"
 
 
@@ -122,10 +131,10 @@ def grade(exercise: Exercise, spec: str, *, say: Callable[[str], None] = lambda 
     started = time.monotonic()
     runtime = Path(tempfile.mkdtemp(prefix=f"lockshop-exercise-{exercise.id}-"))
     try:
-        with Grading(lock_class, spec, exercise.family, runtime) as grading:
+        with Grading(lock_class, spec, exercise.server, runtime) as grading:
             say(_("exercise %(id)s: %(title)s", id=exercise.id, title=exercise.title))
             say("  " + _("your lock: %(spec)s, on a %(family)s server of the grader's own",
-                         spec=spec, family=say_reason(exercise.family, BACKENDS)))
+                         spec=spec, family=say_reason(exercise.server, BACKENDS)))
             for line, todo in todos_left(Path(spec.rpartition(":")[0])):
                 say("  " + _("TODO left (line %(line)s): %(todo)s", line=line, todo=todo))
             todos = todos_left(Path(spec.rpartition(":")[0]))
