@@ -79,7 +79,7 @@ def cli(*args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess
 def test_there_are_eight_exercises_on_the_articles_path():
     listed = exercises.catalogue()
     assert [e["id"] for e in listed][:8] == [str(n) for n in range(1, 9)]
-    assert {e["family"] for e in listed} == {"redis", "zookeeper"}
+    assert {"redis", "zookeeper"} <= {e["family"] for e in listed}
     assert exercises.find("3").lessons == ("C11", "C12")
     assert exercises.find("8").lessons == ("C19", "C20", "C38")
     printed = cli("list").stdout
@@ -169,6 +169,8 @@ def test_every_untouched_skeleton_fails_cleanly_with_its_todos(tmp_path, number)
 
 def test_the_sales_hint_names_what_the_skeleton_has():
     for exercise in exercises.EXERCISES.values():
+        if not exercise.writes_a_lock:  # a leader election: the shop's jobs, not a sale
+            continue
         hint = str(exercise.checks()[-1].hint)
         named = "_still_held" in exercise.skeleton.read_text()
         assert exercise.asks_still_held == named

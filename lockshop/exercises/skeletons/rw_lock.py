@@ -30,6 +30,8 @@ What you may use (ZkFairLock, locks/zk_fair.py, does the rest):
     hands_over                 True: on release, the holder tells the node just behind
                                it "the lock is yours", and that waiter walks in without
                                looking at the queue again.
+    _still_held()              ZkFairLock's: asks ZooKeeper whether your node is still
+                               there, owned by your session (the shop asks before it writes).
 """
 
 from locks.zk_fair import ZkFairLock
