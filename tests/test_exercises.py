@@ -90,7 +90,7 @@ def test_there_are_eight_exercises_on_the_articles_path():
                          ids=[f"{n}-{lock.rpartition(':')[2]}" for n, lock, _ in TABLE])
 def test_the_grader_names_the_first_lesson_a_lock_breaks(number, lock, first_failed):
     exercise = exercises.find(number)
-    needs(exercise.family)
+    needs(exercise.server)
     # The sale across three instances (the slow check, always the last) only where the
     # row is about it or about a lock that must pass everything.
     sale = first_failed is None or first_failed in ("C02", "C03")
@@ -150,7 +150,7 @@ def test_a_zookeeper_students_solution_passes(tmp_path):
 @pytest.mark.parametrize("number", list(exercises.EXERCISES))
 def test_every_untouched_skeleton_fails_cleanly_with_its_todos(tmp_path, number):
     exercise = exercises.find(number)
-    needs(exercise.family)
+    needs(exercise.server)
     started = cli("start", number, str(tmp_path))
     assert started.returncode == 0 and str(tmp_path / exercise.file) in started.stdout
     assert f"lockshop exercise check {number}" in started.stdout
