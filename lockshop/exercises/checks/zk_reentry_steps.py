@@ -184,7 +184,7 @@ REENTRY = (
           lazy_gettext("the old holder is refused: its node went with its session, and the "
                        "lowest node is another owner's"),
           lazy_gettext("Ask ZooKeeper, not your memory: an entry count is yours only while the "
-                       "lowest node is your node and holds your owner. After a session "
+                       "lowest node is your node, with your owner as its data. After a session "
                        "expired, your node is gone: queue again like anyone."),
           expired_holder_not_reentered),
     Check("C49", lazy_gettext("10 threads, one after another, each takes the lock and ends "
