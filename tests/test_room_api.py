@@ -358,22 +358,23 @@ def test_the_board_of_30_students_by_8_exercises_is_under_50_kb(client, room, gr
     cell besides, the JSON is larger than that; as a browser receives it (gzip), under
     50 KB still."""
     names = [f"{number:02d} " + "李" * (MAX_CHARS - 3) for number in range(30)]
+    eight = list(EXERCISES)[:8]  # the eight of the first day (more make a larger board)
     students = [room.store.student(room.store.join(name)) for name in names]
     grading.go.set()
-    for exercise in EXERCISES:
+    for exercise in eight:
         checks = [room.submit(student, exercise, "# mine", "en") for student in students]
         wait_for(lambda: all(room.store.submission(check, student)["state"] == "done"
                              for check, student in zip(checks, students)))
     answer = client.get("/room/api/board")
     size = len(answer.data)
     print(f"board of 30 x 8, room results only: {size} bytes")
-    assert len(answer.json["results"]) == 30 * len(EXERCISES)
+    assert len(answer.json["results"]) == 240
     assert size <= 50 * 1024
     for name in names:
-        for exercise in EXERCISES:
+        for exercise in eight:
             room.record_self_reported({"name": name, "exercise": exercise, "passed": True})
     plain = client.get("/room/api/board")
-    assert len(plain.json["results"]) == 2 * 30 * len(EXERCISES)
+    assert len(plain.json["results"]) == 480
     sent = client.get("/room/api/board", headers={"Accept-Encoding": "gzip, deflate"})
     assert sent.headers["Content-Encoding"] == "gzip"
     assert json.loads(gzip.decompress(sent.data)) == plain.json
