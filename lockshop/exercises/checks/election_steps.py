@@ -25,13 +25,15 @@ from shop.config import Config
 from shop.i18n import _, lazy_gettext
 
 CANDIDATES = 3
+#: Shop instances that fire the jobs (as the jobs labs have them).
+INSTANCES = 3
 #: How long the grader watches the leaders, asking every ``SAMPLE_S``.
 WATCH_S, SAMPLE_S = 1.0, 0.02
 #: How long an election may take: a few round trips; after a session ends, its timeout.
 ELECTED_S = 10.0
 PASSES, REFUSED = "passes", "refused"
 TOKEN = "exercise"
-#: Unpaid orders the jobs expire, and the fire times they run for.
+#: The fire times the shop's jobs run for (each expires and reminds every unpaid order).
 FIRE_TIMES = 2
 
 
@@ -173,7 +175,7 @@ def jobs_run_once(grading: Grading) -> tuple[str, bool]:
     # Imported here: the launcher brings in the whole shop, which only this check needs.
     from lockshop.cluster.client import ShopClient
     from lockshop.cluster.launcher import Cluster
-    from lockshop.workshop.labs.jobs import INSTANCES, ORDERS, place_unpaid_orders, run_jobs
+    from lockshop.workshop.labs.jobs import ORDERS, place_unpaid_orders, run_jobs
 
     folder = grading.runtime / "jobs"
     folder.mkdir(parents=True, exist_ok=True)
@@ -219,7 +221,7 @@ ELECTION = (
                        "again with a new node."), expired_leader_steps_down),
     Check("C24", lazy_gettext("%(instances)s shop instances fire their scheduled jobs every "
                               "second with your election as the job guard 'leader', "
-                              "%(fire_times)s times", instances=3, fire_times=FIRE_TIMES),
+                              "%(fire_times)s times", instances=INSTANCES, fire_times=FIRE_TIMES),
           lazy_gettext("each fire time runs once in the cluster: no duplicate runs, every unpaid "
                        "order expired once"),
           lazy_gettext("Only the leader runs the jobs: if more than one instance ran a fire time, "
