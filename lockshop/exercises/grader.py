@@ -133,8 +133,11 @@ def grade(exercise: Exercise, spec: str, *, say: Callable[[str], None] = lambda 
     try:
         with Grading(lock_class, spec, exercise.server, runtime) as grading:
             say(_("exercise %(id)s: %(title)s", id=exercise.id, title=exercise.title))
-            say("  " + _("your lock: %(spec)s, on a %(family)s server of the grader's own",
-                         spec=spec, family=say_reason(exercise.server, BACKENDS)))
+            server = say_reason(exercise.server, BACKENDS)
+            say("  " + (_("your lock: %(spec)s, on a %(family)s server of the grader's own",
+                          spec=spec, family=server) if exercise.writes_a_lock else
+                        _("your leader election: %(spec)s, on a %(family)s server of the "
+                          "grader's own", spec=spec, family=server)))
             for line, todo in todos_left(Path(spec.rpartition(":")[0])):
                 say("  " + _("TODO left (line %(line)s): %(todo)s", line=line, todo=todo))
             todos = todos_left(Path(spec.rpartition(":")[0]))
