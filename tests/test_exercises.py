@@ -20,6 +20,7 @@ from lockshop.cluster.redis_servers import redis_server_binary
 from lockshop.cluster.zookeeper_servers import zookeeper_installed
 from lockshop.exercises import grader, grading
 from lockshop.exercises.diagnoses import DIAGNOSES
+from lockshop.exercises.registry import ELECTION
 
 pytestmark = pytest.mark.cluster
 
@@ -77,9 +78,9 @@ def cli(*args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess
 
 
 def test_there_are_eight_exercises_on_the_articles_path():
-    listed = exercises.catalogue()
+    listed = exercises.listing()
     assert [e["id"] for e in listed][:8] == [str(n) for n in range(1, 9)]
-    assert {"redis", "zookeeper"} <= {e["family"] for e in listed}
+    assert {e["backend"] for e in listed} == {"redis", "zookeeper"}
     assert exercises.find("3").lessons == ("C11", "C12")
     assert exercises.find("8").lessons == ("C19", "C20", "C38")
     printed = cli("list").stdout
@@ -90,14 +91,14 @@ def test_there_are_eight_exercises_on_the_articles_path():
                          ids=[f"{n}-{lock.rpartition(':')[2]}" for n, lock, _ in TABLE])
 def test_the_grader_names_the_first_lesson_a_lock_breaks(number, lock, first_failed):
     exercise = exercises.find(number)
-    needs(exercise.server)
+    needs(exercise.backend)
     # The sale across three instances (the slow check, always the last) only where the
     # row is about it or about a lock that must pass everything.
     sale = first_failed is None or first_failed in ("C02", "C03")
     graded = grader.grade(exercise, lock, sale=sale)
     assert len(graded.results) == len(exercise.checks()) - (0 if sale else 1)
     failed = graded.first_failed
-    report = "\n".join(line for r in graded.results for line in grader.describe(r))
+    report = "\n".join(line for r in graded.results for line in r.lines())
     if isinstance(first_failed, tuple):
         # It breaks earlier checks too, by luck (a race among the contract's threads); the
         # lesson's own check forces the window.
@@ -140,7 +141,7 @@ def test_repeat_counts_each_check_and_a_fail_exits_1(tmp_path):
 def test_a_zookeeper_students_solution_passes(tmp_path):
     needs("zookeeper")
     graded = grader.grade(exercises.find("8"), f"{HERE / 'queue_lock.py'}:QueueLock")
-    assert graded.passed, [grader.describe(r) for r in graded.results if not r.passed]
+    assert graded.passed, [r.lines() for r in graded.results if not r.passed]
     herd = next(r for r in graded.results if r.lesson == "C19").observed
     assert "wakes only that one" in herd and "them all" not in herd, herd
 
@@ -150,7 +151,7 @@ def test_a_zookeeper_students_solution_passes(tmp_path):
 @pytest.mark.parametrize("number", list(exercises.EXERCISES))
 def test_every_untouched_skeleton_fails_cleanly_with_its_todos(tmp_path, number):
     exercise = exercises.find(number)
-    needs(exercise.server)
+    needs(exercise.backend)
     started = cli("start", number, str(tmp_path))
     assert started.returncode == 0 and str(tmp_path / exercise.file) in started.stdout
     assert f"lockshop exercise check {number}" in started.stdout
@@ -169,7 +170,7 @@ def test_every_untouched_skeleton_fails_cleanly_with_its_todos(tmp_path, number)
 
 def test_the_sales_hint_names_what_the_skeleton_has():
     for exercise in exercises.EXERCISES.values():
-        if not exercise.writes_a_lock:  # a leader election: the shop's jobs, not a sale
+        if exercise.chain == ELECTION:  # a leader election: the shop's jobs, not a sale
             continue
         hint = str(exercise.checks()[-1].hint)
         named = "_still_held" in exercise.skeleton.read_text()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import require
+from helpers import require, wait_for
 from lockshop import exercises
 from lockshop.cluster.zookeeper_servers import zookeeper_installed
 from lockshop.exercises import grader
@@ -66,7 +66,7 @@ def test_the_grader_names_the_lesson_a_lock_breaks(number, lock, first_failed, m
     sale = first_failed is None or must_fail is not None and must_fail.sale
     graded = grader.grade(exercise, lock, sale=sale)
     assert len(graded.results) == len(exercise.checks()) - (0 if sale else 1)
-    report = "\n".join(line for r in graded.results for line in grader.describe(r))
+    report = "\n".join(line for r in graded.results for line in r.lines())
     assert graded.lesson == first_failed, report
     if must_fail is not None:
         forced = [r for r in graded.results if r.action == str(must_fail.action)]
@@ -78,10 +78,10 @@ def test_the_grader_names_the_lesson_a_lock_breaks(number, lock, first_failed, m
         assert failed.articles or failed.cause_articles or failed.broken_lesson == "C49", report
 
 
-def test_each_exercise_names_its_lessons_and_runs_its_own_family_s_checks_only():
+def test_each_exercise_names_its_lessons_and_runs_its_own_chain_s_checks_only():
     reentry, read_write, election = (exercises.find(n) for n in ("12", "13", "14"))
     # 12 builds on 7 and 8 by naming their checks, not by inheriting them.
-    assert read_write.family != reentry.family != election.family != "zookeeper"
+    assert len({read_write.chain, reentry.chain, election.chain, "zookeeper"}) == 4
     assert [c.lesson for c in reentry.own_checks] == [
         c.lesson for c in (*zookeeper_steps.EPHEMERAL, *zookeeper_steps.QUEUE, *REENTRY)]
     assert {"C29", "C27", "C49"} <= set(reentry.lessons)
@@ -92,7 +92,7 @@ def test_each_exercise_names_its_lessons_and_runs_its_own_family_s_checks_only()
     for exercise in (reentry, read_write):
         lessons = [c.lesson for c in exercise.checks()]
         assert lessons[:3] == ["C01", "C26", "C11"] and lessons[-1] == "C02"
-    assert all(e.server == "zookeeper" for e in (reentry, read_write, election))
+    assert all(e.backend == "zookeeper" for e in (reentry, read_write, election))
 
 
 def test_a_lock_is_refused_as_an_election_and_a_redis_lock_as_a_zookeeper_one(tmp_path):
@@ -128,8 +128,7 @@ def test_the_shop_runs_the_election_its_config_names(tmp_path):
         try:
             assert type(election).__name__ == "Election"
             assert type(election).__module__.startswith("lockshop_custom_")
-            from lockshop.exercises.grading import until
-            assert until(election.is_leader, seconds=10)
+            wait_for(election.is_leader, timeout=10)
             election.ensure_leader()
         finally:
             election.stop()

@@ -1165,19 +1165,10 @@ def exercises() -> tuple[str, list[dict]]:
     found = []
     for exercise in EXERCISES.values():
         planned = EXERCISE_PATH.get(exercise.id)
-        chinese = planned[1].zh if planned and planned[0] == exercise.file \
-            else _said_in_chinese(exercise.title)
+        chinese = planned[1].zh if planned and planned[0] == exercise.file else exercise.title
         found.append({"id": exercise.id, "file": exercise.file,
                       "title": Text(exercise.title, chinese), "lessons": exercise.lessons})
     return "lockshop.exercises", found
-
-
-def _said_in_chinese(title) -> str:
-    """An exercise's title (a lazy string) in the catalog's Chinese: an exercise not in
-    ``EXERCISE_PATH`` has its Chinese there."""
-    from shop.i18n import language
-    with language("zh"):
-        return str(title)
 
 
 def exercises_for(lesson_id: str) -> list[dict]:

@@ -11,7 +11,7 @@ import threading
 import time
 
 from locks import LockNotOwned
-from lockshop.exercises.grading import Background, Check, Grading, in_thread, take
+from lockshop.exercises.grading import Background, Check, Grading
 from shop.i18n import _, lazy_gettext
 
 THREADS, ROUNDS = 6, 4
@@ -46,8 +46,8 @@ def mutual_exclusion(grading: Grading) -> tuple[str, bool]:
 def gives_up_in_time(grading: Grading) -> tuple[str, bool]:
     name = grading.fresh_name("timeout")
     factory = grading.factory(lease_ms=10_000)
-    holder = take(factory, name)
-    if holder is None:
+    held_lock = grading.take(factory, name)
+    if held_lock is None:
         return _("the lock could not be taken while free"), False
 
     def wait_then_try() -> tuple[bool, float, bool, float]:
@@ -58,8 +58,8 @@ def gives_up_in_time(grading: Grading) -> tuple[str, bool]:
         tried = factory.lock(name).acquire(blocking=False)
         return waited, after_wait, tried, time.monotonic() - started
 
-    waited, after_wait, tried, after_try = in_thread(wait_then_try)
-    in_thread(holder.release)
+    waited, after_wait, tried, after_try = grading.in_thread(wait_then_try)
+    grading.in_thread(held_lock.release)
     observed = _("acquire(timeout=0.5) returned %(waited)s after %(after_wait).2f s; "
                  "acquire(blocking=False) returned %(tried)s after %(after_try).2f s",
                  waited=waited, after_wait=after_wait, tried=tried, after_try=after_try)
@@ -70,8 +70,8 @@ def gives_up_in_time(grading: Grading) -> tuple[str, bool]:
 def non_owner_refused(grading: Grading) -> tuple[str, bool]:
     name = grading.fresh_name("owner")
     factory = grading.factory(lease_ms=10_000)
-    holder = take(factory, name)
-    if holder is None:
+    held_lock = grading.take(factory, name)
+    if held_lock is None:
         return _("the lock could not be taken while free"), False
 
     def release_what_i_never_took() -> str:
@@ -81,9 +81,9 @@ def non_owner_refused(grading: Grading) -> tuple[str, bool]:
             return True
         return False
 
-    refused = in_thread(release_what_i_never_took)
-    still_held = take(factory, name, blocking=False) is None
-    in_thread(holder.release)
+    refused = grading.in_thread(release_what_i_never_took)
+    still_held = grading.take(factory, name, blocking=False) is None
+    grading.in_thread(held_lock.release)
     observed = _("the release was %(answer)s; the holder's lock is %(state)s",
                  answer=_("refused (LockNotOwned)") if refused else _("allowed"),
                  state=_("still held") if still_held else _("gone"))

@@ -20,7 +20,8 @@ from locks import Strategy
 from locks.errors import LockError
 from locks.zk_fair import ZkFairFactory
 from lockshop.cluster.zookeeper_sessions import end_session
-from lockshop.exercises.grading import Check, Grading, until, wait_until_available
+from lockshop.cluster.holder import wait_until_available
+from lockshop.exercises.grading import Check, Grading
 from shop.config import Config
 from shop.i18n import _, lazy_gettext
 
@@ -73,7 +74,7 @@ class Candidates:
 
     def one_leader(self, seconds: float = ELECTED_S) -> int | None:
         """The one leader, once there is exactly one (None if not within ``seconds``)."""
-        found = until(lambda: len(self.leaders()) == 1, seconds=seconds)
+        found = self.grading.until(lambda: len(self.leaders()) == 1, seconds=seconds)
         leaders = self.leaders() if found else []
         return leaders[0] if len(leaders) == 1 else None
 
@@ -124,7 +125,7 @@ def one_leader_at_a_time(grading: Grading) -> tuple[str, bool]:
             a == REFUSED for n, a in enumerate(answers) if n != leader)
         group.candidates[leader].stop()
         started = time.monotonic()
-        successor = until(lambda: [n for n in group.leaders() if n != leader], seconds=5)
+        successor = grading.until(lambda: [n for n in group.leaders() if n != leader], seconds=5)
         took = time.monotonic() - started
         after_fewest, after_most = group.watch()
     observed = _("leaders at once: between %(fewest)s and %(most)s over %(watched)s s; "
@@ -154,10 +155,10 @@ def expired_leader_steps_down(grading: Grading) -> tuple[str, bool]:
         # At once, before its client has heard: the round trip a leader makes before it acts.
         right_after = _ensure(old)
         started = time.monotonic()
-        successor = until(lambda: [n for n in group.leaders() if n != leader],
-                          seconds=ELECTED_S)
+        successor = grading.until(lambda: [n for n in group.leaders() if n != leader],
+                                  seconds=ELECTED_S)
         took = time.monotonic() - started
-        stepped_down = bool(until(lambda: not old.is_leader(), seconds=ELECTED_S))
+        stepped_down = bool(grading.until(lambda: not old.is_leader(), seconds=ELECTED_S))
         fewest, most = group.watch()
     observed = _("ensure_leader() of the leader before its session ended: %(before)s; just "
                  "after: %(after)s; another candidate led after %(took).2f s: %(successor)s; "

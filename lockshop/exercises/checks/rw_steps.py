@@ -15,7 +15,7 @@ import threading
 import time
 
 from lockshop.exercises.checks.zookeeper_steps import ephemerals, watches
-from lockshop.exercises.grading import CHECK_SECONDS, Background, Check, Grading, until
+from lockshop.exercises.grading import CHECK_SECONDS, Background, Check, Grading
 from shop.i18n import _, lazy_gettext
 
 READ, WRITE = "read", "write"
@@ -68,8 +68,9 @@ class Party:
     def let_go(self) -> None:
         """Release (once in), and wait until the server has deleted its node."""
         self._leave.set()
-        until(lambda: self.job.done() or not self.entered.is_set(), seconds=SETTLE)
-        until(self.gone, seconds=SETTLE)
+        self.grading.until(lambda: self.job.done() or not self.entered.is_set(),
+                           seconds=SETTLE)
+        self.grading.until(self.gone, seconds=SETTLE)
 
     def finish(self) -> None:
         """Let it go and wait for its thread: its lock's error, if it raised one."""
@@ -87,7 +88,7 @@ def _finish(*parties: Party) -> None:
 def _arrive(grading: Grading, name: str, kind: str) -> Party:
     """A party asks, and the grader waits until it is in or queued."""
     party = Party(grading, name, kind)
-    until(party.queued, seconds=SETTLE)
+    grading.until(party.queued, seconds=SETTLE)
     return party
 
 
@@ -97,8 +98,8 @@ def readers_share(grading: Grading) -> tuple[str, bool]:
     name = grading.fresh_name("readers")
     readers = [Party(grading, name, READ) for _reader in range(READERS)]
     # Settled: every reader is in, or queued behind another (its session watches a node).
-    until(lambda: all(r.entered.is_set() for r in readers)
-          or all(r.entered.is_set() or r.watching() for r in readers), seconds=SETTLE)
+    grading.until(lambda: all(r.entered.is_set() for r in readers)
+                  or all(r.entered.is_set() or r.watching() for r in readers), seconds=SETTLE)
     together = sum(r.entered.is_set() for r in readers)
     _finish(*readers)
     return _("%(together)s of %(readers)s readers held the read lock at once",
@@ -118,11 +119,11 @@ def writer_waits_for_readers(grading: Grading) -> tuple[str, bool]:
     in_at_once = writer.entered.is_set()
     # The reader just ahead of the writer goes first; the other still reads.
     second.let_go()
-    until(lambda: writer.entered.is_set() or writer.watching() or writer.job.done(),
-          seconds=SETTLE)
+    grading.until(lambda: writer.entered.is_set() or writer.watching() or writer.job.done(),
+                  seconds=SETTLE)
     in_beside_first = writer.entered.is_set()
     first.let_go()
-    after = bool(until(writer.entered.is_set, seconds=SETTLE))
+    after = bool(grading.until(writer.entered.is_set, seconds=SETTLE))
     _finish(first, second, writer)
     observed = _("the writer got in while both readers read: %(at_once)s; after the reader "
                  "just ahead of it left, while the other still read: %(beside)s; after both "
@@ -145,11 +146,11 @@ def writer_not_starved(grading: Grading) -> tuple[str, bool]:
     late = _arrive(grading, name, READ)
     overtook = late.entered.is_set()
     first.let_go()
-    until(lambda: writer.entered.is_set() or late.job.done(), seconds=SETTLE)
+    grading.until(lambda: writer.entered.is_set() or late.job.done(), seconds=SETTLE)
     writer_in = writer.entered.is_set()
     late_beside_writer = writer_in and late.entered.is_set()
     writer.let_go()
-    until(late.entered.is_set, seconds=SETTLE)
+    grading.until(late.entered.is_set, seconds=SETTLE)
     _finish(first, writer, late)
     if overtook:
         observed = _("a reader that came after the waiting writer got in at once, while the "

@@ -19,35 +19,20 @@ import time
 from locks import LockError
 from lockshop.cluster.thread_ids import given_a_dead_threads_id
 from lockshop.cluster.zookeeper_sessions import end_session
-from lockshop.exercises.grading import (
-    CHECK_SECONDS,
-    Background,
-    Check,
-    Grading,
-    in_thread,
-    take,
-    until,
-)
+from lockshop.exercises.grading import CHECK_SECONDS, Background, Check, Grading
 from shop.i18n import _, lazy_gettext
 
 #: How long an inner call may wait for its own lock before it is said to have queued.
 INNER_TIMEOUT = 0.5
 
 
-def _asks(factory, name: str) -> bool:
+def _asks(grading: Grading, factory, name: str) -> bool:
     """Another owner (this thread) tries once, and lets go if it got in."""
     lock = factory.lock(name)
     taken = lock.acquire(blocking=False)
     if taken:
-        _quietly(lock.release)
+        grading.release_quietly(lock, LockError)
     return taken
-
-
-def _quietly(step) -> None:
-    try:
-        step()
-    except LockError:
-        pass
 
 
 # --- C29: the same owner enters again; no other owner does ------------------------------------
@@ -65,14 +50,14 @@ def same_owner_again(grading: Grading) -> tuple[str, bool]:
         again = inner.acquire()
         waited = time.monotonic() - started
         # Another thread of this process: the same ZooKeeper session, another owner.
-        sibling = in_thread(_asks, factory, name)
-        other = in_thread(_asks, elsewhere, name)
+        sibling = grading.in_thread(_asks, grading, factory, name)
+        other = grading.in_thread(_asks, grading, elsewhere, name)
         if again:
-            _quietly(inner.release)
-        _quietly(outer.release)
+            grading.release_quietly(inner, LockError)
+        grading.release_quietly(outer, LockError)
         return again, waited, sibling, other
 
-    again, waited, sibling, other = in_thread(holder)
+    again, waited, sibling, other = grading.in_thread(holder)
     observed = _("asked again: %(again)s after %(waited).2f s; another thread of the same "
                  "process (the same session) got in: %(sibling)s; another process got in: "
                  "%(other)s", again=again, waited=waited, sibling=sibling, other=other)
@@ -90,15 +75,15 @@ def inner_release_keeps(grading: Grading) -> tuple[str, bool]:
         if not outer.acquire():
             return False, False, False
         if not inner.acquire():
-            _quietly(outer.release)
+            grading.release_quietly(outer, LockError)
             return False, False, False
         inner.release()
-        during = in_thread(_asks, elsewhere, name)
+        during = grading.in_thread(_asks, grading, elsewhere, name)
         outer.release()
-        after = in_thread(_asks, elsewhere, name)
+        after = grading.in_thread(_asks, grading, elsewhere, name)
         return True, during, after
 
-    entered, during, after = in_thread(nested)
+    entered, during, after = grading.in_thread(nested)
     if not entered:
         return _("the holder could not enter twice"), False
     return _("after the inner release another owner got in: %(during)s; after the outer "
@@ -121,24 +106,25 @@ def expired_holder_not_reentered(grading: Grading) -> tuple[str, bool]:
         inner = factory.lock(name, timeout=INNER_TIMEOUT)
         again = inner.acquire()
         if again:
-            _quietly(inner.release)
-        _quietly(outer.release)  # its node went with its session: LockLost, said nowhere
+            grading.release_quietly(inner, LockError)
+        # Its node went with its session: LockLost, said nowhere.
+        grading.release_quietly(outer, LockError)
         return again
 
     asking = Background(holder)
-    if not until(held.is_set, seconds=10):
+    if not grading.until(held.is_set, seconds=10):
         ask_again.set()
         asking.result(10)  # its error, if it raised one
         return _("the lock could not be taken while free"), False
     session, password = factory.client.client_id
     end_session(session, password, grading.zookeeper.address)
     # kazoo hears of it on its next contact and opens a new session, which holds nothing.
-    until(lambda: (factory.client.client_id or (session,))[0] != session, seconds=10)
-    other = take(grading.factory(), name, timeout=5)
+    grading.until(lambda: (factory.client.client_id or (session,))[0] != session, seconds=10)
+    other = grading.take(grading.factory(), name, timeout=5)
     ask_again.set()
     again = asking.result(CHECK_SECONDS)
     if other is not None:
-        in_thread(_quietly, other.release)
+        grading.in_thread(grading.release_quietly, other, LockError)
     observed = _("after the holder's session expired another owner got in: %(other)s; the "
                  "old holder then asked again (an inner call) and got in too: %(again)s",
                  other=other is not None, again=again)
