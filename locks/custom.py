@@ -41,26 +41,47 @@ def split_spec(spec: str) -> tuple[str, str | None]:
 
 
 def load_lock_class(spec: str) -> type[DistributedLock]:
-    """The lock class ``spec`` names; ``LockClassError`` saying why when there is none."""
+    """The lock class ``spec`` names; ``LockClassError`` saying why when there is none.
+
+    A read/write lock's file has two: the write lock, which names its read half in
+    ``read_lock_class``, and that read half, which is not counted as a lock of its own."""
+    return load_class(spec, DistributedLock, "lock class",
+                      halves=lambda found: {getattr(c, "read_lock_class", None)
+                                            for c in found})
+
+
+def load_election_class(spec: str) -> type:
+    """The leader election class ``spec`` names (a ``locks.zk_election.Candidate``):
+    the shop's job guard ``leader`` runs with it in place of its own
+    (``Config.election``); ``LockClassError`` saying why when there is none."""
+    from .zk_election import Candidate
+    return load_class(spec, Candidate, "leader election class")
+
+
+def load_class(spec: str, base: type, kind: str, halves=lambda found: set()) -> type:
+    """The subclass of ``base`` that ``spec`` names (a ``kind``: "lock class"), or the only
+    one its file defines, leaving out the classes ``halves(found)`` says belong to another."""
     target, class_name = split_spec(spec)
     module = _import(target)
     where = getattr(module, "__file__", None) or target
     found = {name: value for name, value in vars(module).items()
-             if inspect.isclass(value) and issubclass(value, DistributedLock)
+             if inspect.isclass(value) and issubclass(value, base)
              and value.__module__ == module.__name__}
+    found = {name: value for name, value in found.items()
+             if value not in halves(found.values())}
     if class_name is not None:
         value = getattr(module, class_name, None)
         if value is None:
             raise LockClassError(f"{where}: has no class {class_name}"
-                                 + (f" (its lock classes: {', '.join(found)})" if found else ""))
-        if not (inspect.isclass(value) and issubclass(value, DistributedLock)):
-            raise LockClassError(f"{where}: {class_name} is not a lock class (a subclass of "
-                                 "DistributedLock)")
+                                 + (f" (its {kind}es: {', '.join(found)})" if found else ""))
+        if not (inspect.isclass(value) and issubclass(value, base)):
+            raise LockClassError(f"{where}: {class_name} is not a {kind} (a subclass of "
+                                 f"{base.__name__})")
         return value
     if not found:
-        raise LockClassError(f"{where}: has no lock class (a subclass of DistributedLock)")
+        raise LockClassError(f"{where}: has no {kind} (a subclass of {base.__name__})")
     if len(found) > 1:
-        raise LockClassError(f"{where}: has {len(found)} lock classes ({', '.join(found)}): "
+        raise LockClassError(f"{where}: has {len(found)} {kind}es ({', '.join(found)}): "
                              f"name one, as {target}:{next(iter(found))}")
     return next(iter(found.values()))
 
@@ -142,7 +163,16 @@ def factory_for(lock_class: type[DistributedLock]) -> tuple[type[LockFactory], t
 
 
 def _factory(lock_class, base: type[LockFactory]) -> type[LockFactory]:
-    return type(f"{lock_class.__name__}Factory", (base,), {"lock_class": lock_class})
+    """``base`` making ``lock_class``; and its ``read_lock_class``, when it names one (a
+    read/write lock's write half names its read half), for readers, who share it."""
+    members = {"lock_class": lock_class}
+    reader = getattr(lock_class, "read_lock_class", None)
+    if reader is not None:
+        def read_lock(self, name: str, *, timeout: float = 5.0, label: str | None = None):
+            return reader(name, strategy=label or self.strategy.name, timeout=timeout,
+                          **self.lock_arguments())
+        members.update(shared_reads=True, read_lock=read_lock)
+    return type(f"{lock_class.__name__}Factory", (base,), members)
 
 
 def register_lock(name: str, lock_class: type[DistributedLock], *, source: str = "") -> Strategy:

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import logging
 import threading
+from abc import ABC, abstractmethod
 
 from .errors import LockError, LockLost
 from .zk_fair import ZkFairFactory, ZkFairLock
+from .zk_session import ZooKeeperFactory
 
 log = logging.getLogger("locks.zookeeper")
 
@@ -25,18 +27,22 @@ log = logging.getLogger("locks.zookeeper")
 WAIT_S = 1.0
 
 
-class LeaderElection:
-    """This process as a candidate in the election called ``group``."""
+class Candidate(ABC):
+    """This process as a candidate in the election called ``group``: what the shop's
+    ``LeaderGuard`` asks of an election. ``_campaign`` runs in a thread of its own from
+    ``start()`` until ``stop()``; a student's election (exercise 14) extends this class
+    too, and the shop runs it in place of ``LeaderElection`` (``Config.election``)."""
 
-    def __init__(self, factory: ZkFairFactory, group: str) -> None:
+    def __init__(self, factory: ZooKeeperFactory, group: str) -> None:
         self.factory = factory
         self.name = f"election:{group}"
-        self._lock: ZkFairLock | None = None
+        #: What stopped the campaign, if it died of an error (it no longer stands).
+        self.failed: Exception | None = None
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._campaign, name=f"candidate-{group}",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._stand_until_stopped,
+                                        name=f"candidate-{group}", daemon=True)
 
-    def start(self) -> LeaderElection:
+    def start(self) -> Candidate:
         self._thread.start()
         return self
 
@@ -44,6 +50,35 @@ class LeaderElection:
         """Step down (the next candidate takes over at once) and stop campaigning."""
         self._stop.set()
         self._thread.join(5)
+
+    def _stand_until_stopped(self) -> None:
+        try:
+            self._campaign()
+        except Exception as error:  # kept for whoever asks (a grader), and logged
+            self.failed = error
+            log.error("election %s: the campaign stopped: %r", self.name, error)
+
+    @abstractmethod
+    def is_leader(self) -> bool:
+        """Whether we lead, as far as we know without asking the server (cheap: the
+        scheduler asks at every fire time)."""
+
+    @abstractmethod
+    def ensure_leader(self) -> None:
+        """Raise ``LockLost`` unless the server says we still lead (a round trip, just
+        before the leader's work is written)."""
+
+    @abstractmethod
+    def _campaign(self) -> None:
+        """Stand, lead while elected, stand again; until ``self._stop`` is set."""
+
+
+class LeaderElection(Candidate):
+    """The project's election: the fair lock, held for as long as the session lives."""
+
+    def __init__(self, factory: ZkFairFactory, group: str) -> None:
+        super().__init__(factory, group)
+        self._lock: ZkFairLock | None = None
 
     def is_leader(self) -> bool:
         """Whether we lead, as far as we know without asking the server."""

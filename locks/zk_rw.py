@@ -34,11 +34,6 @@ from .zk_session import ROOT
 RW_ROOT = f"{ROOT}/rw"
 
 
-class ZkWriteLock(ZkFairLock):
-    root = RW_ROOT
-    kind = "write"
-
-
 class ZkReadLock(ZkFairLock):
     root = RW_ROOT
     kind = "read"
@@ -48,6 +43,14 @@ class ZkReadLock(ZkFairLock):
         """The writers ahead of us; readers ahead of us do not block us."""
         return [child for child in children[:children.index(mine)]
                 if child.startswith("write-")]
+
+
+class ZkWriteLock(ZkFairLock):
+    root = RW_ROOT
+    kind = "write"
+    #: Its read half: a factory made from this class alone (a lock plugged in from a
+    #: file, ``locks.custom``) gives readers this one.
+    read_lock_class = ZkReadLock
 
 
 class ZkReadWriteFactory(QueueFactory):

@@ -57,6 +57,9 @@ class Config:
     #: Order steps plugged in from files as strategies, ``name=FILE[:Name]`` each: a
     #: student's read-check-write in SQL (``shop.orders.custom_steps``).
     extra_steps: tuple[str, ...] = ()
+    #: The job guard ``leader``'s election, from a file (``FILE[:Class]``, a subclass of
+    #: ``locks.zk_election.Candidate``): a student's, in place of ``LeaderElection``.
+    election: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides) -> Config:

@@ -41,12 +41,16 @@ class ShopState:
     _key_sweeper: KeySweeper = field(default_factory=KeySweeper, repr=False)
 
     def leader_election(self):
-        """This instance as a candidate to run the jobs (started on first use)."""
+        """This instance as a candidate to run the jobs (started on first use): the
+        project's election, or the one ``Config.election`` names."""
+        from locks.custom import load_election_class
         from locks.zk_election import LeaderElection
         with self._election_lock:
             if self._election is None:
+                election = load_election_class(self.config.election) \
+                    if self.config.election else LeaderElection
                 factory = self.strategies.lock_factory("zk_fair")
-                self._election = LeaderElection(factory, "jobs").start()
+                self._election = election(factory, "jobs").start()
             return self._election
 
     @property

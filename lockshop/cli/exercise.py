@@ -50,13 +50,9 @@ def cmd_exercise(args: argparse.Namespace, config: Config) -> int:
 
 
 def reference_lock(exercise) -> str:
-    """``module:Class`` of the project's own lock (or guard, or order step) that does what
-    ``exercise`` asks: a strategy's name, or named as it is loaded (``module:Class``)."""
-    if ":" in exercise.reference:  # a job guard or an order step is no strategy
-        return exercise.reference
-    import locks
-    from lockshop.exercises.registry import OrderStepExercise
-    if isinstance(exercise, OrderStepExercise):
+    """``module:Class`` of the project's own lock (or guard, or order step, or election) that
+    does what ``exercise`` asks: a strategy's name, or named as it is loaded."""
+    if ":" in exercise.reference:  # a job guard, an order step or an election is no strategy
         return exercise.reference
     factory = locks.get(exercise.reference).factory
     module, _colon, factory_class = factory.partition(":")

@@ -181,6 +181,40 @@ def shared_node(grading: Grading) -> str | None:
              "%(path)s: whatever happens there wakes them all", count=len(sessions), path=path)
 
 
+def session_as_owner(grading: Grading) -> str | None:
+    """A thread of one ZooKeeper session takes the lock and lives on, holding it; another
+    live thread of the same session asks, then a thread of another session: if only the
+    same session's thread gets in, the lock takes "my session's node" for "mine". (The
+    holder lives on so that the asker is not given its thread's id: that is C49's
+    mistake, which its own probe shows.)"""
+    name = grading.fresh_name("probe-session")
+    factory = grading.factory()
+    held, done = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        lock = factory.lock(name)
+        if lock.acquire(blocking=False):
+            held.set()
+            done.wait(PROBE_SECONDS)
+            grading.release_quietly(lock)
+
+    holder = Background(hold)
+    try:
+        if not grading.until(lambda: held.is_set() or holder.done(), seconds=PROBE_SECONDS) \
+                or not held.is_set():
+            return None
+        sibling = grading.take(factory, name, blocking=False)
+        stranger = grading.take(grading.factory(), name, blocking=False)
+        for lock in (sibling, stranger):
+            if lock is not None:
+                Background(grading.release_quietly, lock).result(PROBE_SECONDS)
+    finally:
+        done.set()
+    if sibling is None or stranger is not None:
+        return None
+    return _("while a thread held the lock, another thread of the same process (the same "
+             "ZooKeeper session) got in at once; a thread of another session was refused")
+
 
 # --- the table -------------------------------------------------------------------------------
 
@@ -218,6 +252,29 @@ DIAGNOSES = (
         N_("Give each waiter a node of its own (an ephemeral sequential node under "
                      "the lock's path) and let it watch only the node just ahead of its own, "
                      "never a node (or a parent) that every waiter watches.")),
+)
+
+
+#: The checks of exercise 12 (ZooKeeper re-entry) that an owner got wrong can fail: every
+#: one whose threads end holding a lock (``take``) before new threads ask, which Python may
+#: give a dead holder's id.
+ZK_OWNER_CHECKS = frozenset({"C01", "C26", "C11", "C22", "C18", "C19", "C20", "C38", "C29",
+                             "C27", "C02"})
+DIAGNOSES += (
+    Diagnosis(
+        "session as owner", "C29", "zookeeper", 12, ZK_OWNER_CHECKS, session_as_owner,
+        N_("your lock lets in every thread of the holder's process (lesson %(lesson)s): "
+           "%(evidence)s"),
+        N_("The owner is self.owner, one per thread, written as your node's data: re-enter "
+           "only when the lowest node's data is your owner. Every thread of a process "
+           "shares one ZooKeeper session, so a node of your session is not yet yours.")),
+    Diagnosis(
+        "recycled owner", "C49", "zookeeper", 12, ZK_OWNER_CHECKS, recycled_owner,
+        N_("another thread walked in at once: is your owner unique (lesson "
+           "%(lesson)s)? What the grader saw: %(evidence)s"),
+        N_("Name the owner with self.owner (made per thread, never reused), not with "
+           "threading.get_ident(): Python hands a dead thread's id to the next "
+           "thread, which then re-enters the dead thread's lock.")),
 )
 
 

@@ -23,11 +23,17 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from locks.custom import LockClassError, factory_for, load_lock_class, split_spec
+from locks.custom import (
+    LockClassError,
+    factory_for,
+    load_election_class,
+    load_lock_class,
+    split_spec,
+)
 from lockshop.exercises import grading as limits
 from lockshop.exercises.diagnoses import Diagnostician
 from lockshop.exercises.grading import Background, Check, Grading, NotApplicable
-from lockshop.exercises.registry import JOBS, Exercise, OrderStepExercise
+from lockshop.exercises.registry import ELECTION, JOBS, Exercise, OrderStepExercise
 from lockshop.exercises.results import CheckResult, Grade
 from lockshop.invoked import lockshop_command
 from shop.i18n import _
@@ -49,10 +55,13 @@ def resolve(spec: str, exercise: Exercise) -> tuple[type, str]:
         if target.endswith(".py") or "/" in target or Path(target).exists():
             target = str(Path(target).resolve())
         return guard_class, f"{target}:{class_name or guard_class.__name__}"
-    lock_class = load_lock_class(spec)
+    if exercise.chain == ELECTION:  # a Candidate, run as the shop runs it
+        lock_class = load_election_class(spec)
+    else:
+        lock_class = load_lock_class(spec)
     if target.endswith(".py") or "/" in target or Path(target).exists():
         target = str(Path(target).resolve())
-    requires = factory_for(lock_class)[1]
+    requires = (exercise.backend,) if exercise.chain == ELECTION else factory_for(lock_class)[1]
     if requires != (exercise.backend,):
         raise LockClassError(_(
             "%(target)s: %(name)s is a %(family)s lock; exercise %(id)s is a %(wanted)s "
@@ -98,6 +107,10 @@ def grade(exercise: Exercise, spec: str, *, say: Callable[[str], None] = lambda 
             if isinstance(exercise, OrderStepExercise):  # no lock, and SQLite has no server
                 say("  " + _("your order step: %(spec)s, on a %(database)s database of the "
                              "grader's own", spec=spec, database=exercise.backend))
+            elif exercise.chain == ELECTION:
+                say("  " + _("your leader election: %(spec)s, on a %(family)s server of the "
+                             "grader's own", spec=spec, family=say_reason(exercise.backend,
+                                                                          BACKENDS)))
             elif exercise.backend == JOBS:
                 say("  " + _("your job guard: %(spec)s, around the shop's jobs, on a redis "
                              "server of the grader's own", spec=spec))

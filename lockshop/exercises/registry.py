@@ -20,14 +20,17 @@ from pathlib import Path
 
 from lockshop.exercises.checks import (
     contract,
+    election_steps,
     job_steps,
     lockfree_steps,
     order_sale,
     redis_steps,
     row_locks,
+    rw_steps,
     sale,
     step_sale,
     table_steps,
+    zk_reentry_steps,
     zookeeper_steps,
 )
 from lockshop.exercises.grading import Check
@@ -42,6 +45,13 @@ JOBS = "jobs"
 DATABASE, MYSQL = "database", "mysql"
 #: An order step's exercise graded on a SQLite file of the grader's own (``databases``).
 SQLITE = "sqlite"
+#: Chains of their own, on ZooKeeper: they inherit no earlier exercise's checks (each names
+#: the ones it needs).
+ZK_REENTRY, ZK_RW = "zk-reentry", "zk-rw"
+#: The leader election's chain: its student writes a ``Candidate`` (``locks.zk_election``),
+#: not a lock, so neither the lock contract nor the sale of seats judges it, only its own
+#: checks (the last of which runs the shop's jobs).
+ELECTION = "election"
 
 
 @dataclass(frozen=True)
@@ -51,7 +61,8 @@ class Exercise:
     title: str  # lazy: said in the reader's language
     #: The servers a grading starts (``Grading``), and the lock base the student's class
     #: must extend: REDIS, ZOOKEEPER, DATABASE (a lock table); JOBS for a job guard (a
-    #: Redis, and ``JobGuard``); for an order step the database it is graded on (MYSQL).
+    #: Redis, and ``JobGuard``); for an order step the database it is graded on (MYSQL); on the
+    #: ELECTION chain, a ZooKeeper ``Candidate``.
     backend: str
     articles: tuple[str, ...]
     #: What the student is asked to do, in a few sentences.
@@ -76,7 +87,7 @@ class Exercise:
             return tuple(dict.fromkeys(check.lesson for check in self.checks()))
         first = min(int(e.id) for e in EXERCISES.values() if e.chain == self.chain)
         checks = self.own_checks
-        if int(self.id) == first:
+        if self.chain != ELECTION and int(self.id) == first:
             checks = (*contract.CHECKS, *checks, *sale.checks(self.backend))
         return tuple(dict.fromkeys(check.lesson for check in checks))
 
@@ -90,7 +101,7 @@ class Exercise:
         earlier = [e for e in EXERCISES.values()
                    if e.chain == self.chain and int(e.id) <= int(self.id)]
         steps = [check for e in earlier for check in e.own_checks]
-        if self.backend == JOBS:  # a guard, not a lock: no contract, its sale is its steps
+        if self.backend == JOBS or self.chain == ELECTION:  # no lock: no contract, no sale
             return tuple(steps)
         return (*contract.CHECKS, *steps,
                 *sale.checks(self.backend, still_held_written=self.asks_still_held))
@@ -183,6 +194,30 @@ _LIST = (
                           "the lowest; otherwise watch only the node just ahead of yours, and "
                           "look again when it goes."),
              zookeeper_steps.QUEUE, "zk_fair"),
+    Exercise("12", "reentrant_queue_lock.py",
+             lazy_gettext("ZooKeeper re-entry: the owner's identity in its node"), ZOOKEEPER,
+             ("A0", "A4"),
+             lazy_gettext("Write who holds the lock into its node; when the lowest node is your "
+                          "own owner's, enter again without queueing, and count: the node goes "
+                          "at the release that balances the first acquire. Another owner, even "
+                          "a thread of the same process, waits."),
+             (*zookeeper_steps.EPHEMERAL, *zookeeper_steps.QUEUE,
+              *zk_reentry_steps.REENTRY), "zk_fair", chain=ZK_REENTRY),
+    Exercise("13", "rw_lock.py", lazy_gettext("A ZooKeeper read/write lock"), ZOOKEEPER,
+             ("A3",),
+             lazy_gettext("Readers and writers queue in one line of sequential nodes: a writer "
+                          "waits for every node ahead of it, a reader only for the writers ahead "
+                          "of it. So readers share, and a reader that arrives after a waiting "
+                          "writer waits behind it."),
+             rw_steps.READ_WRITE, "zk_rw", chain=ZK_RW),
+    Exercise("14", "election.py",
+             lazy_gettext("Leader election on ZooKeeper: a cluster job that runs once"),
+             ZOOKEEPER, ("A1", "A3", "A4"),
+             lazy_gettext("Stand for election with an ephemeral sequential node: the lowest "
+                          "leads, each other candidate watches the one just ahead. The leader "
+                          "asks ZooKeeper before it acts; when its session ends, the next one "
+                          "leads. Three shop instances then run their jobs with your election."),
+             election_steps.ELECTION, "locks.zk_election:LeaderElection", chain=ELECTION),
     Exercise("15", "job_guard.py",
              lazy_gettext("A job guard: a scheduled job that runs once in the cluster"), JOBS,
              ("A0", "A1"),

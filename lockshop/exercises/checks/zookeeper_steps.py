@@ -75,8 +75,9 @@ class Waiter:
     gets it, it says so and releases at once."""
 
     def __init__(self, grading: Grading, name: str, number: int, timeout: float,
-                 served: list[int]) -> None:
-        self.factory = grading.factory()
+                 served: list[int], factory=None) -> None:
+        #: Its session: made here, or before (a connection takes a while on a busy machine).
+        self.factory = factory or grading.factory()
         self.session = self.factory.client.client_id[0]
         self.number = number
         self.result: bool | None = None
@@ -203,12 +204,14 @@ def look_again_and_leave(grading: Grading) -> tuple[str, bool]:
     if held_lock is None:
         return _("the lock could not be taken while free"), False
     served: list[int] = []
-    # The quitter gives up after 2 s: time for the patient waiter to queue behind it and
-    # watch its node first, even on a busy machine.
-    quitter = Waiter(grading, name, 1, 2.0, served)
+    # Both sessions first: the quitter's 2 s must be time for the patient waiter to queue
+    # behind it and watch its node, not to connect (a second or more on a busy machine,
+    # after which the patient queued behind the holder alone, and no lock was tested).
+    sessions = grading.factory(), grading.factory()
+    quitter = Waiter(grading, name, 1, 2.0, served, factory=sessions[0])
     grading.until(lambda: _watch_count(grading, [quitter]) >= 1, seconds=3)
     quitter_nodes = set(ephemerals(grading).get(quitter.session, []))
-    patient = Waiter(grading, name, 2, 30, served)
+    patient = Waiter(grading, name, 2, 30, served, factory=sessions[1])
     grading.until(lambda: _watch_count(grading, [quitter, patient]) >= 2, seconds=3)
     quitter.join(10)
 
