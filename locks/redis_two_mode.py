@@ -85,8 +85,10 @@ release (one Lua script)
 How it fails: as ``redis``, a holder paused past its lease overlaps the next
 holder, and the fencing token refuses the late write. A holder whose lease
 runs out while a starving head sleeps makes it wait up to ``fallback_poll``
-more; an awake head that crashes leaves the lock to its next poll's
-successors, up to ``fallback_poll`` after its "alive until" passes. A waiter
+more. An awake head that crashes still looks awake, so releases wake nobody
+until its "alive until" passes (three ``fallback_poll``) and a script drops it;
+a free lock then goes at the latest to the next waiter's ``fallback_poll``
+wake-up. A waiter
 that gives up as the lock is handed to it passes it on (as ``redis_fair``).
 If the queue's keys expire (every waiter died, or Redis evicted them), a
 waiter still alive queues again at its next attempt. The scripts build every
