@@ -167,11 +167,20 @@ class FairRedisLock(RedisLock):
     local since = KEYS[4]     -- waiter token -> when it joined the queue (ms)
     local wake = KEYS[5]      -- our own wake list
     local token = ARGV[1]     -- our token
+    local wake_prefix = ARGV[2]  -- a waiter's wake list is this and its token
+    local lease_ms = ARGV[3]
     redis.call("LREM", queue, 0, token)
     redis.call("HDEL", waiting, token)
     redis.call("HDEL", since, token)
     redis.call("DEL", wake)
     if redis.call("GET", lock) == token then return 1 end
+    -- A free lock: the "try now" we were sent, unused, was all that would have taken
+    -- it. The new head is told in our stead.
+    local head = redis.call("LINDEX", queue, 0)
+    if head and redis.call("EXISTS", lock) == 0 then
+        redis.call("RPUSH", wake_prefix .. head, 0)  -- "try now"
+        redis.call("PEXPIRE", wake_prefix .. head, lease_ms)
+    end
     return 0
     """
 
@@ -206,7 +215,7 @@ class FairRedisLock(RedisLock):
             self._metrics.record(self.strategy, "wakeup")
 
     def _gave_up(self) -> None:
-        handed = self.run(self.LEAVE_QUEUE, args=[self.token],
+        handed = self.run(self.LEAVE_QUEUE, args=[self.token, WAKE_PREFIX, self.lease_ms],
                           keys=[self.key, self.queue, self.waiting, self.since, self.wake])
         if handed:  # it arrived as we gave up: pass it on rather than sit on it
             self._release()

@@ -1,45 +1,57 @@
 """A Redis lock with two modes, as Go's ``sync.Mutex``: barging while it is fair
 enough, hand-off once a waiter starves.
 
-Fairness has a price. A queue that serves strictly in order (``redis_fair``
-when every waiter is starving, ``zk_fair`` always) hands the lock to a
-sleeping process on every release: the releaser, still on a CPU, goes to
-sleep, and the sleeper has to be woken and scheduled before the next section
-runs. A lock that lets whoever asks first take a free lock (``redis``) keeps
-the running process running, and gets more sections done per second, but a
-waiter that keeps losing that race waits for a second or more. This lock
-does both, and switches between them by itself.
+Fairness has a price. A queue that serves strictly in order (``zk_fair``, or
+this lock with a threshold of 0) hands the lock to a sleeping process on every
+release: the releaser, still on a CPU, goes to sleep, and the sleeper has to be
+woken and scheduled before the next section runs (on a busy machine, tens of
+milliseconds). A lock that lets whoever asks first take a free lock (``redis``)
+keeps the running process running, and gets more sections done per second, but
+a waiter that keeps losing that race waits for a second or more. This lock does
+both, and switches between them by itself.
 
 Normal mode
     A free lock goes to whoever asks for it, a newcomer or a waiter: the
-    releaser, which often asks again at once, may take it back ("barging").
-    Waiters queue in arrival order and sleep. A release wakes the waiter at
-    the head of the queue, unless a woken waiter has not made its attempt
-    yet: one waiter awake at a time (Go's ``mutexWoken``). A woken waiter
-    that loses the race to a newcomer goes back to sleep at the head, and
-    the next release wakes it again.
+    releaser, which often asks again at once, takes it back ("barging").
+    Waiters queue in arrival order. Only the head of the queue is awake: it
+    asks again every ``head_poll`` seconds, as redis-py's ``Lock`` does, and
+    the others sleep. A release wakes nobody while the head is awake: waking
+    a process at every release costs the running one a share of the two
+    cores and a Redis request per section (the earlier version of this lock
+    did, and did half the sections of redis-py's ``Lock``). A release that
+    finds a head asleep (it has just come to the head) tells it "try now",
+    and from then on it is awake.
 Starvation mode
     The lock is in starvation mode while the waiter at the head of the queue
-    has waited ``starving_after_ms`` or longer since it queued (a few ms; 0
-    makes the lock a first-come-first-served queue, always in this mode).
-    Then a release does not free the lock, it *hands it over*: it writes the
-    head's token into the lock's key, takes its fencing token and pushes that
-    onto the head's wake list ("you hold it"). A newcomer finds the lock
-    held, or, if it is free (a lease ran out), may not take it ahead of the
-    starving head: it queues at the tail.
+    has waited ``starving_after_ms`` or longer since it queued (0 makes the
+    lock a first-come-first-served queue, always in this mode). Then a
+    release does not free the lock, it *hands it over*: it writes the head's
+    token into the lock's key, takes its fencing token and pushes that onto
+    the head's wake list ("you hold it"). A starving head stops asking and
+    sleeps on that list. A newcomer finds the lock held, or, if it is free (a
+    lease ran out), may not take it ahead of the starving head: it queues at
+    the tail.
 Back to normal
     As soon as the head of the queue has waited less than the threshold, or
     the queue is empty: the mode is not a flag that could be left behind, it
     is read from the queue by every script, at the moment of deciding.
 
-Under steady demand the two alternate: newcomers barge until the waiters
-queued longest pass the threshold, the lock is handed down the queue to
-them, and the holders that went to its tail start waiting afresh. No waiter
-waits much longer than the threshold plus one turn of the queue (a section
-and a hand-off per waiter ahead of it), against a second or more on a lock
-that only barges; in between, the lock runs as an unfair one does. The
-switch is decided inside the acquire and release scripts, each one atomic on
-the Redis server.
+Under steady demand the two alternate: one process barges while the waiters
+sleep, until the waiters queued longest pass the threshold; the lock is then
+handed down the queue to each of them, and the holders that went to its tail
+start waiting afresh. No waiter waits much longer than the threshold plus one
+turn of the queue (a section and a hand-off per waiter ahead of it), against a
+second or more on a lock that only barges; in between, the lock runs as an
+unfair one does. The switch is decided inside the acquire and release
+scripts, each one atomic on the Redis server.
+
+Nobody sleeps on a free lock. A release wakes the head unless it is awake; a
+waiter that leaves the queue (it gave up, or its request failed) wakes the
+new head if the lock is free, since the wake-up it was sent, or its next poll,
+was the only thing that would have taken that lock; the head's poll is a
+client-side sleep, not a ``BLPOP`` timeout (Redis checks a blocked client's
+timeout on its clock tick, every 100 ms on an idle server at the default
+``hz 10``).
 
 Keys, for a lock named ``<name>`` (shared with ``redis_fair``, so the console
 shows the queue the same way):
@@ -48,8 +60,7 @@ shows the queue the same way):
 * ``lockshop:queue:<name>``    the waiters' tokens, in arrival order;
 * ``lockshop:waiting:<name>``  waiter token -> "alive until" (ms);
 * ``lockshop:since:<name>``    waiter token -> when it joined the queue (ms);
-* ``lockshop:woken:<name>``    the waiter woken last, until it has made its
-  attempt (it expires after the threshold, should that attempt never come);
+* ``lockshop:woken:<name>``    the head that is awake, asking again by itself;
 * ``lockshop:wake:<token>``    one list per waiter, to block on with ``BLPOP``.
 
 acquire (one Lua script)
@@ -58,33 +69,31 @@ acquire (one Lua script)
        or crashed, and would block everyone behind them);
     3. take a free lock, with a fencing token, unless a starving waiter heads
        the queue and it is not us;
-    4. otherwise, if we were the woken waiter, we lost: the next release may
-       wake us again;
-    5. queue (once), say we are alive until a little later, and keep the
-       queue's keys alive as long as we are.
+    4. queue (once), say we are alive until a little later, and keep the
+       queue's keys alive as long as we are;
+    5. at the head and not starving: we are the awake head, ask again soon;
+       otherwise sleep until told.
 wait
-    ``BLPOP`` on our own wake list: a fencing token there means the lock is
-    ours already; "try now" means it was freed. The head sets its alarm for
-    the moment it would starve, so that a lock freed while nobody releases
-    (a lease ran out) is taken then; every waiter wakes at least every
-    ``fallback_poll`` to say it is alive. Both are coarse: Redis checks a
-    blocked client's timeout on its clock tick, every 100 ms on an idle
-    server at the default ``hz 10`` (measured: a 1 ms ``BLPOP`` returns after
-    100 ms). So the lock never waits on a timeout while it changes hands: a
-    release pushes a message (a hand-off, or a "try now"), unless a waiter
-    it woke before is awake and about to try.
+    the awake head sleeps ``head_poll`` (never past the moment it starves);
+    every other waiter blocks on its own wake list with ``BLPOP``: a fencing
+    token there means the lock is ours already; "try now" means it was freed.
+    Every waiter wakes at least every ``fallback_poll`` to say it is alive.
 release (one Lua script)
     compare-and-check as ``redis``; then hand the lock to a starving head, or
-    free it and wake the head unless a woken waiter is still to try.
+    free it and wake the head if it sleeps.
 
 How it fails: as ``redis``, a holder paused past its lease overlaps the next
 holder, and the fencing token refuses the late write. A holder whose lease
-runs out while waiters sleep makes them wait up to ``fallback_poll`` more.
-A waiter that gives up as the lock is handed to it passes it on (as
-``redis_fair``). If the queue's keys expire (every waiter died, or Redis
-evicted them), a waiter still alive queues again at its next attempt. The
-scripts build every key but the lock's from its name, so this lock is for a
-single Redis server, not Redis Cluster.
+runs out while a starving head sleeps makes it wait up to ``fallback_poll``
+more. An awake head that crashes still looks awake, so releases wake nobody
+until its "alive until" passes (three ``fallback_poll``) and a script drops it;
+a free lock then goes at the latest to the next waiter's ``fallback_poll``
+wake-up. A waiter
+that gives up as the lock is handed to it passes it on (as ``redis_fair``).
+If the queue's keys expire (every waiter died, or Redis evicted them), a
+waiter still alive queues again at its next attempt. The scripts build every
+key but the lock's from its name, so this lock is for a single Redis server,
+not Redis Cluster.
 """
 
 from __future__ import annotations
@@ -115,14 +124,15 @@ local name = string.sub(lock, {len(KEY_PREFIX) + 1})
 local queue = '{QUEUE_PREFIX}' .. name      -- the waiters' tokens, in arrival order
 local waiting = '{WAITING_PREFIX}' .. name  -- waiter token -> alive until (ms)
 local since = '{SINCE_PREFIX}' .. name      -- waiter token -> when it joined the queue (ms)
-local woken = '{WOKEN_PREFIX}' .. name      -- the waiter woken last, until it tries
+local woken = '{WOKEN_PREFIX}' .. name      -- the head that is awake, asking by itself
 local fence = '{FENCE_PREFIX}' .. name      -- the lock's fence counter
 local epoch = '{FENCE_EPOCH}'  -- the epoch of every fence counter
 local function wake_list(waiter) return '{WAKE_PREFIX}' .. waiter end
 """
 
 # Shared by the scripts, after their names: the clock, how long a waiter has waited,
-# the dead-head purge, leaving the queue, and the next fencing token.
+# the dead-head purge, leaving the queue, waking a sleeping head, and the next fencing
+# token.
 _PRELUDE = """
 local t = redis.call("TIME")
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
@@ -146,19 +156,31 @@ local function leave(queue, waiting, since, woken, waiter)
         if redis.call("GET", woken) == waiter then redis.call("DEL", woken) end
     end
 end
+local function wake_unless_awake(woken, head, lease_ms, alive_ms)
+    if redis.call("GET", woken) ~= head then
+        redis.call("SET", woken, head, "PX", alive_ms)
+        redis.call("RPUSH", wake_list(head), 0)  -- "try now"
+        redis.call("PEXPIRE", wake_list(head), lease_ms)
+    end
+end
 """ + NEXT_FENCING_TOKEN_FUNCTION
 
 
 class TwoModeRedisLock(RedisLock):
     """Barging while no waiter starves; hand-off to the head of the queue once one does."""
 
-    #: A head of the queue that has waited this long switches the lock to starvation mode.
-    starving_after_ms = 5
+    #: A head of the queue that has waited this long switches the lock to starvation
+    #: mode. Go's mutex says 1 ms, where waking a sleeper costs microseconds; here it
+    #: costs a process's wake-up on a busy machine, and a threshold of tens of sections
+    #: keeps hand-offs rare enough to run at a barging lock's speed (docs/results).
+    starving_after_ms = 50
+    #: How often the awake head of the queue asks again (redis-py's ``Lock``: 0.1 s).
+    head_poll = 0.005
     #: Longest sleep without a signal; also how often a waiter says it is alive.
     fallback_poll = 0.2
 
-    # Returns our fencing token if we got the lock; 0 if we are queued; -n if we are
-    # queued at the head and will starve in n ms (set the alarm for it).
+    # Returns our fencing token if we got the lock; 0 if we are queued and sleep until
+    # told; -n if we are the awake head and starve in n ms (ask again before then).
     ACQUIRE = """
     """ + _KEYS + """
     local token = ARGV[1]     -- our token
@@ -184,20 +206,20 @@ class TwoModeRedisLock(RedisLock):
         redis.call("SET", lock, token, "PX", lease_ms)
         return next_fencing_token(fence, epoch)
     end
-    -- 4. Woken, and lost the race: we go back to sleep, so the next release wakes again.
-    if redis.call("GET", woken) == token then redis.call("DEL", woken) end
-    -- 5. Queue once; say we are alive; the queue's keys live as long as a waiter does.
+    -- 4. Queue once; say we are alive; the queue's keys live as long as a waiter does.
     if redis.call("HEXISTS", waiting, token) == 0 then
         redis.call("RPUSH", queue, token)
         redis.call("HSET", since, token, now)
     end
     redis.call("HSET", waiting, token, now + alive_ms)
     for _, key in ipairs({queue, waiting, since}) do redis.call("PEXPIRE", key, alive_ms) end
+    -- 5. The head, not starving yet: awake, it asks again by itself; releases leave it be.
     local starves_in = starving_after_ms - waited(since, token)
     if (head or token) == token and starves_in > 0 then
-        return -starves_in  -- we head the queue: wake up when we starve, to look again
+        redis.call("SET", woken, token, "PX", alive_ms)
+        return -starves_in
     end
-    return 0
+    return 0  -- behind the head, or starving: sleep until a release tells us
     """
 
     # Returns 1 if released (handed over, or freed), 0 if the lock was not ours.
@@ -205,31 +227,24 @@ class TwoModeRedisLock(RedisLock):
     """ + _KEYS + """
     local token = ARGV[1]     -- our token
     local lease_ms = ARGV[2]
-    local starving_after_ms = tonumber(ARGV[3])
+    local alive_ms = tonumber(ARGV[3])
+    local starving_after_ms = tonumber(ARGV[4])
     """ + _PRELUDE + """
     if redis.call("GET", lock) ~= token then
         return 0
     end
     local head = purge_dead_heads(queue, waiting, since)
-    if not head then
-        redis.call("DEL", lock)
-        return 1
-    end
-    local wake = wake_list(head)
-    if waited(since, head) >= starving_after_ms then
+    if head and waited(since, head) >= starving_after_ms then
         -- Starvation mode: hand the lock over; the head holds it before it wakes.
         leave(queue, waiting, since, woken, head)
         redis.call("SET", lock, head, "PX", lease_ms)
-        redis.call("RPUSH", wake, next_fencing_token(fence, epoch))  -- "you hold it"
-        redis.call("PEXPIRE", wake, lease_ms)
+        redis.call("RPUSH", wake_list(head), next_fencing_token(fence, epoch))  -- "you hold it"
+        redis.call("PEXPIRE", wake_list(head), lease_ms)
         return 1
     end
-    -- Normal mode: free it, and wake the head unless a woken waiter is still to try.
+    -- Normal mode: free it; an awake head will find it by itself, a sleeping one is told.
     redis.call("DEL", lock)
-    if redis.call("SET", woken, head, "NX", "PX", math.max(1, starving_after_ms)) then
-        redis.call("RPUSH", wake, 0)  -- "try now"
-        redis.call("PEXPIRE", wake, lease_ms)
-    end
+    if head then wake_unless_awake(woken, head, lease_ms, alive_ms) end
     return 1
     """
 
@@ -237,10 +252,18 @@ class TwoModeRedisLock(RedisLock):
     LEAVE_QUEUE = """
     """ + _KEYS + """
     local token = ARGV[1]     -- our token
+    local lease_ms = ARGV[2]
+    local alive_ms = tonumber(ARGV[3])
     """ + _PRELUDE + """
     leave(queue, waiting, since, woken, token)
     redis.call("DEL", wake_list(token))
     if redis.call("GET", lock) == token then return 1 end
+    -- A free lock: we may have been the one told to try, or the awake head. Nobody
+    -- else is coming for it; the new head is told in our stead.
+    local head = purge_dead_heads(queue, waiting, since)
+    if head and not redis.call("GET", lock) then
+        wake_unless_awake(woken, head, lease_ms, alive_ms)
+    end
     return 0
     """
 
@@ -252,8 +275,9 @@ class TwoModeRedisLock(RedisLock):
                 raise ValueError(f"starving_after_ms must be >= 0, got {starving_after_ms}")
             self.starving_after_ms = starving_after_ms
         self.wake = WAKE_PREFIX + self.token
+        self._alive_ms = int(self.fallback_poll * 1000 * 3)
         self._handed_fencing_token: int | None = None
-        self._alarm: float | None = None  # seconds until we starve, at the head
+        self._awake_for: float | None = None  # seconds until we starve, as the awake head
         #: Whether this hold was handed to us by a release (starvation mode) rather
         #: than taken: what a hand-off costs, a sleeper woken, can be counted. (One
         #: collected by our next attempt, as our wait had just timed out, is not told.)
@@ -264,19 +288,21 @@ class TwoModeRedisLock(RedisLock):
             self._fencing_token, self._handed_fencing_token = self._handed_fencing_token, None
             self.handed_over = True
             return True
-        alive_ms = int(self.fallback_poll * 1000 * 3)
         answer = int(self.run(self.ACQUIRE, keys=[self.key], args=[
-            self.token, self.lease_ms, alive_ms, self.starving_after_ms]))
+            self.token, self.lease_ms, self._alive_ms, self.starving_after_ms]))
         if answer > 0:
             self._fencing_token = answer
             return True
-        self._alarm = -answer / 1000 if answer < 0 else None
+        self._awake_for = -answer / 1000 if answer < 0 else None
         return False
 
     def _wait_for_release(self, seconds: float) -> None:
-        timeout = min(seconds, self.fallback_poll, self._alarm or self.fallback_poll)
+        if self._awake_for is not None:  # the awake head: a short nap, then ask again
+            self._sleep(min(seconds, self.head_poll, self._awake_for))
+            return
         # BLPOP's timeout 0 means "forever": never ask for less than a millisecond.
-        message = self.client.blpop([self.wake], timeout=max(timeout, 0.001))
+        timeout = max(min(seconds, self.fallback_poll), 0.001)
+        message = self.client.blpop([self.wake], timeout=timeout)
         if message:
             fencing_token = int(message[1])
             if fencing_token != TRY_NOW:  # handed over: we hold it already
@@ -284,13 +310,14 @@ class TwoModeRedisLock(RedisLock):
             self._metrics.record(self.strategy, "wakeup")
 
     def _gave_up(self) -> None:
-        handed = self.run(self.LEAVE_QUEUE, keys=[self.key], args=[self.token])
+        handed = self.run(self.LEAVE_QUEUE, keys=[self.key], args=[
+            self.token, self.lease_ms, self._alive_ms])
         if handed:  # it arrived as we gave up: pass it on rather than sit on it
             self._release()
 
     def _release(self) -> None:
         if not self.run(self.RELEASE, keys=[self.key], args=[
-                self.token, self.lease_ms, self.starving_after_ms]):
+                self.token, self.lease_ms, self._alive_ms, self.starving_after_ms]):
             raise LockLost(self.name, f"the {self.lease_ms} ms lease expired before release")
 
 

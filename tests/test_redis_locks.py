@@ -403,6 +403,24 @@ def test_fair_lock_skips_a_waiter_that_gave_up(redis_server, factory):
     assert made.lock("quit").acquire(blocking=False)
 
 
+
+def test_fair_lock_waiter_that_gives_up_holding_a_wake_up_passes_it_on(redis_server, factory):
+    """The lost wake-up: a release frees the lock and tells the head "try now"; the head
+    gives up before it tries. Unless its leaving tells the waiter behind, the lock sits
+    free while that waiter sleeps out its fallback (200 ms), or its whole timeout."""
+    made = factory("redis_fair", lease_ms=60_000)
+    holder = made.lock("told")
+    assert holder.acquire(blocking=False)
+    quitter, behind = made.lock("told"), made.lock("told")
+    assert not quitter._try_acquire() and not behind._try_acquire()  # both queued
+    holder.release()  # frees the lock, and tells the head (the quitter) "try now"
+    client = redis.Redis.from_url(redis_server.url)
+    assert client.get("lockshop:lock:told") is None
+    quitter._gave_up()  # ... which gives up before it tries
+    assert client.lrange(f"lockshop:wake:{behind.token}", 0, -1) == [b"0"]  # told instead
+    assert behind.acquire(timeout=1)
+    behind.release()
+
 def redlock_factory(start_redis, factory, servers: int = 5):
     running = [start_redis() for _ in range(servers)]
     made = factory("redlock", redis_urls=tuple(s.url for s in running), lease_ms=2000)

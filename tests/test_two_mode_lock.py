@@ -56,27 +56,35 @@ def wake_list(client: redis.Redis, lock: TwoModeRedisLock) -> list[int]:
     return [int(m) for m in client.lrange(f"lockshop:wake:{lock.token}", 0, -1)]
 
 
-def test_normal_mode_lets_a_newcomer_barge_and_wakes_the_head_once(made, client):
+def test_normal_mode_lets_a_newcomer_barge_and_wakes_a_sleeping_head_once(made, client):
     holder = new_lock(made)
     assert holder.acquire(blocking=False)
     first, second = queued(new_lock(made)), queued(new_lock(made))
+    assert first._awake_for is not None  # the head: awake, it asks again by itself
+    assert second._awake_for is None  # behind it: asleep until told
     holder.release()
-    assert wake_list(client, first) == [0]  # "try now", to the head only
-    assert wake_list(client, second) == []
+    assert client.get(KEY) is None
+    assert wake_list(client, first) == [] and wake_list(client, second) == []  # none woken
     newcomer = new_lock(made)
     assert newcomer.acquire(blocking=False)  # past the queue: nobody starves
     newcomer.release()
-    # The head was woken and has not tried yet: this release wakes nobody.
-    assert wake_list(client, first) == [0]
-    assert wake_list(client, second) == []
-    assert client.get(KEY) is None
+    assert first.acquire(blocking=False)  # the awake head's next poll finds it free
+    assert wake_list(client, second) == []  # still asleep: nobody released since
+    first.release()  # `second` has come to the head asleep: told "try now", once
+    assert wake_list(client, second) == [0]
     again = new_lock(made)
     assert again.acquire(blocking=False)
-    first._wait_for_release(1)  # the woken head wakes ...
-    assert not first._try_acquire()  # ... loses the race, and sleeps again
     again.release()
-    assert wake_list(client, first) == [0]  # so this release wakes it again
-    assert wake_list(client, second) == []
+    assert wake_list(client, second) == [0]  # told already: not twice
+    again = new_lock(made)
+    assert again.acquire(blocking=False)
+    second._wait_for_release(1)  # it wakes ...
+    assert not second._try_acquire()  # ... loses the race, and is the awake head now
+    assert second._awake_for is not None
+    again.release()
+    assert wake_list(client, second) == []  # awake: releases leave it be
+    assert second.acquire(blocking=False)
+    second.release()
 
 
 def test_a_starving_head_is_handed_the_lock_and_newcomers_queue(made, client):
@@ -84,6 +92,7 @@ def test_a_starving_head_is_handed_the_lock_and_newcomers_queue(made, client):
     assert holder.acquire(blocking=False)
     waiter = queued(new_lock(made, starving_after_ms=20))
     starve(client, waiter)
+    assert not waiter._try_acquire() and waiter._awake_for is None  # starving: it sleeps
     holder.release()
     assert client.get(KEY).decode() == waiter.token  # handed over, never free
     newcomer = new_lock(made, starving_after_ms=20)
@@ -247,3 +256,21 @@ def test_a_waiter_s_wait_counts_from_when_it_queued(made, client):
 def test_a_negative_threshold_is_refused(made):
     with pytest.raises(ValueError, match="starving_after_ms"):
         new_lock(made, starving_after_ms=-1)
+
+
+def test_a_waiter_that_gives_up_holding_a_wake_up_passes_it_on(made, client):
+    """The lost wake-up. A release frees the lock; the head of the queue, the one waiter
+    that would come for it (told "try now", or awake and asking by itself), gives up
+    before it asks again (its timeout ran out, or its request failed). Unless its
+    leaving passes the wake-up on, nobody is told: the lock sits free while the waiter
+    behind sleeps out its fallback (200 ms), or its whole timeout."""
+    holder = new_lock(made)
+    assert holder.acquire(blocking=False)
+    quitter, behind = queued(new_lock(made)), queued(new_lock(made))
+    holder.release()  # normal mode: the lock is freed, and the head told "try now" ...
+    assert client.get(KEY) is None
+    quitter._gave_up()  # ... which gives up before it tries
+    assert wake_list(client, behind) == [0]  # the new head is told in its stead
+    behind._wait_for_release(1)
+    assert behind.acquire(blocking=False)
+    behind.release()

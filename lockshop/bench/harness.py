@@ -40,7 +40,7 @@ import locks
 from locks import Backends
 from lockshop.bench.output import say, write_json
 from lockshop.table import format_table
-from shop.i18n import ENGLISH, N_, _, language
+from shop.i18n import ENGLISH, N_, _, join, language
 
 LEASE_MS = 10_000
 CONTENDED_PROCESSES = 8
@@ -77,6 +77,10 @@ class Figures:
     #: The longest wait of every round, not only of the median one: a bound on the
     #: wait must hold in all of them.
     max_ms_any_round: float | None = None
+    #: Each round's rate, in the order the rounds ran: the kinds take turns within a
+    #: round, so round n of two kinds ran minutes apart at most, and their ratio is the
+    #: one to trust on a machine whose speed drifts.
+    per_second_rounds: list[float] | None = None
 
 
 @contextmanager
@@ -191,7 +195,8 @@ def measure(endpoints: Endpoints, seconds: float, *, uncontended_kinds: tuple[st
             say(_("uncontended, round %(number)s of %(rounds)s: %(kind)s…", number=number,
                   rounds=ROUNDS, kind=kind))
             rounds[kind].append(uncontended(kind, endpoints, seconds))
-    figures = [Figures(N_("uncontended pairs/s"), kind, round(statistics.median(rates), 1))
+    figures = [Figures(N_("uncontended pairs/s"), kind, round(statistics.median(rates), 1),
+                       per_second_rounds=[round(r, 1) for r in rates])
                for kind, rates in rounds.items()]
     contended_rounds: dict[str, list[Figures]] = {kind: [] for kind in contended_kinds}
     for number in range(1, ROUNDS + 1):
@@ -203,7 +208,8 @@ def measure(endpoints: Endpoints, seconds: float, *, uncontended_kinds: tuple[st
     # rate), but with the increments lost in every round: none may hide.
     figures += [replace(sorted(runs, key=lambda f: f.per_second)[len(runs) // 2],
                         lost_increments=sum(f.lost_increments for f in runs),
-                        max_ms_any_round=max(f.max_ms for f in runs))
+                        max_ms_any_round=max(f.max_ms for f in runs),
+                        per_second_rounds=[f.per_second for f in runs])
                 for runs in contended_rounds.values()]
     return figures
 
@@ -246,11 +252,23 @@ def figure(figures: list[Figures], measure: str, kind: str) -> Figures:
     return next(f for f in figures if f.measure.startswith(measure) and f.lock == kind)
 
 
+def round_ratios(figures: list[Figures], measure: str, kind: str, peer: str) -> list[float]:
+    """``kind``'s rate over ``peer``'s, round by round (the two took turns in each)."""
+    return [ours / theirs for ours, theirs in zip(figure(figures, measure, kind).per_second_rounds,
+                                                  figure(figures, measure, peer).per_second_rounds,
+                                                  strict=True)]
+
+
 def goal(text: str, value: float, *, at_least: float | None = None,
-         at_most: float | None = None) -> str:
-    """One line that says a goal, the figure measured and whether it is met."""
+         at_most: float | None = None, rounds: list[float] | None = None) -> str:
+    """One line that says a goal, the figure measured and whether it is met; with
+    ``rounds``, the figure of each round too."""
     met = (at_least is None or value >= at_least) and (at_most is None or value <= at_most)
     bound = (_("at least %(bound)s", bound=at_least) if at_least is not None
              else _("at most %(bound)s", bound=at_most))
-    return _("%(goal)s: %(value)s (%(bound)s): %(verdict)s", goal=text, value=f"{value:.2f}",
+    said = f"{value:.2f}"
+    if rounds:
+        said = _("%(value)s, rounds %(rounds)s", value=said,
+                 rounds=join(f"{r:.2f}" for r in rounds))
+    return _("%(goal)s: %(value)s (%(bound)s): %(verdict)s", goal=text, value=said,
              bound=bound, verdict=_("met") if met else _("NOT met"))

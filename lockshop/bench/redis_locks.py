@@ -34,6 +34,7 @@ from lockshop.bench.harness import (
     measure,
     rate,
     report,
+    round_ratios,
     servers_of_its_own,
 )
 from lockshop.cluster.redis_servers import RedisServer
@@ -110,12 +111,14 @@ def bench_redis(*, seconds: float = 3.0, output: Path) -> list[Figures]:
         return [_("uncontended, as a share of the raw loop: %(shares)s", shares=shares),
                 _("Redlock over 5 servers vs pottery: %(ratio)sx", ratio=f"{redlock:.1f}"),
                 goal(_("redis_two_mode contended / redis-py Lock's"), two_mode.per_second
-                     / rate(figures, "contended", REDIS_PY), at_least=1.0),
+                     / rate(figures, "contended", REDIS_PY), at_least=1.0,
+                     rounds=round_ratios(figures, "contended", "redis_two_mode", REDIS_PY)),
                 goal(_("redis_two_mode contended, longest wait in any round (ms)"),
                      two_mode.max_ms_any_round, at_most=100),
                 goal(_("redis_two_mode uncontended / redis's"),
                      uncontended_rate("redis_two_mode") / uncontended_rate("redis"),
-                     at_least=0.95)]
+                     at_least=0.95,
+                     rounds=round_ratios(figures, "uncontended", "redis_two_mode", "redis"))]
 
     report("redis locks", figures, output, seconds, ratios)
     return figures

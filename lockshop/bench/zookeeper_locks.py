@@ -34,6 +34,7 @@ from lockshop.bench.harness import (
     opened,
     rate,
     report,
+    round_ratios,
     servers_of_its_own,
 )
 from lockshop.cluster.redis_servers import RedisServer
@@ -87,7 +88,10 @@ def bench_zookeeper(*, seconds: float = 3.0, output: Path) -> list[Figures]:
                   peer=peer, ratios=join(
                       f"{k} {rate(figures, measure, k) / rate(figures, measure, peer):.2f}x"
                       for k in OURS))
-                for measure in MEASURES for peer in PEERS]
+                for measure in MEASURES for peer in PEERS] + [
+                _("zk_fair contended vs kazoo Lock, round by round: %(ratios)s",
+                  ratios=join(f"{r:.2f}x" for r in round_ratios(
+                      figures, "contended", "zk_fair", KAZOO)))]
 
     report("zookeeper locks", figures, output, seconds, ratios, settings={
         "zookeeper": "standalone, Debian package", "tickTime_ms": TICK_MS,

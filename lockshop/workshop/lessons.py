@@ -1133,12 +1133,14 @@ _LESSONS = (
           "把三把锁放在一起看：抢锁的锁最长等待几百毫秒；队列几乎每个临界区都换持有者，"
           "换手之间锁空着；两种模式的锁最长等待短，交接也少。阈值由同一次运行里抢锁的锁自己的"
           "临界区耗时定出。"),
-        T("Barge while the head of the queue has waited less than a few milliseconds; past "
-          "that, hand the lock to it on release, and let no newcomer take a free lock ahead "
-          "of it. Decide the mode where the lock is decided, atomically (here, in the Lua "
-          "scripts).",
-          "队首等待不到几毫秒时允许抢锁；超过了，释放时就把锁直接交给队首，新来的也不能越过它去拿"
-          "空着的锁。模式在决定锁归属的地方原子地决定（这里是在 Lua 脚本里）。"),
+        T("Barge while the head of the queue has waited less than a threshold (tens of "
+          "sections: a hand-off costs a process's wake-up); past that, hand the lock to it on "
+          "release, and let no newcomer take a free lock ahead of it. Keep one waiter awake, "
+          "not one per release. Decide the mode where the lock is decided, atomically (here, "
+          "in the Lua scripts).",
+          "队首等待不到一个阈值（几十个临界区：交接一次要唤醒一个进程）时允许抢锁；超过了，释放时"
+          "就把锁直接交给队首，新来的也不能越过它去拿空着的锁。只让一个等待者醒着，而不是每次释放"
+          "都唤醒一个。模式在决定锁归属的地方原子地决定（这里是在 Lua 脚本里）。"),
         ("locks/redis_two_mode.py", "locks/redis_fair.py", "locks/redis_lock.py")),
 )
 
