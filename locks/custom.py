@@ -127,6 +127,9 @@ def factory_for(lock_class: type[DistributedLock]) -> tuple[type[LockFactory], t
         return _factory(lock_class, QueueFactory), ("zookeeper",)
     if issubclass(lock_class, ZooKeeperLockBase):
         return _factory(lock_class, ZooKeeperFactory), ("zookeeper",)
+    from .redlock import RedlockBase, RedlockFactory
+    if issubclass(lock_class, RedlockBase):
+        return _factory(lock_class, RedlockFactory), ("redlock",)
     raise LockClassError(f"{lock_class.__name__} extends neither a Redis nor a ZooKeeper lock "
                          "base: lockshop cannot tell which server it needs")
 

@@ -50,8 +50,11 @@ def cmd_exercise(args: argparse.Namespace, config: Config) -> int:
 
 
 def reference_lock(exercise) -> str:
-    """``module:Class`` of the project's own lock that does what ``exercise`` asks."""
+    """``module:Class`` of the project's own lock that does what ``exercise`` asks (its
+    strategy's, or the ``module:Class`` named, for a lock the shop does not offer)."""
     import locks
+    if ":" in exercise.reference:
+        return exercise.reference
     factory = locks.get(exercise.reference).factory
     module, _colon, factory_class = factory.partition(":")
     lock_class = getattr(importlib.import_module(module), factory_class).lock_class

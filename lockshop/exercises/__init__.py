@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lockshop.exercises.checks import contract, redis_steps, sale, zookeeper_steps
+from lockshop.exercises.checks import redis_watch
 from lockshop.exercises.grading import Check
 from shop.i18n import lazy_gettext
 
@@ -29,7 +30,7 @@ class Exercise:
     id: str  # "3"
     file: str  # the skeleton's file name: "token_lock.py"
     title: str  # lazy: said in the reader's language
-    family: str  # REDIS or ZOOKEEPER
+    family: str  # REDIS or ZOOKEEPER, or a family of its own (grading.SERVERS)
     articles: tuple[str, ...]
     #: What the student is asked to do, in a few sentences.
     asks: str
@@ -117,6 +118,14 @@ _LIST = (
                           "the lowest; otherwise watch only the node just ahead of yours, and "
                           "look again when it goes."),
              zookeeper_steps.QUEUE, "zk_fair"),
+    Exercise("9", "watch_lock.py",
+             lazy_gettext("The token lock released with WATCH and MULTI/EXEC, retried on a "
+                          "conflict"), "redis-watch", ("A2",),
+             lazy_gettext("Release without Lua: WATCH the key, GET it, and delete it in "
+                          "MULTI/DEL/EXEC only if it holds your token. When EXEC is refused, "
+                          "the key changed after your GET: read it again before deciding."),
+             (*redis_watch.WATCH_TOKEN, *redis_watch.CONFLICT),
+             "locks.redis_watch:WatchReleaseLock"),
 )
 EXERCISES: dict[str, Exercise] = {exercise.id: exercise for exercise in _LIST}
 

@@ -101,12 +101,12 @@ def resolve(spec: str, exercise: Exercise) -> tuple[type, str]:
     if target.endswith(".py") or "/" in target or Path(target).exists():
         target = str(Path(target).resolve())
     requires = factory_for(lock_class)[1]
-    if requires != (exercise.family,):
+    if requires != (limits.server_of(exercise.family),):
         raise LockClassError(_(
             "%(target)s: %(name)s is a %(family)s lock; exercise %(id)s is a %(wanted)s "
             "exercise (start from its skeleton: %(lockshop)s exercise start %(id)s)",
             target=target, name=lock_class.__name__, family=requires[0], id=exercise.id,
-            wanted=exercise.family, lockshop=lockshop_command()))
+            wanted=limits.server_of(exercise.family), lockshop=lockshop_command()))
     return lock_class, f"{target}:{class_name or lock_class.__name__}"
 
 
@@ -124,8 +124,12 @@ def grade(exercise: Exercise, spec: str, *, say: Callable[[str], None] = lambda 
     try:
         with Grading(lock_class, spec, exercise.family, runtime) as grading:
             say(_("exercise %(id)s: %(title)s", id=exercise.id, title=exercise.title))
-            say("  " + _("your lock: %(spec)s, on a %(family)s server of the grader's own",
-                         spec=spec, family=say_reason(exercise.family, BACKENDS)))
+            if grading.redis_servers:
+                say("  " + _("your lock: %(spec)s, on %(count)s Redis servers of the grader's "
+                             "own", spec=spec, count=len(grading.redis_servers)))
+            else:
+                say("  " + _("your lock: %(spec)s, on a %(family)s server of the grader's own",
+                             spec=spec, family=say_reason(grading.server, BACKENDS)))
             for line, todo in todos_left(Path(spec.rpartition(":")[0])):
                 say("  " + _("TODO left (line %(line)s): %(todo)s", line=line, todo=todo))
             todos = todos_left(Path(spec.rpartition(":")[0]))

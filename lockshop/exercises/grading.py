@@ -37,6 +37,18 @@ LEASE_MS = 600
 SESSION_MS = 1500
 #: How long one check may take before the grader calls the student's lock hung.
 CHECK_SECONDS = 40.0
+#: The servers a family is graded on, where its name does not say it: families of their
+#: own (which do not inherit the "redis" family's checks) on one Redis, and Redlock's on
+#: REDLOCK_SERVERS independent ones.
+SERVERS = {"redis-watch": "redis", "redis-queue": "redis", "redlock": "redlock"}
+REDLOCK_SERVERS = 5
+#: Redlock's lease: a per-server timeout must be far shorter, and a few still fit in it.
+REDLOCK_LEASE_MS = 2000
+
+
+def server_of(family: str) -> str:
+    """"redis", "zookeeper" or "redlock" (five Redis servers): what ``family`` runs on."""
+    return SERVERS.get(family, family)
 
 
 class NotDone(Exception):
@@ -74,19 +86,28 @@ class Grading:
         self.lock_class = lock_class
         self.spec = spec  # FILE:Class, as the shop instances and holders load it
         self.family = family
+        self.server = server_of(family)
         self.runtime = runtime
         #: A Redis lock's lease; a ZooKeeper lock's session timeout (the server's least).
-        self.lease_ms = LEASE_MS if family == "redis" else SESSION_MS
+        self.lease_ms = {"redis": LEASE_MS, "redlock": REDLOCK_LEASE_MS}.get(self.server,
+                                                                             SESSION_MS)
         self._stack = ExitStack()
         self._factories: list[LockFactory] = []
         self.redis_server: RedisServer | None = None
         self.zookeeper: ZooKeeperServer | None = None
+        #: Redlock's independent servers (the first is also ``redis_server``).
+        self.redis_servers: list[RedisServer] = []
         self._names = iter(range(1, 1_000_000))
         self._inspector: redis.Redis | None = None
 
     def __enter__(self) -> Grading:
-        if self.family == "redis":
+        if self.server == "redis":
             self.redis_server = self._stack.enter_context(RedisServer(self.runtime, "redis"))
+        elif self.server == "redlock":
+            self.redis_servers = [
+                self._stack.enter_context(RedisServer(self.runtime, f"redis{n}"))
+                for n in range(1, REDLOCK_SERVERS + 1)]
+            self.redis_server = self.redis_servers[0]
         else:
             self.zookeeper = self._stack.enter_context(ZooKeeperServer(self.runtime, "zookeeper"))
         return self
@@ -105,6 +126,7 @@ class Grading:
 
     def backends(self, lease_ms: int | None = None) -> Backends:
         return Backends(redis_url=self.redis_server.url if self.redis_server else None,
+                        redis_urls=tuple(server.url for server in self.redis_servers),
                         zk_hosts=self.zookeeper.address if self.zookeeper else None,
                         lease_ms=lease_ms or self.lease_ms)
 
