@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lockshop.exercises.checks import contract, redis_steps, sale, zookeeper_steps
-from lockshop.exercises.checks import redis_watch
+from lockshop.exercises.checks import redis_queue, redis_watch
 from lockshop.exercises.grading import Check
 from shop.i18n import lazy_gettext
 
@@ -126,6 +126,13 @@ _LIST = (
                           "the key changed after your GET: read it again before deciding."),
              (*redis_watch.WATCH_TOKEN, *redis_watch.CONFLICT),
              "locks.redis_watch:WatchReleaseLock"),
+    Exercise("10", "queued_lock.py",
+             lazy_gettext("A queued Redis lock: one wake-up per release, instead of polling"),
+             "redis-queue", ("A1", "A4"),
+             lazy_gettext("A refused waiter joins a queue and sleeps with BLPOP on a list of "
+                          "its own; a release wakes the waiter at the head, and a free lock "
+                          "is the head's. A waiter that gives up leaves the queue."),
+             (*redis_steps.TOKEN, *redis_queue.QUEUE), "redis_fair"),
 )
 EXERCISES: dict[str, Exercise] = {exercise.id: exercise for exercise in _LIST}
 

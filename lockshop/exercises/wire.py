@@ -33,6 +33,11 @@ READS = frozenset({
     "GET", "EXISTS", "TYPE", "TTL", "PTTL", "HGET", "HEXISTS", "HGETALL", "HLEN", "HKEYS",
     "HVALS", "MGET", "STRLEN", "LRANGE", "LINDEX",
 })
+#: Commands that wait in the server until something arrives: a waiter that is told.
+BLOCKING = frozenset({
+    "BLPOP", "BRPOP", "BLMOVE", "BRPOPLPUSH", "BLMPOP", "BZPOPMIN", "BZPOPMAX", "BZMPOP",
+    "SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE", "WAIT",
+})
 #: Lua: the script runs inside the server, all at once.
 SCRIPTS = frozenset({"EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO", "FCALL"})
 
@@ -56,6 +61,8 @@ class WatchedRedis(redis.Redis):
         self.commands: list[str] = []
         #: Every command answered, on any key (a transaction: MULTI, its commands, EXEC).
         self.sent = 0
+        #: Of those, the ones that wait in the server (``BLOCKING``).
+        self.blocking = 0
         self._guard = threading.Lock()
 
     @classmethod
@@ -78,6 +85,7 @@ class WatchedRedis(redis.Redis):
         name = str(args[0]).upper()
         with self._guard:
             self.sent += 1
+            self.blocking += name in BLOCKING
         if any(_as_bytes(key) == self.watched_key for key in keys_of(name, args)):
             kind = "script" if name in SCRIPTS else "write" if name in WRITES else \
                 "read" if name in READS else "other"
