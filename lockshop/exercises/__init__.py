@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lockshop.exercises.checks import contract, redis_steps, sale, zookeeper_steps
-from lockshop.exercises.checks import redis_queue, redis_watch
+from lockshop.exercises.checks import redis_queue, redis_watch, redlock
 from lockshop.exercises.grading import Check
 from shop.i18n import lazy_gettext
 
@@ -133,6 +133,13 @@ _LIST = (
                           "its own; a release wakes the waiter at the head, and a free lock "
                           "is the head's. A waiter that gives up leaves the queue."),
              (*redis_steps.TOKEN, *redis_queue.QUEUE), "redis_fair"),
+    Exercise("11", "majority_lock.py", lazy_gettext("Redlock: a majority of five Redis servers"),
+             "redlock", ("A1", "A4"),
+             lazy_gettext("Ask five independent servers at once; hold the lock when three said "
+                          "yes in time, and trust it only for the lease less the time spent "
+                          "asking, less the clocks' drift. A server that does not answer costs "
+                          "a short timeout, and an attempt that fails unlocks every server."),
+             (*redlock.MAJORITY, *redlock.VALIDITY, *redlock.FORGETFUL), "redlock"),
 )
 EXERCISES: dict[str, Exercise] = {exercise.id: exercise for exercise in _LIST}
 

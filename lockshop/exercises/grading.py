@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,6 +98,8 @@ class Grading:
         self.zookeeper: ZooKeeperServer | None = None
         #: Redlock's independent servers (the first is also ``redis_server``).
         self.redis_servers: list[RedisServer] = []
+        #: Starts servers again after a check killed them (``start_server``).
+        self._keeper: ThreadPoolExecutor | None = None
         self._names = iter(range(1, 1_000_000))
         self._inspector: redis.Redis | None = None
 
@@ -121,6 +124,16 @@ class Grading:
         if self._inspector is not None:
             self._inspector.close()
         self._stack.close()
+        if self._keeper is not None:
+            self._keeper.shutdown()
+
+    def start_server(self, server: RedisServer) -> None:
+        """Start one of the grader's servers again (after a check killed or stopped it),
+        from a thread that lives as long as the grading: a server dies with the thread
+        that started it (its parent-death signal), and a check's thread ends with it."""
+        if self._keeper is None:
+            self._keeper = ThreadPoolExecutor(1, thread_name_prefix="grader-servers")
+        self._keeper.submit(server.start).result()
 
     # --- where things live ---------------------------------------------------------------
 
