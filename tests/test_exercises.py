@@ -79,7 +79,7 @@ def cli(*args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess
 def test_there_are_eight_exercises_on_the_articles_path():
     listed = exercises.catalogue()
     assert [e["id"] for e in listed][:8] == [str(n) for n in range(1, 9)]
-    assert {e["family"] for e in listed} == {"redis", "zookeeper"}
+    assert {e["family"] for e in listed[:8]} == {"redis", "zookeeper"}
     assert exercises.find("3").lessons == ("C11", "C12")
     assert exercises.find("8").lessons == ("C19", "C20", "C38")
     printed = cli("list").stdout
