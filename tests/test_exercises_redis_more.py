@@ -42,9 +42,10 @@ TABLE = [
     ("11", f"{REDLOCK}:SlowServers", "C33"),
     ("11", f"{REDLOCK}:ValidFromTheEnd", "C33"),
     ("11", f"{REDLOCK}:TrustsForever", "C33"),
-    # Its split attempts leave keys that block the contract's six threads for a lease each
-    # (C01 times out first); C33's own check names the cause.
-    ("11", f"{REDLOCK}:LeavesItsYeses", "C01"),
+    # When six threads split the servers' votes, its failed attempts leave keys that block
+    # them all for a lease (C01 times out first, when they split); C33's own check fails
+    # every time.
+    ("11", f"{REDLOCK}:LeavesItsYeses", ("C01", "C33")),
 ]
 
 #: The lessons each lock must fail besides the first, whatever came before.
@@ -62,13 +63,17 @@ def test_the_grader_names_the_lesson_each_lock_breaks(number, lock, first_failed
     graded = grader.grade(exercise, lock, sale=sale)
     report = "\n".join(line for r in graded.results for line in grader.describe(r))
     assert len(graded.results) == len(exercise.checks()) - (0 if sale else 1)
-    assert graded.lesson == first_failed, report
+    if isinstance(first_failed, tuple):
+        assert graded.lesson in first_failed, report
+    else:
+        assert graded.lesson == first_failed, report
     failed = {r.lesson for r in graded.results if r.failed}
     assert MUST_FAIL.get(lock, set()) <= failed, report
     if graded.first_failed:
         result = graded.first_failed
         assert result.hint and result.lesson_title and result.articles, report
-        wanted = next(c for c in exercise.checks() if c.lesson == result.lesson)
+        wanted = next(c for c in exercise.checks()
+                      if c.lesson == result.lesson and str(c.action) == result.action)
         assert result.hint == str(wanted.hint) or result.cause, report
 
 

@@ -23,7 +23,7 @@ import redis
 
 from locks import BackendUnavailable, LockLost
 from lockshop.exercises.grading import Check, Grading, in_thread
-from shop.i18n import _, lazy_gettext
+from shop.i18n import _, lazy_gettext, yes_no
 
 DOWN_TWO, DOWN_THREE = (0, 3), (0, 1, 3)
 #: A per-server timeout must be far shorter than the lease: two paused servers may cost
@@ -256,7 +256,8 @@ def forgetful_server(grading: Grading) -> tuple[str, bool]:
     observed = _("A held servers 1-3; server 3 crashed and stayed out one lease. Before: B "
                  "%(b_early)s, A's lock said held: %(a_early)s; after, server 3 back empty: B "
                  "%(b_late)s, A's lock said held: %(a_late)s",
-                 b_early=_said(b_early), a_early=a_early, b_late=_said(b_late), a_late=a_late)
+                 b_early=_said(b_early), a_early=yes_no(a_early), b_late=_said(b_late),
+                 a_late=yes_no(a_late))
     # A's lock may say lost early (a lock that reads the servers sees server 3 gone): that
     # is safe. Saying held once B holds is not.
     return observed, b_early != "acquired" and b_late == "acquired" and not a_late
