@@ -360,7 +360,8 @@ def test_the_board_of_30_students_by_8_exercises_is_under_50_kb(client, room, gr
     names = [f"{number:02d} " + "李" * (MAX_CHARS - 3) for number in range(30)]
     students = [room.store.student(room.store.join(name)) for name in names]
     grading.go.set()
-    for exercise in EXERCISES:
+    eight = list(EXERCISES)[:8]  # the measure's own size; more exercises make more cells
+    for exercise in eight:
         checks = [room.submit(student, exercise, "# mine", "en") for student in students]
         wait_for(lambda: all(room.store.submission(check, student)["state"] == "done"
                              for check, student in zip(checks, students)))
@@ -370,7 +371,7 @@ def test_the_board_of_30_students_by_8_exercises_is_under_50_kb(client, room, gr
     assert len(answer.json["results"]) == 240
     assert size <= 50 * 1024
     for name in names:
-        for exercise in EXERCISES:
+        for exercise in eight:
             room.record_self_reported({"name": name, "exercise": exercise, "passed": True})
     plain = client.get("/room/api/board")
     assert len(plain.json["results"]) == 480
