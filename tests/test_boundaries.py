@@ -85,6 +85,21 @@ def test_an_instance_adds_the_console_s_page_and_no_other_tooling(graph):
     assert "shop.wsgi" in reached  # the walk did walk
 
 
+def test_a_holder_process_loads_no_exercise(graph):
+    """A holder process (the labs' and the grader's, ``lockshop.cluster.holder``) loads a
+    lock and holds it: the exercises' registry and checks (with the sale's launcher of
+    shop instances) stay out of the dozens the grader starts. A module's packages run
+    their ``__init__`` too, so they count as imported."""
+    reached: set[str] = set()
+    todo = {"lockshop.cluster.holder"}
+    while todo:
+        reached |= {m for start in todo for m in reached_from(graph, start)}
+        todo = {".".join(m.split(".")[:depth]) for m in reached
+                for depth in range(1, m.count(".") + 1)} - reached
+    assert sorted(m for m in reached if m.startswith("lockshop.exercises")) == []
+    assert "locks.custom" in reached and "lockshop.cluster.wire" in reached  # it did walk
+
+
 def reached_from(graph: dict[str, set[str]], start: str) -> set[str]:
     """Every module ``start`` imports, directly or through others, and itself."""
     reached, todo = set(), [start]

@@ -65,12 +65,11 @@ MUST_FAIL = {"locks.redis_broken:ReentrantDeleteLock": "C27",
              "locks.redis_broken:ThreadIdOwnerLock": "C49"}
 
 
-def needs(family: str) -> None:
-    server = grading.server_of(family)  # a family of its own runs on "redis" or "redlock"
+def needs(backend: str) -> None:
     installed = {"redis": redis_server_binary() is not None,
-                 "redlock": redis_server_binary() is not None,
-                 "zookeeper": zookeeper_installed()}[server]
-    require(installed, f"the {family} server is not installed")
+                 "redlock": redis_server_binary() is not None,  # five Redis servers
+                 "zookeeper": zookeeper_installed()}[backend]
+    require(installed, f"the {backend} server is not installed")
 
 
 def cli(*args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -79,9 +78,9 @@ def cli(*args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess
 
 
 def test_there_are_eight_exercises_on_the_articles_path():
-    listed = exercises.catalogue()
+    listed = exercises.listing()
     assert [e["id"] for e in listed][:8] == [str(n) for n in range(1, 9)]
-    assert {e["family"] for e in listed[:8]} == {"redis", "zookeeper"}
+    assert {e["backend"] for e in listed[:8]} == {"redis", "zookeeper"}
     assert exercises.find("3").lessons == ("C11", "C12")
     assert exercises.find("8").lessons == ("C19", "C20", "C38")
     printed = cli("list").stdout
@@ -92,14 +91,14 @@ def test_there_are_eight_exercises_on_the_articles_path():
                          ids=[f"{n}-{lock.rpartition(':')[2]}" for n, lock, _ in TABLE])
 def test_the_grader_names_the_first_lesson_a_lock_breaks(number, lock, first_failed):
     exercise = exercises.find(number)
-    needs(exercise.family)
+    needs(exercise.backend)
     # The sale across three instances (the slow check, always the last) only where the
     # row is about it or about a lock that must pass everything.
     sale = first_failed is None or first_failed in ("C02", "C03")
     graded = grader.grade(exercise, lock, sale=sale)
     assert len(graded.results) == len(exercise.checks()) - (0 if sale else 1)
     failed = graded.first_failed
-    report = "\n".join(line for r in graded.results for line in grader.describe(r))
+    report = "\n".join(line for r in graded.results for line in r.lines())
     if isinstance(first_failed, tuple):
         # It breaks earlier checks too, by luck (a race among the contract's threads); the
         # lesson's own check forces the window.
@@ -142,7 +141,7 @@ def test_repeat_counts_each_check_and_a_fail_exits_1(tmp_path):
 def test_a_zookeeper_students_solution_passes(tmp_path):
     needs("zookeeper")
     graded = grader.grade(exercises.find("8"), f"{HERE / 'queue_lock.py'}:QueueLock")
-    assert graded.passed, [grader.describe(r) for r in graded.results if not r.passed]
+    assert graded.passed, [r.lines() for r in graded.results if not r.passed]
     herd = next(r for r in graded.results if r.lesson == "C19").observed
     assert "wakes only that one" in herd and "them all" not in herd, herd
 
@@ -152,7 +151,7 @@ def test_a_zookeeper_students_solution_passes(tmp_path):
 @pytest.mark.parametrize("number", list(exercises.EXERCISES))
 def test_every_untouched_skeleton_fails_cleanly_with_its_todos(tmp_path, number):
     exercise = exercises.find(number)
-    needs(exercise.family)
+    needs(exercise.backend)
     started = cli("start", number, str(tmp_path))
     assert started.returncode == 0 and str(tmp_path / exercise.file) in started.stdout
     assert f"lockshop exercise check {number}" in started.stdout

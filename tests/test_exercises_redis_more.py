@@ -61,7 +61,7 @@ def test_the_grader_names_the_lesson_each_lock_breaks(number, lock, first_failed
     exercise = exercises.find(number)
     sale = first_failed is None  # the slow check only for the locks that pass everything
     graded = grader.grade(exercise, lock, sale=sale)
-    report = "\n".join(line for r in graded.results for line in grader.describe(r))
+    report = "\n".join(line for r in graded.results for line in r.lines())
     assert len(graded.results) == len(exercise.checks()) - (0 if sale else 1)
     if isinstance(first_failed, tuple):
         assert graded.lesson in first_failed, report
@@ -83,7 +83,7 @@ def test_the_new_exercises_practise_their_lessons():
     assert set(exercises.find("11").lessons) >= {"C16", "C17", "C33"}
     for number in ("9", "10", "11"):
         exercise = exercises.find(number)
-        # A family of its own: none inherits the reentrant, watchdog or fencing steps.
+        # A chain of its own: none inherits the reentrant, watchdog or fencing steps.
         assert not {"C13", "C14", "C15"} & set(exercise.lessons), number
         assert exercise.checks()[-1].sale
     printed = cli("list").stdout
@@ -98,7 +98,7 @@ def test_a_lua_release_is_not_graded_on_the_watch_conflict():
     assert not conflict.applies and graded.passed, conflict.observed
 
 
-def test_a_wrong_family_is_one_line_and_exit_2(tmp_path):
+def test_a_wrong_backend_is_one_line_and_exit_2(tmp_path):
     """A single-Redis lock handed to the Redlock exercise, and a Redlock to a Redis one."""
     done = cli("check", "11", f"{HERE / 'watch_lock.py'}")
     assert done.returncode == 2 and "exercise 11 is a redlock exercise" in done.stderr, \

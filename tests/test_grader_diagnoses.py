@@ -22,7 +22,7 @@ from lockshop import exercises
 from lockshop.cluster.redis_servers import redis_server_binary
 from lockshop.cluster.zookeeper_servers import zookeeper_installed
 from lockshop.room import Room
-from lockshop.exercises import grader
+from lockshop.exercises import grader, results
 from lockshop.exercises.diagnoses import DIAGNOSES
 
 pytestmark = pytest.mark.cluster
@@ -61,16 +61,16 @@ def needs(family: str) -> None:
                               for _n, lock, _s, cause in MISTAKES])
 def test_the_first_fail_a_student_reads_names_the_mistake(number, lock, symptom, cause):
     exercise = exercises.find(number)
-    needs(exercise.family)
+    needs(exercise.backend)
     graded = grader.grade(exercise, lock, sale=False)
-    report = "\n".join(line for r in graded.results for line in grader.describe(r))
+    report = "\n".join(line for r in graded.results for line in r.lines())
     first = graded.first_failed
     assert first is not None and first.lesson in symptom, report
     assert first.broken_lesson == cause and graded.lesson == cause, report
     assert first.hint == HINTS[cause], report
-    printed = grader.describe(first)
+    printed = first.lines()
     assert any(line.strip().startswith(f"lesson {cause}") for line in printed), printed
-    assert f"first broken lesson {cause}" in grader.summary(graded)
+    assert f"first broken lesson {cause}" in graded.summary()
     if first.lesson != cause or first.cause:  # a diagnosis: it says why, and what it saw
         assert first.cause == cause and f"lesson {cause}" in first.diagnosis, report
 
@@ -81,19 +81,19 @@ def test_a_release_that_never_compares_gets_no_tick_for_c12_and_is_sent_to_c11()
     c12 = next(r for r in graded.results if r.lesson == "C12")
     assert not c12.applies and not c12.failed and c12.status == "not applicable", c12
     assert "C11" in c12.hint and "never read" in c12.observed
-    assert grader.describe(c12)[0].startswith(f"  {grader.NOT_APPLICABLE_MARK} C12")
+    assert c12.lines()[0].startswith(f"  {results.NOT_APPLICABLE_MARK} C12")
     assert graded.first_failed.lesson == "C11" and graded.first_failed.hint == HINTS["C11"]
-    said = grader.summary(graded)
+    said = graded.summary()
     assert "1 does not apply" in said and f"of {len(graded.results) - 1} checks" in said
 
 
 def test_a_check_that_does_not_apply_counts_as_neither():
     def result(lesson, passed, applies=True):
-        return grader.CheckResult(lesson, "a", "e", "o", passed, "h", applies=applies)
-    right = grader.Grade("3", "x.py:X", [result("C11", True), result("C12", False, False)])
+        return results.CheckResult(lesson, "a", "e", "o", passed, "h", applies=applies)
+    right = results.Grade("3", "x.py:X", [result("C11", True), result("C12", False, False)])
     assert right.passed and right.first_failed is None and right.lesson is None
-    assert "passed: 1 of 1 checks; 1 does not apply" in grader.summary(right)
-    nothing = grader.Grade("3", "x.py:X", [result("C12", False, False)])
+    assert "passed: 1 of 1 checks; 1 does not apply" in right.summary()
+    nothing = results.Grade("3", "x.py:X", [result("C12", False, False)])
     assert not nothing.passed
 
 

@@ -38,8 +38,8 @@ def room(tmp_path_factory):
 
 def result(name: str = "Ada", **fields) -> dict:
     return {"name": name, "exercise": "3", "passed": False, "lesson": "C12",
-            "checks": [{"lesson": "C11", "title": "a late release", "passed": True},
-                       {"lesson": "C12", "title": "a paused release", "passed": False}],
+            "checks": [{"lesson": "C11", "action": "a late release", "passed": True},
+                       {"lesson": "C12", "action": "a paused release", "passed": False}],
             **fields}
 
 

@@ -15,7 +15,7 @@ import locks
 from helpers import wait_for
 from locks import Backends, BackendUnavailable, LockError, LockLost
 from lockshop.workshop.labs.zk_queues import sessions_watching, waiters_take_turns
-from lockshop.workshop.staging.holders import holder_process
+from lockshop.cluster.holder import holder_process
 
 SESSION_MS = 2000
 

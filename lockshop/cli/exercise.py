@@ -25,7 +25,7 @@ from shop.i18n.lock_errors import say_class_error
 
 
 def cmd_exercise(args: argparse.Namespace, config: Config) -> int:
-    from lockshop import exercises
+    from lockshop.exercises import registry as exercises
 
     if args.action == "list":
         return _list(exercises, args.json)
@@ -63,12 +63,12 @@ def reference_lock(exercise) -> str:
 
 def _list(exercises, as_json: bool) -> int:
     if as_json:
-        print(json.dumps(exercises.catalogue(), ensure_ascii=False))
+        print(json.dumps(exercises.listing(), ensure_ascii=False))
         return 0
     for exercise in exercises.EXERCISES.values():
         print(f"{exercise.id:>2}  {exercise.title}")
         print("    " + _("%(family)s  lessons %(lessons)s  articles %(articles)s",
-                        family=exercise.family, lessons=" ".join(exercise.lessons),
+                        family=exercise.backend, lessons=" ".join(exercise.lessons),
                         articles=", ".join(exercise.articles)))
     print("\n" + _("%(lockshop)s exercise start N writes exercise N's skeleton; "
                    "%(lockshop)s exercise check N FILE grades it.", lockshop=lockshop_command()))
@@ -91,13 +91,14 @@ def _start(exercise, folder: Path) -> int:
 
 def _check(exercise, args) -> int:
     from lockshop.exercises import grader
+    from lockshop.exercises.results import Rounds
 
     # The grader kills and pauses holders on purpose: the client libraries' warnings
     # about it would drown the checks that explain it.
     for name in ("kazoo", "locks", "lockshop"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
     say = (lambda _: None) if args.json else (lambda line: print(line, flush=True))
-    grades = []
+    rounds = Rounds([])
     for number in range(1, args.repeat + 1):
         if args.repeat > 1:
             say("--- " + _("round %(number)s of %(rounds)s", number=number, rounds=args.repeat))
@@ -105,65 +106,31 @@ def _check(exercise, args) -> int:
             graded = grader.grade(exercise, args.target, say=say)
         except LockClassError as error:
             raise CliError(say_class_error(error)) from None
-        say(grader.summary(graded))
-        grades.append(graded)
-    overall = grader.verdict(grades)
+        say(graded.summary())
+        rounds.grades.append(graded)
     if args.repeat > 1:
-        say(_tally(grades))
-        say(_said(exercise, overall))
+        say(rounds.tally())
+        say(rounds.said())
     if args.json:
-        print(json.dumps({"exercise": exercise.id, "lock": grades[0].lock,
-                          **overall.as_dict(), "rounds": [g.as_dict() for g in grades]},
-                         ensure_ascii=False))
+        print(json.dumps(rounds.as_json(), ensure_ascii=False))
     if args.gradescope:
-        Path(args.gradescope).write_text(json.dumps(grader.gradescope(grades), indent=2,
+        Path(args.gradescope).write_text(json.dumps(rounds.gradescope(), indent=2,
                                                     ensure_ascii=False))
         say(_("wrote %(file)s (Gradescope's results.json)", file=args.gradescope))
     if args.report:
-        say(_report(args, grades))
-    return 0 if overall.passed else 1
+        say(_report(args, rounds))
+    return 0 if rounds.passed else 1
 
 
-def _said(exercise, overall) -> str:
-    """The verdict of every round, in one line: 9 of 10 is a fail."""
-    if overall.passed:
-        return "  => " + _("exercise %(id)s passed in all %(rounds)s rounds", id=exercise.id,
-                           rounds=overall.rounds)
-    return "  => " + _("exercise %(id)s not passed: %(passed)s of %(rounds)s rounds passed, "
-                       "and every round must; first broken lesson %(lesson)s",
-                       id=exercise.id, passed=overall.rounds_passed, rounds=overall.rounds,
-                       lesson=overall.lesson)
-
-
-def _tally(grades) -> str:
-    from lockshop.exercises import grader
-    lines = ["  " + _("each check over %(rounds)s rounds:", rounds=len(grades))]
-    for index, result in enumerate(grades[0].results):
-        count = sum(g.results[index].passed for g in grades if index < len(g.results))
-        every = grader.check_passed_every_round(grades, index)
-        mark = grader.NOT_APPLICABLE_MARK if every is None else "✓" if every else "✗"
-        lines.append(f"  {mark} {count:>2}/{len(grades)}  {result.lesson}  {result.action}")
-    return "\n".join(lines)
-
-
-def _report(args, grades) -> str:
+def _report(args, rounds) -> str:
     """Post the verdict of every round to the instructor's room board (``lockshop up``'s
-    control): a check counts as passed only if it passed in every round."""
-    from lockshop.exercises import grader
+    control)."""
     if not args.name:
         raise CliError(_("--report needs --name (how the board shows you)"))
-    overall = grader.verdict(grades)
-    body = {"name": args.name, "exercise": grades[0].exercise, "passed": overall.passed,
-            "lesson": overall.lesson, "rounds_total": overall.rounds,
-            "rounds_passed": overall.rounds_passed,
-            "checks": [{"lesson": r.lesson, "title": r.action,
-                        "passed": bool(grader.check_passed_every_round(grades, index)),
-                        "applies": grader.check_passed_every_round(grades, index) is not None}
-                       for index, r in enumerate(grades[0].results)]}
     url = args.report.rstrip("/") + "/control/room/results"
     try:
-        answer = requests.post(url, json=body, headers={"X-Room-Code": args.room or ""},
-                               timeout=10)
+        answer = requests.post(url, json=rounds.board_post(args.name),
+                               headers={"X-Room-Code": args.room or ""}, timeout=10)
     except requests.RequestException as error:
         raise CliError(_("could not post to the room board at %(url)s: %(error)s", url=url,
                          error=error)) from None

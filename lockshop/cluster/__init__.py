@@ -1,2 +1,3 @@
 """Processes on this machine: shop instances, Redis and ZooKeeper servers,
-scratch databases, and a client for the instances' admin API."""
+scratch databases, a lock held by a process of its own (``holder``, the labs' and the
+grader's), and a client for the instances' admin API."""

@@ -32,7 +32,7 @@ def missing_parts(lab: Lab) -> str | None:
     return None
 
 
-def catalogue() -> list[dict]:
+def listing() -> list[dict]:
     """Every lab, grouped by the article it stages, as the console lists them."""
     return [{"article": article, "title": _(title),
              "labs": [{"id": lab.id, "name": lab.name, "title": _(lab.title),

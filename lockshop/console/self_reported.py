@@ -10,15 +10,14 @@ board, never counted as passed by the room, which grades only what it ran itself
 from __future__ import annotations
 
 import json
-import re
 
 from lockshop.console.refusal import Refused
+from lockshop.exercises.results import is_lesson
 from shop.i18n import lazy_gettext
 
 #: A result is a few hundred bytes; anything much larger is not one.
 MAX_BYTES = 16 * 1024
 MAX_CHECKS = 100
-_LESSON = re.compile(r"^C\d{2}$")
 
 
 def checked_result(body: bytes, exercise_ids: list[str]) -> dict:
@@ -42,7 +41,7 @@ def checked_result(body: bytes, exercise_ids: list[str]) -> dict:
     passed, lesson = sent.get("passed"), sent.get("lesson")
     if not isinstance(passed, bool):
         raise Refused(400, lazy_gettext("'passed' must be true or false"))
-    if lesson is not None and (not isinstance(lesson, str) or not _LESSON.match(lesson)):
+    if lesson is not None and not is_lesson(lesson):
         raise Refused(400, lazy_gettext("'lesson' must be a lesson's id (C11) or null"))
     checks = sent.get("checks", [])
     if not isinstance(checks, list) or len(checks) > MAX_CHECKS:
@@ -50,9 +49,8 @@ def checked_result(body: bytes, exercise_ids: list[str]) -> dict:
                                         count=MAX_CHECKS))
     for check in checks:
         if (not isinstance(check, dict) or not isinstance(check.get("passed"), bool)
-                or not isinstance(check.get("lesson"), str)
-                or not _LESSON.match(check["lesson"])
-                or not isinstance(check.get("title"), str) or len(check["title"]) > 500):
-            raise Refused(400, lazy_gettext("each check must be {lesson: C11, title: text, "
+                or not is_lesson(check.get("lesson"))
+                or not isinstance(check.get("action"), str) or len(check["action"]) > 500):
+            raise Refused(400, lazy_gettext("each check must be {lesson: C11, action: text, "
                                             "passed: true or false}"))
     return {"name": name, "exercise": exercise, "passed": passed, "lesson": lesson}

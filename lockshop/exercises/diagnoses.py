@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from lockshop.cluster.thread_ids import in_a_thread
-from lockshop.exercises.grading import Background, Grading, take, until
+from lockshop.exercises.grading import Background, Grading
 from shop.i18n import N_, _
 
 #: The lease the probes give the student's lock: a thousandth of it is still 100 ms,
@@ -44,7 +44,7 @@ class Diagnosis:
 
     name: str  # "recycled owner", for the tests and the reader of this table
     lesson: str  # the lesson that teaches it
-    family: str  # "redis" or "zookeeper"
+    backend: str  # "redis" or "zookeeper": the servers its probe needs
     #: The first exercise that asks for what it gets wrong (no lease is asked before 2,
     #: no compare before 3): before it, the same behaviour is what is asked.
     since: int
@@ -73,11 +73,11 @@ def lease_units(grading: Grading) -> str | None:
             ttls.append(inspector.pttl(key))
 
     factory.client.after = after
-    lock = take(factory, name, blocking=False)
+    lock = grading.take(factory, name, blocking=False)
     left = [ttl for ttl in ttls if ttl > 0]
     factory.client.after = None
     if lock is not None:
-        _release_quietly(lock)
+        grading.release_quietly(lock)
     if not left:
         return None  # no expiry at all: C09's mistake, which C09 names itself
     ttl = left[-1]
@@ -116,7 +116,7 @@ def recycled_owner(grading: Grading) -> str | None:
     try:
         first, dead_id = in_a_thread(ask)
         go.set()
-        until(lambda: answer or live.done(), seconds=PROBE_SECONDS)
+        grading.until(lambda: answer or live.done(), seconds=PROBE_SECONDS)
         if not first or not answer or answer[0]:
             return None  # it could not be taken, or it keeps nobody out: not this mistake
         reused, _ident = in_a_thread(ask, wanted_id=dead_id)
@@ -136,7 +136,7 @@ def release_ignores_owner(grading: Grading) -> str | None:
     name = grading.fresh_name("probe-release")
     key = grading.key_of(name)
     factory = grading.factory(lease_ms=PROBE_LEASE_MS, watched_key=key)
-    a = take(factory, name, blocking=False)
+    a = grading.take(factory, name, blocking=False)
     if a is None:
         return None
     client = grading.redis()
@@ -148,7 +148,7 @@ def release_ignores_owner(grading: Grading) -> str | None:
         client.set(key, SOMEONE_ELSE)
     client.pexpire(key, PROBE_LEASE_MS)
     sent = len(factory.client.commands)
-    Background(_release_quietly, a).result(PROBE_SECONDS)
+    Background(grading.release_quietly, a).result(PROBE_SECONDS)
     left = client.exists(key)
     client.delete(key)
     if left:
@@ -164,15 +164,15 @@ def shared_node(grading: Grading) -> str | None:
     them, the children's as the waiters' clients hold them.)"""
     from lockshop.exercises.checks.zookeeper_steps import Waiter, _watch_count, watches
     name = grading.fresh_name("probe-node")
-    holder = take(grading.factory(), name)
-    if holder is None:
+    held_lock = grading.take(grading.factory(), name)
+    if held_lock is None:
         return None
     served: list[int] = []
     waiters = [Waiter(grading, name, number, 10, served) for number in range(3)]
-    until(lambda: _watch_count(grading, waiters) >= len(waiters), seconds=5)
+    grading.until(lambda: _watch_count(grading, waiters) >= len(waiters), seconds=5)
     path, sessions = max(watches(grading, waiters).items(), key=lambda item: len(item[1]),
                          default=("", set()))
-    _release_quietly(holder)
+    grading.release_quietly(held_lock)
     for waiter in waiters:
         waiter.job.join(15)
     if len(sessions) < 2:
@@ -180,12 +180,6 @@ def shared_node(grading: Grading) -> str | None:
     return _("with 3 waiters queued behind a holder, %(count)s of them watched one path, "
              "%(path)s: whatever happens there wakes them all", count=len(sessions), path=path)
 
-
-def _release_quietly(lock) -> None:
-    try:
-        lock.release()
-    except Exception:  # noqa: BLE001 - LockLost or the student's own: the probe looks at the key
-        pass
 
 
 # --- the table -------------------------------------------------------------------------------
@@ -232,7 +226,7 @@ class Diagnostician:
 
     def __init__(self, grading: Grading, exercise: int) -> None:
         self.grading = grading
-        self.rows = [d for d in DIAGNOSES if d.family == grading.family and d.since <= exercise]
+        self.rows = [d for d in DIAGNOSES if d.backend == grading.backend and d.since <= exercise]
         self._found: dict[str, str | None] = {}
 
     def cause_of(self, lesson: str) -> tuple[Diagnosis, str] | None:

@@ -1,18 +1,20 @@
-"""What a check is, and the servers a student's lock is graded on.
+"""What a check is, and the harness every check runs on.
 
 A ``Check`` is one lesson's step, turned on the student's lock: what the
 grader does, what the article expects, a function that does it and says
-what it saw, and a hint for when they differ. ``Grading`` holds the student's
-lock class and the grader's own servers (a Redis or a ZooKeeper of its own,
-on a free port, in a folder of its own), and makes the student's locks
-on them: plain, or on a client the grader can step into (``wire``).
+what it saw, and a hint for when they differ. ``Grading`` is the one object a
+check is given: it holds the student's lock class and the grader's own servers
+(a Redis or a ZooKeeper of its own, on a free port, in a folder of its own),
+makes the student's locks on them (plain, or on a client the grader can step
+into: ``lockshop.cluster.wire``), starts the student's lock in holder
+processes of its own (``lockshop.cluster.holder``) to kill or pause, and runs
+another owner in a thread of its own. Every helper a check needs is a method
+of it, as every helper of MIT 6.5840's tests hangs on its one ``cfg``.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -23,12 +25,10 @@ from pathlib import Path
 
 import redis
 
-from locks import Backends, DistributedLock, LockFactory, Strategy
-from locks.custom import factory_for
-from locks.redis_support import Scripts
+from locks import Backends, DistributedLock, LockFactory
+from lockshop.cluster.holder import KEY_PREFIX, Holder, held, student_factory
 from lockshop.cluster.redis_servers import RedisServer
 from lockshop.cluster.zookeeper_servers import ZooKeeperServer
-from lockshop.exercises.wire import WatchedRedis
 from shop.i18n import _
 
 #: The lease the grader gives a student's lock: short, so that waiting for one to run
@@ -38,18 +38,10 @@ LEASE_MS = 600
 SESSION_MS = 1500
 #: How long one check may take before the grader calls the student's lock hung.
 CHECK_SECONDS = 40.0
-#: The servers a family is graded on, where its name does not say it: families of their
-#: own (which do not inherit the "redis" family's checks) on one Redis, and Redlock's on
-#: REDLOCK_SERVERS independent ones.
-SERVERS = {"redis-watch": "redis", "redis-queue": "redis", "redlock": "redlock"}
+#: The "redlock" backend's servers: independent Redis servers, each of its own.
 REDLOCK_SERVERS = 5
 #: Redlock's lease: a per-server timeout must be far shorter, and a few still fit in it.
 REDLOCK_LEASE_MS = 2000
-
-
-def server_of(family: str) -> str:
-    """"redis", "zookeeper" or "redlock" (five Redis servers): what ``family`` runs on."""
-    return SERVERS.get(family, family)
 
 
 class NotDone(Exception):
@@ -80,17 +72,20 @@ class Check:
 
 
 class Grading:
-    """The student's lock on the grader's servers: makes its locks, runs its helpers."""
+    """The student's lock on the grader's servers: makes its locks, holders and other
+    owners, and every helper a check calls."""
 
-    def __init__(self, lock_class: type[DistributedLock], spec: str, family: str,
+    def __init__(self, lock_class: type[DistributedLock], spec: str, backend: str,
                  runtime: Path) -> None:
         self.lock_class = lock_class
         self.spec = spec  # FILE:Class, as the shop instances and holders load it
-        self.family = family
-        self.server = server_of(family)
+        #: The servers it starts (``Exercise.backend``): "redis", "zookeeper" or
+        #: "redlock" (REDLOCK_SERVERS Redis servers).
+        self.backend = backend
         self.runtime = runtime
-        #: A Redis lock's lease; a ZooKeeper lock's session timeout (the server's least).
-        self.lease_ms = {"redis": LEASE_MS, "redlock": REDLOCK_LEASE_MS}.get(self.server,
+        #: A Redis lock's lease; Redlock's; a ZooKeeper lock's session timeout (the
+        #: server's least).
+        self.lease_ms = {"redis": LEASE_MS, "redlock": REDLOCK_LEASE_MS}.get(backend,
                                                                              SESSION_MS)
         self._stack = ExitStack()
         self._factories: list[LockFactory] = []
@@ -104,9 +99,9 @@ class Grading:
         self._inspector: redis.Redis | None = None
 
     def __enter__(self) -> Grading:
-        if self.server == "redis":
+        if self.backend == "redis":
             self.redis_server = self._stack.enter_context(RedisServer(self.runtime, "redis"))
-        elif self.server == "redlock":
+        elif self.backend == "redlock":
             self.redis_servers = [
                 self._stack.enter_context(RedisServer(self.runtime, f"redis{n}"))
                 for n in range(1, REDLOCK_SERVERS + 1)]
@@ -153,69 +148,115 @@ class Grading:
             self._inspector = redis.Redis.from_url(self.redis_server.url)
         return self._inspector
 
+    def key_of(self, name: str) -> str:
+        return KEY_PREFIX + name
+
     # --- the student's locks ---------------------------------------------------------------
 
     def factory(self, lease_ms: int | None = None, *, watched_key: str | None = None
                 ) -> LockFactory:
-        """A factory of the student's locks; with ``watched_key``, on a ``WatchedRedis``."""
-        factory_class, _ = factory_for(self.lock_class)
-        strategy = Strategy(name="exercise", family="custom", summary=self.spec,
-                            correct_across_instances=True, factory="")
-        factory = factory_class(strategy, self.backends(lease_ms))
-        if watched_key is not None:
-            factory.client.close()
-            factory.client = WatchedRedis.watching(self.redis_server.url, watched_key,
-                                                   socket_timeout=5)
-            factory.scripts = Scripts(factory.client)
+        """A factory of the student's locks; with ``watched_key``, on a ``WatchedRedis``.
+        The same factory a holder process opens (``student_factory``)."""
+        factory = student_factory(self.lock_class, self.spec, self.backends(lease_ms),
+                                  watched_key=watched_key)
         self._factories.append(factory)
-        wait_until_available(factory)
         return factory
 
     def lock(self, name: str, *, timeout: float = 5.0, lease_ms: int | None = None,
              factory: LockFactory | None = None) -> DistributedLock:
         return (factory or self.factory(lease_ms)).lock(name, timeout=timeout)
 
-    def key_of(self, name: str) -> str:
-        return f"lockshop:lock:{name}"
-
-    def holder_command(self, *args: str) -> list[str]:
-        """``python -m lockshop.exercises.holder``: the student's lock in a process of its
-        own, which the grader can kill or pause."""
-        where = ["--redis", self.redis_server.url] if self.redis_server else \
-            ["--zookeeper", self.zookeeper.address]
-        return [sys.executable, "-m", "lockshop.exercises.holder", self.spec, *where, *args]
-
-    def holder_env(self) -> dict[str, str]:
-        return {**os.environ, "PYTHONUNBUFFERED": "1"}
-
-
-def start_holder(grading: Grading, name: str, *flags: str) -> subprocess.Popen:
-    """The student's lock held by a process of its own (``lockshop.exercises.holder``)."""
-    return subprocess.Popen(
-        grading.holder_command("--name", name, "--lease-ms", str(grading.lease_ms), *flags),
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env=grading.holder_env())
-
-
-def first_line(holder: subprocess.Popen, seconds: float = 15.0) -> str:
-    """The holder's next line ("acquired <fencing token>"), or what it said on dying."""
-    line: list[str] = []
-    reader = threading.Thread(target=lambda: line.append(holder.stdout.readline()),
-                              daemon=True)
-    reader.start()
-    reader.join(seconds)
-    if line and line[0]:
-        return line[0].strip()
-    if line:  # end of its output: it is dying; let it finish, to say what it died of
+    def release_quietly(self, lock: DistributedLock,
+                        allowed: type[Exception] | tuple[type[Exception], ...] = Exception
+                        ) -> None:
+        """Release, saying nothing of what ``allowed`` the lock raises (by default anything:
+        the grader's own clean-up; ``LockLost`` where the check reads the release's effect
+        from the server, and any other error of the student's lock is its to show)."""
         try:
-            holder.wait(5)
-        except subprocess.TimeoutExpired:
+            lock.release()
+        except allowed:
             pass
-    if holder.poll() is not None:
-        problem = holder.stderr.read().strip().splitlines()
-        return _("it exited (status %(code)s): %(problem)s", code=holder.returncode,
-                 problem=_last_words(problem[-1]) if problem else _("it said nothing"))
-    return _("no answer")
+
+    # --- another owner: a thread of its own ----------------------------------------------------
+
+    def in_thread(self, function: Callable, *args, timeout: float = CHECK_SECONDS):
+        """``function(*args)`` in a thread of its own (another owner): its result or error."""
+        return Background(function, *args).result(timeout)
+
+    def take(self, factory: LockFactory, name: str, *, timeout: float = 5.0,
+             blocking: bool = True) -> DistributedLock | None:
+        """A lock on ``name`` made and acquired in a thread of its own, so by an owner of its
+        own (a lock's owner is the thread that made it): the lock, or None if refused."""
+        def attempt() -> DistributedLock | None:
+            lock = factory.lock(name, timeout=timeout)
+            return lock if lock.acquire(blocking=blocking) else None
+        return self.in_thread(attempt, timeout=timeout + CHECK_SECONDS)
+
+    def until(self, condition: Callable[[], object], seconds: float, step: float = 0.01
+              ) -> object:
+        """Poll ``condition`` until it is true or ``seconds`` pass; its last value."""
+        pause = threading.Event()
+        for _attempt in range(max(1, int(seconds / step))):
+            value = condition()
+            if value:
+                return value
+            pause.wait(step)
+        return condition()
+
+    def patience(self) -> float:
+        """How long another owner waits for a dead holder's lock: three leases and a second."""
+        return 3 * self.lease_ms / 1000 + 1
+
+    def next_owner_waits(self, name: str) -> float | None:
+        """How long another owner waited for the lock (at most ``patience``), or None if it
+        never got it."""
+        def wait() -> float | None:
+            lock = self.lock(name, timeout=self.patience())
+            started = time.monotonic()
+            taken = lock.acquire()
+            waited = time.monotonic() - started
+            if taken:
+                self.release_quietly(lock)
+            return waited if taken else None
+        return self.in_thread(wait, timeout=self.patience() + 10)
+
+    # --- a holder: a process of its own ---------------------------------------------------------
+
+    def start_holder(self, name: str, *flags: str) -> Holder:
+        """The student's lock held by a process of its own (``lockshop.cluster.holder``),
+        which the grader can kill or pause."""
+        backends = self.backends()
+        fields = {"redis_url": backends.redis_url, "redis_urls": list(backends.redis_urls),
+                  "zk_hosts": backends.zk_hosts, "lease_ms": backends.lease_ms}
+        return Holder("--lock", self.spec, "--backends", json.dumps(fields), "--name", name,
+                      *flags)
+
+    def first_line(self, holder: Holder, seconds: float = 15.0) -> str:
+        """The holder's next line ("held <fencing token>"), or what it said on dying."""
+        line = holder.next_line(seconds)
+        if line is not None:
+            return line
+        problem = holder.last_words()
+        if problem is not None:
+            return _("it exited (status %(code)s): %(problem)s", code=holder.returncode,
+                     problem=_last_words(problem) if problem else _("it said nothing"))
+        return _("no answer")
+
+    def stop_holder(self, holder: Holder) -> None:
+        """SIGKILL: a crash, with no chance to clean up."""
+        holder.kill()
+
+    def holder_killed(self, name: str, *, after_seconds: float = 0.0) -> str | None:
+        """A holder process takes ``name``, holds it ``after_seconds``, and is killed
+        (SIGKILL): None when that went as planned, else what went wrong, to be shown."""
+        holder = self.start_holder(name)
+        said = self.first_line(holder)
+        if held(said) and after_seconds:
+            time.sleep(after_seconds)  # a live holder's time: its watchdog renews meanwhile
+        self.stop_holder(holder)
+        if not held(said):
+            return _("the holder did not get the lock: %(said)s", said=said)
+        return None
 
 
 def _last_words(line: str) -> str:
@@ -227,65 +268,15 @@ def _last_words(line: str) -> str:
     return line
 
 
-def stop_holder(holder: subprocess.Popen) -> None:
-    """SIGKILL: a crash, with no chance to clean up (and close our ends of its pipes)."""
-    holder.kill()
-    holder.wait()
-    for stream in (holder.stdin, holder.stdout, holder.stderr):
-        stream.close()
-
-
-def holder_killed(grading: Grading, name: str, *, after_seconds: float = 0.0) -> str | None:
-    """A holder process takes ``name``, holds it ``after_seconds``, and is killed (SIGKILL):
-    None when that went as planned, else what went wrong, to be shown."""
-    holder = start_holder(grading, name)
-    said = first_line(holder)
-    if said.startswith("acquired") and after_seconds:
-        time.sleep(after_seconds)  # a live holder's time: its watchdog renews meanwhile
-    stop_holder(holder)
-    if not said.startswith("acquired"):
-        return _("the holder did not get the lock: %(said)s", said=said)
-    return None
-
-
-def patience(grading: Grading) -> float:
-    """How long another owner waits for a dead holder's lock: three leases and a second."""
-    return 3 * grading.lease_ms / 1000 + 1
-
-
-def next_owner_waits(grading: Grading, name: str) -> float | None:
-    """How long another owner waited for the lock (at most ``patience``), or None if it
-    never got it."""
-    def wait() -> float | None:
-        lock = grading.lock(name, timeout=patience(grading))
-        started = time.monotonic()
-        taken = lock.acquire()
-        waited = time.monotonic() - started
-        if taken:
-            try:
-                lock.release()
-            except Exception:  # noqa: BLE001 - the grader's own clean-up
-                pass
-        return waited if taken else None
-    return in_thread(wait, timeout=patience(grading) + 10)
-
-
-def wait_until_available(factory: LockFactory, seconds: float = 10.0) -> None:
-    done = threading.Event()
-    for _attempt in range(int(seconds / 0.02)):
-        if factory.available():
-            return
-        done.wait(0.02)
-    raise RuntimeError("the grader's server did not answer in time")
-
-
 class Background:
     """``function(*args)`` in a daemon thread of its own: a student's lock may raise or
-    hang there, and neither escapes; ``result()`` hands back its value or its error."""
+    hang there, and neither escapes; ``result()`` hands back its value or its error,
+    ``outcome()`` both without raising."""
 
-    def __init__(self, function: Callable, *args) -> None:
+    def __init__(self, function: Callable, *args, name: str | None = None) -> None:
         self._outcome: list = []
-        self.thread = threading.Thread(target=self._run, args=(function, args), daemon=True)
+        self.thread = threading.Thread(target=self._run, args=(function, args), daemon=True,
+                                       name=name)
         self.thread.start()
 
     def _run(self, function: Callable, args: tuple) -> None:
@@ -297,40 +288,23 @@ class Background:
     def done(self) -> bool:
         return not self.thread.is_alive()
 
+    def failed(self) -> bool:
+        """It has ended with an error."""
+        return bool(self._outcome) and self._outcome[0][0] == "error"
+
     def join(self, timeout: float = CHECK_SECONDS) -> None:
         self.thread.join(timeout)
 
-    def result(self, timeout: float = CHECK_SECONDS):
+    def outcome(self, timeout: float = CHECK_SECONDS) -> tuple[str, object] | None:
+        """("ok", value) or ("error", error) once it ends within ``timeout``; else None."""
         self.thread.join(timeout)
-        if not self._outcome:
+        return self._outcome[0] if self._outcome else None
+
+    def result(self, timeout: float = CHECK_SECONDS):
+        outcome = self.outcome(timeout)
+        if outcome is None:
             raise TimeoutError(f"did not return within {timeout:g} s")
-        kind, value = self._outcome[0]
+        kind, value = outcome
         if kind == "error":
             raise value
         return value
-
-
-def in_thread(function: Callable, *args, timeout: float = CHECK_SECONDS):
-    """``function(*args)`` in a thread of its own (another owner): its result or error."""
-    return Background(function, *args).result(timeout)
-
-
-def take(factory: LockFactory, name: str, *, timeout: float = 5.0, blocking: bool = True
-         ) -> DistributedLock | None:
-    """A lock on ``name`` made and acquired in a thread of its own, so by an owner of its
-    own (a lock's owner is the thread that made it): the lock, or None if refused."""
-    def attempt() -> DistributedLock | None:
-        lock = factory.lock(name, timeout=timeout)
-        return lock if lock.acquire(blocking=blocking) else None
-    return in_thread(attempt, timeout=timeout + CHECK_SECONDS)
-
-
-def until(condition: Callable[[], object], seconds: float, step: float = 0.01) -> object:
-    """Poll ``condition`` until it is true or ``seconds`` pass; its last value."""
-    pause = threading.Event()
-    for _attempt in range(max(1, int(seconds / step))):
-        value = condition()
-        if value:
-            return value
-        pause.wait(step)
-    return condition()

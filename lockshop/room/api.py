@@ -32,7 +32,7 @@ import sqlite3
 
 from flask import Blueprint, Response, request
 
-from lockshop.exercises import catalogue, find
+from lockshop.exercises import find, listing
 from lockshop.room import Room, checked_source, known_exercise
 from lockshop.room.refusal import Refused
 from lockshop.exercises.skeleton_text import skeleton_text
@@ -94,7 +94,7 @@ def blueprint(room: Room, *, admin_token: str | None = None) -> Blueprint:
     @api.get("/exercises")
     def exercises():
         """Every exercise and what it asks, in the request's language."""
-        return answer({"exercises": catalogue()})
+        return answer({"exercises": listing()})
 
     @api.get("/exercises/<exercise>/skeleton")
     def skeleton(exercise: str):

@@ -4,7 +4,8 @@ the sandbox.
 It grades the file with the same grader as ``lockshop exercise check`` (its own Redis or
 ZooKeeper, its holder processes and, for the sale, three shop instances: all inside the
 sandbox's network namespace, where nothing else is) and reports one JSON line per check
-as the check completes, its texts already in the student's language::
+as the check completes, its texts already in the student's language
+(``CheckResult.record``, in ``lockshop.exercises.results``, which reads it back too)::
 
     {"lesson": "C11", "passed": false, "action": ..., "expected": ..., "observed": ...,
      "hint": ..., "lesson_title": ...}
@@ -27,17 +28,6 @@ import logging
 import os
 import sys
 from typing import IO
-
-from lockshop.exercises.grader import CheckResult
-
-#: The fields of a check line, in this order.
-CHECK_FIELDS = ("lesson", "passed", "action", "expected", "observed", "hint", "lesson_title")
-
-
-def check_line(result: CheckResult) -> dict:
-    return {"lesson": result.lesson, "passed": bool(result.passed), "action": result.action,
-            "expected": result.expected, "observed": result.observed, "hint": result.hint,
-            "lesson_title": result.lesson_title}
 
 
 def report_channel() -> IO[str]:
@@ -62,24 +52,22 @@ def main(argv: list[str] | None = None) -> int:
         channel.write(json.dumps(record, ensure_ascii=False) + "\n")
         channel.flush()
 
-    from lockshop import exercises
-    from lockshop.exercises import grader
     from locks.custom import LockClassError
+    from lockshop.exercises import grader, registry
     from shop.i18n import set_language
 
     set_language(args.lang)
     # The grader kills and pauses holders on purpose: their clients' warnings are noise.
     for name in ("kazoo", "locks", "lockshop"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
-    exercise = exercises.find(args.exercise)
+    exercise = registry.find(args.exercise)
     try:
         graded = grader.grade(exercise, args.source,
-                              on_result=lambda result: send(check_line(result)))
+                              on_result=lambda result: send(result.record()))
     except LockClassError as error:
         send({"error": "load", "message": str(error)})
         return 2
-    failed = graded.first_failed
-    send({"verdict": {"passed": graded.passed, "lesson": failed.lesson if failed else None}})
+    send(graded.verdict_record())
     return 0 if graded.passed else 1
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import shutil
 import sys
 import tempfile
@@ -26,7 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lockshop import exercises
+from lockshop.exercises import registry
+from lockshop.exercises.results import CheckResult, Grade, is_lesson
 from lockshop.room import sandbox
 from lockshop.room.sandbox import Limits
 from shop.i18n import _
@@ -41,8 +41,6 @@ MAX_LINE = 64 * 1024
 MAX_FIELD = 4000
 #: Where the student's file is, inside the sandbox.
 SUBMISSION = "/tmp/submission"
-_LESSON = re.compile(r"^C\d{2}$")
-_TEXTS = ("action", "expected", "observed", "hint", "lesson_title")
 
 
 @dataclass
@@ -67,7 +65,7 @@ def grade_in_sandbox(exercise_id: str, source: str, language: str, *,
     with each check's dict as it completes. ``hidden``: folders the grading must not see
     besides the usual ones (the control's runtime folder, when it is not the project's
     ``.lockshop``). ``KeyError`` for an unknown exercise."""
-    exercise = exercises.find(exercise_id)
+    exercise = registry.find(exercise_id)
     limits = limits or Limits()
     with speaking(language):
         if len(source.encode("utf-8", "replace")) > MAX_SOURCE_BYTES:
@@ -105,7 +103,7 @@ class _Report:
         self.on_check = on_check
         #: The exercise's checks' lessons, in the order the grader runs them.
         self.lessons = lessons
-        self.checks: list[dict] = []
+        self.results: list[CheckResult] = []
         self.verdict: dict | None = None
         self.load_error: str | None = None
 
@@ -118,18 +116,22 @@ class _Report:
             return
         if not isinstance(record, dict):
             return
-        if check := _check(record):
-            if len(self.checks) >= len(self.lessons) or \
-                    check["lesson"] != self.lessons[len(self.checks)]:
+        if check := CheckResult.from_record(record, max_text=MAX_FIELD):
+            if len(self.results) >= len(self.lessons) or \
+                    check.lesson != self.lessons[len(self.results)]:
                 return  # not the check the grader runs next
-            self.checks.append(check)
-            self.on_check(dict(check))
+            self.results.append(check)
+            self.on_check(check.record())
         elif isinstance(verdict := record.get("verdict"), dict) and len(record) == 1:
             passed, lesson = verdict.get("passed"), verdict.get("lesson")
-            if isinstance(passed, bool) and (lesson is None or _is_lesson(lesson)):
+            if isinstance(passed, bool) and (lesson is None or is_lesson(lesson)):
                 self.verdict = {"passed": passed, "lesson": lesson}
         elif record.get("error") == "load" and isinstance(record.get("message"), str):
             self.load_error = _one_line(record["message"])
+
+    @property
+    def checks(self) -> list[dict]:
+        return [check.record() for check in self.results]
 
     def outcome(self, ran: sandbox.SandboxRun, limits: Limits, exercise: str) -> GradingOutcome:
         if ran.limit is not None:
@@ -138,47 +140,17 @@ class _Report:
         if self.load_error is not None:
             return GradingOutcome(None, self.checks, _one_line(
                 _("your code did not load: %(error)s", error=self.load_error)))
-        if self.verdict is None or not self.checks:
+        if self.verdict is None or not self.results:
             said = [line for line in ran.output_tail.splitlines() if line.strip()]
             return GradingOutcome(None, self.checks, _one_line(_(
                 "the grading stopped before its verdict (exit status %(status)s): %(said)s",
                 status=ran.returncode, said=said[-1][:300] if said else _("nothing said"))))
+        graded = Grade(exercise, "", self.results)
         # A verdict must agree with the checks it sums up, every one of them there.
-        failed = next((c for c in self.checks if not c["passed"]), None)
-        passed = self.verdict["passed"] and failed is None and \
-            len(self.checks) == len(self.lessons)
-        count = sum(c["passed"] for c in self.checks)
-        if passed:
-            message = _("exercise %(id)s passed: %(passed)s of %(checks)s checks",
-                        id=exercise, passed=count, checks=len(self.checks))
-        elif failed is None:
-            message = _("exercise %(id)s not passed: only %(reported)s of its %(checks)s "
-                        "checks reported", id=exercise, reported=len(self.checks),
-                        checks=len(self.lessons))
-        else:
-            lesson = failed["lesson"] if failed else self.verdict["lesson"]
-            title = failed["lesson_title"] if failed else ""
-            message = _("exercise %(id)s not passed: %(passed)s of %(checks)s checks; first "
-                        "broken lesson %(lesson)s: %(title)s", id=exercise, passed=count,
-                        checks=len(self.checks), lesson=lesson, title=title or "")
-        return GradingOutcome(passed, self.checks, _one_line(message))
-
-
-def _check(record: dict) -> dict | None:
-    """``record`` as a check, if it is exactly one, with its texts capped."""
-    if set(record) != {"lesson", "passed", "action", "expected", "observed", "hint",
-                       "lesson_title"}:
-        return None
-    if not _is_lesson(record["lesson"]) or not isinstance(record["passed"], bool):
-        return None
-    if not all(isinstance(record[name], str) for name in _TEXTS):
-        return None
-    return {"lesson": record["lesson"], "passed": record["passed"],
-            **{name: record[name][:MAX_FIELD] for name in _TEXTS}}
-
-
-def _is_lesson(value: object) -> bool:
-    return isinstance(value, str) and bool(_LESSON.match(value))
+        passed = self.verdict["passed"] and graded.passed and \
+            len(self.results) == len(self.lessons)
+        return GradingOutcome(passed, self.checks, _one_line(
+            graded.room_message(passed=passed, checks_expected=len(self.lessons))))
 
 
 def _one_line(text: str) -> str:

@@ -32,6 +32,7 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from lockshop.exercises.results import RECORD_FIELDS
 from lockshop.room.names import name_key
 from lockshop.room.refusal import Refused
 from shop.i18n import lazy_gettext
@@ -409,8 +410,7 @@ def _keep_result(db: sqlite3.Connection, key: str, name: str, exercise: str, sou
 def small_check(check: dict) -> dict:
     """A check as the room keeps it: its known fields, each text cut to a readable length."""
     kept = {}
-    for field in ("lesson", "passed", "action", "expected", "observed", "hint",
-                  "lesson_title"):
+    for field in RECORD_FIELDS:
         value = check.get(field)
         if isinstance(value, str):
             value = value[:MAX_CHECK_FIELD]

@@ -10,14 +10,14 @@ from __future__ import annotations
 from flask import Blueprint, jsonify
 
 from lockshop.console.control.web import acting_needs_the_token, the_control
-from lockshop.console.lab_runs import catalogue
+from lockshop.console.lab_runs import listing
 
 labs = acting_needs_the_token(Blueprint("labs", __name__, url_prefix="/control/labs"))
 
 
 @labs.get("")
 def lab_list():
-    return jsonify({"articles": catalogue()})
+    return jsonify({"articles": listing()})
 
 
 @labs.post("/<name>/run")

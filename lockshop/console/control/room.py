@@ -20,7 +20,7 @@ from flask import Blueprint, jsonify, request
 from lockshop.console.control.web import the_control
 from lockshop.console.refusal import Refused
 from lockshop.console.self_reported import MAX_BYTES, checked_result
-from lockshop.exercises import catalogue as catalogue_of_exercises
+from lockshop.exercises import listing as listing_of_exercises
 from shop.i18n import lazy_gettext
 
 room = Blueprint("room", __name__, url_prefix="/control")
@@ -28,7 +28,7 @@ room = Blueprint("room", __name__, url_prefix="/control")
 
 @room.get("/exercises")
 def exercises():
-    return jsonify({"exercises": catalogue_of_exercises()})
+    return jsonify({"exercises": listing_of_exercises()})
 
 
 @room.post("/room/results")
@@ -39,7 +39,7 @@ def self_reported_result():
     if not the_room.admits(request.headers.get("X-Room-Code")):
         raise Refused(401, lazy_gettext("this needs the room code (X-Room-Code: <code>), as "
                                         "'lockshop up' printed it"))
-    ids = [exercise["id"] for exercise in catalogue_of_exercises()]
+    ids = [exercise["id"] for exercise in listing_of_exercises()]
     result = checked_result(request.get_data(cache=False), ids)
     return jsonify(the_room.record_self_reported(result)), 201
 

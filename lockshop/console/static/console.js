@@ -345,7 +345,7 @@ async function loadExercises() {
   document.getElementById("exercise-list").replaceChildren(...exercises.map(exercise =>
     element("li", {"data-exercise": exercise.id},
       element("strong", {}, exercise.title),
-      element("span", {class: "muted"}, ` (${exercise.family}; ${exercise.lessons.join(" ")}; ` +
+      element("span", {class: "muted"}, ` (${exercise.backend}; ${exercise.lessons.join(" ")}; ` +
                                          `${exercise.articles.join(", ")})`),
       element("div", {}, exercise.asks),
       element("code", {}, `./run exercise start ${exercise.id}`))));

@@ -10,17 +10,8 @@ pause may come after any check). Only the fencing token can refuse it.
 
 from __future__ import annotations
 
-import signal
-
-from lockshop.exercises.grading import (
-    Grading,
-    first_line,
-    in_thread,
-    start_holder,
-    stop_holder,
-    take,
-    until,
-)
+from lockshop.cluster.holder import held, token_of
+from lockshop.exercises.grading import Grading
 from shop.app import create_schema
 from shop.i18n import _
 from shop.orders.order_path import write_stock
@@ -35,31 +26,31 @@ def paused_holder_writes_late(grading: Grading) -> tuple[str, bool]:
     engine = make_engine(database_url)
     create_schema(engine)
     reset_products(make_sessions(engine), (ProductSpec("x", "Item", ProductKind.ITEM, stock=5),))
-    holder = start_holder(grading, name, "--fenced-write", database_url)
+    holder = grading.start_holder(name, "--fenced-write", database_url)
     try:
-        said = first_line(holder)
-        if not said.startswith("acquired"):
+        said = grading.first_line(holder)
+        if not held(said):
             return _("A did not get the lock: %(said)s", said=said), False
-        a_token = said.split()[1]
+        a_token = token_of(said)
         if a_token == "-":
             return _("A's lock has no fencing token (fencing_token is None)"), False
-        holder.send_signal(signal.SIGSTOP)
-        gone = until(lambda: not _still_there(grading, name), seconds=4 * grading.lease_ms / 1000)
+        holder.pause()
+        gone = grading.until(lambda: not _still_there(grading, name),
+                             seconds=4 * grading.lease_ms / 1000)
         if not gone:
             return _("A's lock outlived its lease while A was stopped"), False
-        b = take(grading.factory(lease_ms=5000), name)
+        b = grading.take(grading.factory(lease_ms=5000), name)
         if b is None:
             return _("B could not take the lock after A's lease ran out"), False
         b_token = b.fencing_token
         with engine.begin() as db:
             write_stock(db, 1, 4, b_token)
-        holder.send_signal(signal.SIGCONT)
-        holder.stdin.write("write\n")
-        holder.stdin.flush()
-        a_wrote = first_line(holder)
-        in_thread(_release_quietly, b)
+        holder.resume()
+        holder.tell("write")
+        a_wrote = grading.first_line(holder)
+        grading.in_thread(grading.release_quietly, b)
     finally:
-        stop_holder(holder)
+        grading.stop_holder(holder)
         engine.dispose()
     observed = _("A's fencing token %(a)s, B's %(b)s; B wrote; A's late write was %(late)s",
                  a=a_token, b=b_token,
@@ -70,9 +61,3 @@ def paused_holder_writes_late(grading: Grading) -> tuple[str, bool]:
 def _still_there(grading: Grading, name: str) -> bool:
     return bool(grading.redis().exists(grading.key_of(name)))
 
-
-def _release_quietly(lock) -> None:
-    try:
-        lock.release()
-    except Exception:  # noqa: BLE001 - the grader's own clean-up
-        pass

@@ -1,9 +1,9 @@
 """Exercise 10: a queued Redis lock against polling (C34), and a waiter that gives up (C38).
 
 Every waiter here runs on a client of its own that counts what it sends
-(``wire.WatchedRedis``): the grader learns that a waiter has asked, and how
-often it asks while it waits, from the commands it sees, never from the
-student's code. A waiter that is told sleeps in the server (``BLPOP`` on a
+(``lockshop.cluster.wire.WatchedRedis``): the grader learns that a waiter
+has asked, and how often it asks while it waits, from the commands it sees,
+never from the student's code. A waiter that is told sleeps in the server (``BLPOP`` on a
 list of its own): those commands are counted apart.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 
-from lockshop.exercises.grading import Background, Check, Grading, in_thread, take, until
+from lockshop.exercises.grading import Background, Check, Grading
 from shop.i18n import _, lazy_gettext
 
 #: A lease far longer than any check: nobody gets in because a lease ran out.
@@ -56,12 +56,12 @@ def _wait_and_hold(factory, name: str, timeout: float, hold: float = 0.0) -> flo
 
 def woken_not_polling(grading: Grading) -> tuple[str, bool]:
     name = grading.fresh_name("woken")
-    a = take(grading.factory(lease_ms=LONG_LEASE_MS), name)
+    a = grading.take(grading.factory(lease_ms=LONG_LEASE_MS), name)
     if a is None:
         return _("A could not take the free lock"), False
     factory = _waiter_factory(grading, name)
     waiting = Background(_wait_and_hold, factory, name, 20.0)
-    if not until(lambda: _has_asked(factory) or waiting.done(), seconds=5):
+    if not grading.until(lambda: _has_asked(factory) or waiting.done(), seconds=5):
         return _("the waiter sent nothing in 5 s"), False
     if waiting.done():
         return _("the waiter got the lock while A held it"), False
@@ -70,7 +70,7 @@ def woken_not_polling(grading: Grading) -> tuple[str, bool]:
     asked = (factory.client.sent - sent) - (factory.client.blocking - blocking)
     slept = factory.client.blocking - blocking
     released = time.monotonic()
-    in_thread(a.release)
+    grading.in_thread(a.release)
     got = waiting.result(25)
     if got is None:
         return _("the waiter never got the lock after A's release"), False
@@ -84,7 +84,7 @@ def woken_not_polling(grading: Grading) -> tuple[str, bool]:
 
 def arrival_order(grading: Grading) -> tuple[str, bool]:
     name = grading.fresh_name("order")
-    a = take(grading.factory(lease_ms=LONG_LEASE_MS), name)
+    a = grading.take(grading.factory(lease_ms=LONG_LEASE_MS), name)
     if a is None:
         return _("A could not take the free lock"), False
     order: list[int] = []
@@ -100,9 +100,9 @@ def arrival_order(grading: Grading) -> tuple[str, bool]:
         factory = _waiter_factory(grading, name)
         waiters.append(Background(waiter, number, factory))
         # The next one arrives only once this one has asked (and so queued).
-        until(lambda f=factory: _has_asked(f), seconds=5)
+        grading.until(lambda f=factory: _has_asked(f), seconds=5)
         time.sleep(0.05)
-    in_thread(a.release)
+    grading.in_thread(a.release)
     for job in waiters:
         job.result(40)
     wanted = list(range(1, WAITERS + 1))
@@ -116,20 +116,20 @@ def quitter_leaves(grading: Grading) -> tuple[str, bool]:
     name = grading.fresh_name("quitter")
     # A lease that outlasts the check by a little: a lock handed to the quitter, which is
     # gone, frees only when it runs out.
-    a = take(grading.factory(lease_ms=3000), name)
+    a = grading.take(grading.factory(lease_ms=3000), name)
     if a is None:
         return _("A could not take the free lock"), False
     quitter_factory = _waiter_factory(grading, name)
     quitting = Background(_wait_and_hold, quitter_factory, name, 1.0)
-    until(lambda: _has_asked(quitter_factory), seconds=5)
+    grading.until(lambda: _has_asked(quitter_factory), seconds=5)
     time.sleep(0.05)
     patient_factory = _waiter_factory(grading, name)
     patient = Background(_wait_and_hold, patient_factory, name, 20.0)
-    until(lambda: _has_asked(patient_factory), seconds=5)
+    grading.until(lambda: _has_asked(patient_factory), seconds=5)
     if quitting.result(10) is not None:
         return _("the first waiter got the lock while A held it"), False
     released = time.monotonic()  # at once: the quitter has just given up
-    in_thread(a.release)
+    grading.in_thread(a.release)
     got = patient.result(25)
     if got is None:
         return _("the second waiter never got the lock after A's release: the first one, "

@@ -1,8 +1,8 @@
 """The Redis lessons, turned on a student's lock: each step as the labs stage it.
 
-A holder that must die is a process of its own (``lockshop.exercises.holder``),
+A holder that must die is a process of its own (``lockshop.cluster.holder``),
 killed with SIGKILL or stopped with SIGSTOP; a window between two commands is
-found by watching the lock's commands on the wire (``lockshop.exercises.wire``)
+found by watching the lock's commands on the wire (``lockshop.cluster.wire``)
 and stepping in right after the first one, never by asking the student's
 code where its window is.
 """
@@ -15,23 +15,15 @@ import time
 
 from locks import LockLost
 from lockshop.cluster.thread_ids import given_a_dead_threads_id
+from lockshop.cluster.holder import held
 from lockshop.exercises.grading import (
     CHECK_SECONDS,
     Background,
     Check,
     Grading,
     NotApplicable,
-    first_line,
-    holder_killed,
-    in_thread,
-    next_owner_waits,
-    patience,
-    start_holder,
-    stop_holder,
-    take,
-    until,
 )
-from lockshop.exercises.wire import SCRIPTS
+from lockshop.cluster.wire import SCRIPTS
 from shop.i18n import _, lazy_gettext
 
 
@@ -48,31 +40,31 @@ def _ttl(grading: Grading, name: str) -> str:
 
 def killed_in_section(grading: Grading) -> tuple[str, bool]:
     name = grading.fresh_name("killed")
-    problem = holder_killed(grading, name)
+    problem = grading.holder_killed(name)
     if problem:
         return problem, False
     left = _ttl(grading, name)
-    waited = next_owner_waits(grading, name)
+    waited = grading.next_owner_waits(name)
     if waited is None:
         return _("after the kill: %(left)s; nobody got the lock in %(seconds)s s", left=left,
-                 seconds=patience(grading)), False
+                 seconds=grading.patience()), False
     return _("after the kill: %(left)s; the next owner got in after %(waited).2f s", left=left,
              waited=waited), True
 
 
 def crash_after_first_write(grading: Grading) -> tuple[str, bool]:
     name = grading.fresh_name("crashed")
-    holder = start_holder(grading, name, "--crash-after-first-write")
-    said = first_line(holder)
-    stop_holder(holder)
+    holder = grading.start_holder(name, "--crash-after-first-write")
+    said = grading.first_line(holder)
+    grading.stop_holder(holder)
     where = _("right after its first write of the key") \
-        if holder.returncode == -signal.SIGKILL and not said.startswith("acquired") \
+        if holder.returncode == -signal.SIGKILL and not held(said) \
         else _("after it acquired")
     left = _ttl(grading, name)
-    waited = next_owner_waits(grading, name)
+    waited = grading.next_owner_waits(name)
     if waited is None:
         return _("the holder died %(where)s, leaving %(left)s; nobody got the lock in "
-                 "%(seconds)s s", where=where, left=left, seconds=patience(grading)), False
+                 "%(seconds)s s", where=where, left=left, seconds=grading.patience()), False
     return _("the holder died %(where)s, leaving %(left)s; the next owner got in after "
              "%(waited).2f s", where=where, left=left, waited=waited), True
 
@@ -97,21 +89,22 @@ def _release(lock) -> str:
 
 def late_release(grading: Grading) -> tuple[str, bool]:
     name = grading.fresh_name("late")
-    a = take(grading.factory(lease_ms=5000), name)
+    a = grading.take(grading.factory(lease_ms=5000), name)
     if a is None:
         return _("A could not take the free lock"), False
     # A's lease runs out now (a watchdog would keep renewing it: as if A were paused).
     grading.redis().pexpire(grading.key_of(name), 1)
-    expired = until(lambda: grading.redis().exists(grading.key_of(name)) == 0, seconds=3)
+    expired = grading.until(lambda: grading.redis().exists(grading.key_of(name)) == 0,
+                            seconds=3)
     if not expired:
         return _("A's lease never ran out: %(left)s", left=_ttl(grading, name)), False
-    b = take(grading.factory(lease_ms=5000), name)
+    b = grading.take(grading.factory(lease_ms=5000), name)
     if b is None:
         return _("B could not take the lock after A's lease ran out"), False
     b_had = _snapshot(grading, name)
-    a_said = in_thread(_release, a)
+    a_said = grading.in_thread(_release, a)
     b_has = _snapshot(grading, name)
-    in_thread(_release, b)
+    grading.in_thread(_release, b)
     if b_has != b_had:
         return _("A's release %(said)s, and B's lock is gone: A deleted it", said=a_said), False
     return _("A's release %(said)s; B's lock is still there", said=a_said), True
@@ -120,13 +113,13 @@ def late_release(grading: Grading) -> tuple[str, bool]:
 def window_in_release(grading: Grading) -> tuple[str, bool]:
     name = grading.fresh_name("window")
     factory = grading.factory(lease_ms=5000, watched_key=grading.key_of(name))
-    a = take(factory, name)
+    a = grading.take(factory, name)
     if a is None:
         return _("A could not take the free lock"), False
     paused, go = pause_after_first_read(factory.client)
     acquired_with = len(factory.client.commands)
-    releasing = Background(_release_quietly, a)
-    until(lambda: paused.is_set() or releasing.done(), seconds=10)
+    releasing = Background(grading.release_quietly, a, LockLost)
+    grading.until(lambda: paused.is_set() or releasing.done(), seconds=10)
     if not paused.is_set():
         releasing.result(10)
         sent = factory.client.commands[acquired_with:]
@@ -140,14 +133,14 @@ def window_in_release(grading: Grading) -> tuple[str, bool]:
             NotApplicable(see="C11")
     # A read the key and is about to delete it. Its lease runs out now, and B comes.
     grading.redis().delete(grading.key_of(name))
-    b = take(grading.factory(lease_ms=5000), name)
+    b = grading.take(grading.factory(lease_ms=5000), name)
     b_in = b is not None
     b_had = _snapshot(grading, name)
     go.set()
     releasing.result(10)
     b_has = _snapshot(grading, name)
     if b_in:
-        in_thread(_release, b)
+        grading.in_thread(_release, b)
     if not b_in:
         return _("B could not take the lock after A's lease ran out"), False
     if b_has != b_had:
@@ -170,12 +163,6 @@ def pause_after_first_read(client) -> tuple[threading.Event, threading.Event]:
     return paused, go
 
 
-def _release_quietly(lock) -> None:
-    try:
-        lock.release()
-    except LockLost:
-        pass
-
 
 # --- C13, C27, C28, C49: re-entry --------------------------------------------------------------
 
@@ -189,13 +176,13 @@ def reenters(grading: Grading) -> tuple[str, bool]:
         started = time.monotonic()
         again = inner.acquire()
         waited = time.monotonic() - started
-        other = in_thread(lambda: factory.lock(name).acquire(blocking=False))
+        other = grading.in_thread(lambda: factory.lock(name).acquire(blocking=False))
         if again:
             inner.release()
         outer.release()
         return again, other, waited
 
-    again, other, waited = in_thread(holder_asks_again)
+    again, other, waited = grading.in_thread(holder_asks_again)
     return (_("asked again: %(again)s after %(waited).2f s; another owner got in: %(other)s",
               again=again, waited=waited, other=other),
             again and waited < 0.3 and not other)
@@ -217,12 +204,12 @@ def inner_release_keeps(grading: Grading) -> tuple[str, bool]:
         if not (outer.acquire() and inner.acquire(timeout=0.3)):
             return False, False, False
         inner.release()
-        during = in_thread(other_owner_asks)
+        during = grading.in_thread(other_owner_asks)
         outer.release()
-        after = in_thread(other_owner_asks)
+        after = grading.in_thread(other_owner_asks)
         return True, during, after
 
-    entered, during, after = in_thread(nested)
+    entered, during, after = grading.in_thread(nested)
     if not entered:
         return _("the holder could not enter twice"), False
     return _("after the inner release another owner got in: %(during)s; after the outer "
@@ -234,8 +221,8 @@ def two_owners_at_once(grading: Grading) -> tuple[str, bool]:
     watched = grading.factory(lease_ms=5000, watched_key=grading.key_of(name))
     paused, go = pause_after_first_read(watched.client)
     asking = Background(lambda: watched.lock(name).acquire(blocking=False))
-    until(lambda: paused.is_set() or asking.done(), seconds=10)
-    b_in = take(grading.factory(lease_ms=5000), name, blocking=False) is not None
+    grading.until(lambda: paused.is_set() or asking.done(), seconds=10)
+    b_in = grading.take(grading.factory(lease_ms=5000), name, blocking=False) is not None
     go.set()
     a_in = bool(asking.result(10))
     window = _("A paused after its first read; ") if paused.is_set() else ""
@@ -269,16 +256,16 @@ def slow_holder_keeps(grading: Grading) -> tuple[str, bool]:
         others = []
         for _lease in range(leases):
             time.sleep(grading.lease_ms / 1000)  # the work: longer than a lease, on purpose
-            others.append(in_thread(lambda: factory.lock(name).acquire(blocking=False)))
+            others.append(grading.in_thread(lambda: factory.lock(name).acquire(blocking=False)))
         try:
             lock.ensure_held()
             state = "still held"
         except LockLost:
             state = "lost"
-        _release_quietly(lock)
+        grading.release_quietly(lock, LockLost)
         return others, state
 
-    others, state = in_thread(slow_work)
+    others, state = grading.in_thread(slow_work)
     observed = _("after each of %(leases)s leases another owner got in: %(others)s; at the end "
                  "the lock was %(state)s", leases=leases, others=others,
                  state=_("still held") if state == "still held" else _("lost"))
@@ -289,13 +276,13 @@ def dead_holder_frees(grading: Grading) -> tuple[str, bool]:
     name = grading.fresh_name("dead")
     # The watchdog renews a few times first: a lock that only frees because it was never
     # renewed is not the point.
-    problem = holder_killed(grading, name, after_seconds=2 * grading.lease_ms / 1000)
+    problem = grading.holder_killed(name, after_seconds=2 * grading.lease_ms / 1000)
     if problem:
         return problem, False
-    waited = next_owner_waits(grading, name)
+    waited = grading.next_owner_waits(name)
     bound = grading.lease_ms / 1000 + 0.3
     if waited is None:
-        return _("nobody got the lock in %(seconds)s s", seconds=patience(grading)), False
+        return _("nobody got the lock in %(seconds)s s", seconds=grading.patience()), False
     return _("the next owner got in %(waited).2f s after the kill (the lease: %(lease)s ms)",
              waited=waited, lease=grading.lease_ms), waited <= bound
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from lockshop.exercises.checks.redis_steps import TOKEN, pause_after_first_read
-from lockshop.exercises.grading import Background, Check, Grading, NotApplicable, take, until
-from lockshop.exercises.wire import SCRIPTS
 from locks import LockLost
+from lockshop.cluster.wire import SCRIPTS
+from lockshop.exercises.checks.redis_steps import TOKEN, pause_after_first_read
+from lockshop.exercises.grading import Background, Check, Grading, NotApplicable
 from shop.i18n import _, lazy_gettext
 
 #: A lease far longer than the check: a key left behind is still there when looked at.
@@ -36,13 +36,13 @@ def conflict_in_release(grading: Grading) -> tuple[str, bool]:
     name = grading.fresh_name("watch")
     key = grading.key_of(name)
     factory = grading.factory(lease_ms=LONG_LEASE_MS, watched_key=key)
-    a = take(factory, name)
+    a = grading.take(factory, name)
     if a is None:
         return _("A could not take the free lock"), False
     paused, go = pause_after_first_read(factory.client)
     acquired_with = len(factory.client.commands)
     releasing = Background(_release, a)
-    until(lambda: paused.is_set() or releasing.done(), seconds=10)
+    grading.until(lambda: paused.is_set() or releasing.done(), seconds=10)
     if not paused.is_set():
         releasing.result(10)
         sent = factory.client.commands[acquired_with:]

@@ -22,7 +22,7 @@ import time
 import redis
 
 from locks import BackendUnavailable, LockLost
-from lockshop.exercises.grading import Check, Grading, in_thread
+from lockshop.exercises.grading import Check, Grading
 from shop.i18n import _, lazy_gettext, yes_no
 
 DOWN_TWO, DOWN_THREE = (0, 3), (0, 1, 3)
@@ -45,20 +45,13 @@ def _said(outcome: str) -> str:
             "unavailable": _("refused: backend unavailable")}[outcome]
 
 
-def _attempt(factory, name: str):
+def _attempt(grading: Grading, factory, name: str):
     """A lock of ``factory`` on ``name``, tried once in a thread of its own (an owner of
     its own): (the lock, its outcome)."""
     def attempt():
         lock = factory.lock(name, timeout=0)
         return lock, _outcome(lock)
-    return in_thread(attempt)
-
-
-def _quietly(call) -> None:
-    try:
-        call()
-    except Exception:  # noqa: BLE001 - the grader's own clean-up
-        pass
+    return grading.in_thread(attempt)
 
 
 class _Servers:
@@ -102,10 +95,10 @@ def two_down(grading: Grading) -> tuple[str, bool]:
     try:
         for index in DOWN_TWO:
             grading.redis_servers[index].kill()
-        a, a_said = _attempt(a_factory, name)
-        _b, b_said = _attempt(b_factory, name)
+        a, a_said = _attempt(grading, a_factory, name)
+        _b, b_said = _attempt(grading, b_factory, name)
         if a_said == "acquired":
-            in_thread(lambda: _quietly(a.release))
+            grading.in_thread(grading.release_quietly, a)
     finally:
         for index in DOWN_TWO:
             grading.start_server(grading.redis_servers[index])
@@ -120,11 +113,11 @@ def three_down(grading: Grading) -> tuple[str, bool]:
     try:
         for index in DOWN_THREE:
             grading.redis_servers[index].kill()
-        a, a_said = _attempt(factory, name)
+        a, a_said = _attempt(grading, factory, name)
         up = [i for i in range(len(grading.redis_servers)) if i not in DOWN_THREE]
         left = look.holding(grading.key_of(name), _token(a), up)
         if a_said == "acquired":
-            in_thread(lambda: _quietly(a.release))
+            grading.in_thread(grading.release_quietly, a)
     finally:
         for index in DOWN_THREE:
             grading.start_server(grading.redis_servers[index])
@@ -172,7 +165,7 @@ def validity(grading: Grading) -> tuple[str, bool]:
                 time.sleep(0.005)
             return said, took, None, trusted_after_expiry
 
-        said, took, lost_after, trusted_after_expiry = in_thread(hold)
+        said, took, lost_after, trusted_after_expiry = grading.in_thread(hold)
     finally:
         for index in paused:
             grading.redis_servers[index].resume()
@@ -206,11 +199,11 @@ def failed_attempt_unlocks(grading: Grading) -> tuple[str, bool]:
     try:
         for index in others:
             look.clients[index].set(key, "B's token", px=10_000)
-        a, a_said = _attempt(factory, name)
+        a, a_said = _attempt(grading, factory, name)
         rest = [i for i in range(len(grading.redis_servers)) if i not in others]
         left = look.holding(key, _token(a), rest)
         if a_said == "acquired":
-            in_thread(lambda: _quietly(a.release))
+            grading.in_thread(grading.release_quietly, a)
     finally:
         look.close()
     return _("B holds servers %(others)s; A: %(a)s; A's token left on servers %(rest)s: "
@@ -229,7 +222,7 @@ def forgetful_server(grading: Grading) -> tuple[str, bool]:
     try:
         for index in cut_off:
             servers[index].stop()
-        a, a_said = _attempt(a_factory, name)
+        a, a_said = _attempt(grading, a_factory, name)
         asked = time.monotonic()
         for index in cut_off:
             grading.start_server(servers[index])  # back, empty
@@ -240,15 +233,15 @@ def forgetful_server(grading: Grading) -> tuple[str, bool]:
         # B's clients are made now, so that none of its connections is to a server that
         # has gone since: B is refused for what the servers answer, not for a stale socket.
         b_factory = grading.factory()
-        _b, b_early = _attempt(b_factory, name)
-        a_early = _still_held(a)
+        _b, b_early = _attempt(grading, b_factory, name)
+        a_early = _still_held(grading, a)
         # The crashed server stays out until the longest lease has run out.
         time.sleep(max(0.0, asked + lease + 0.05 - time.monotonic()))
-        a_late = _still_held(a)
+        a_late = _still_held(grading, a)
         grading.start_server(servers[forgets])
-        b, b_late = _attempt(b_factory, name)
+        b, b_late = _attempt(grading, b_factory, name)
         if b_late == "acquired":
-            in_thread(lambda: _quietly(b.release))
+            grading.in_thread(grading.release_quietly, b)
     finally:
         for index in (*cut_off, forgets):
             if servers[index].process is None:
@@ -263,14 +256,14 @@ def forgetful_server(grading: Grading) -> tuple[str, bool]:
     return observed, b_early != "acquired" and b_late == "acquired" and not a_late
 
 
-def _still_held(lock) -> bool:
+def _still_held(grading: Grading, lock) -> bool:
     def ask() -> bool:
         try:
             lock.ensure_held()
         except LockLost:
             return False
         return True
-    return in_thread(ask)
+    return grading.in_thread(ask)
 
 
 MAJORITY = (

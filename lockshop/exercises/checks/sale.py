@@ -12,15 +12,13 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
+from lockshop.cluster.client import ShopClient
+from lockshop.cluster.hold_logs import collect_holds, overlap_audit
+from lockshop.cluster.launcher import Cluster
 from lockshop.exercises.grading import Check, Grading
 from shop.config import Config
 from shop.i18n import _, lazy_gettext
-
-if TYPE_CHECKING:
-    from lockshop.cluster.client import ShopClient
-    from lockshop.cluster.launcher import Cluster
 
 INSTANCES = 3
 STOCK = 5
@@ -31,11 +29,6 @@ TOKEN = "exercise"
 
 
 def flash_sale(grading: Grading) -> tuple[str, bool]:
-    # Imported here, not at the top: every holder process imports this package, and the
-    # launcher brings in the whole shop (half a second per holder) that only the sale needs.
-    from lockshop.cluster.client import ShopClient
-    from lockshop.cluster.launcher import Cluster
-
     folder = grading.runtime / "sale"
     backends = grading.backends(lease_ms=5000)
     config = Config(database_url=f"sqlite:///{folder / 'shop.db'}",
@@ -87,17 +80,16 @@ def _buyers_at_once(shops: list[ShopClient]) -> list:
 
 
 def _overlaps(cluster: Cluster, since: float) -> dict:
-    from lockshop.cluster.hold_logs import collect_holds, overlap_audit
     instances = {instance.name: instance.url for instance in cluster.instances}
     return overlap_audit(collect_holds(instances, since, labs=False, timeout=5))
 
 
-def checks(family: str, *, still_held_written: bool = True) -> tuple[Check, ...]:
-    """The sale, named for the family's lesson: across processes (C03), or the article's
+def checks(backend: str, *, still_held_written: bool = True) -> tuple[Check, ...]:
+    """The sale, named for the backend's lesson: across processes (C03), or the article's
     two ticket offices selling one seat (C02). Its hint names ``_still_held()`` only where
     the student writes one (``still_held_written``); elsewhere the base class's asks
     Redis whether the key still holds the lock's token."""
-    lesson = "C02" if family == "zookeeper" else "C03"
+    lesson = "C02" if backend == "zookeeper" else "C03"
     hint = SALE.hint if still_held_written else HINT_TOKEN_READ_BACK
     return (replace(SALE, lesson=lesson, hint=hint),)
 

@@ -17,16 +17,7 @@ from collections.abc import Iterable
 from locks import LockError, LockLost
 from lockshop.cluster.zookeeper_sessions import end_session
 from lockshop.cluster.zookeeper_servers import four_letter_word
-from lockshop.exercises.grading import (
-    Background,
-    Check,
-    Grading,
-    holder_killed,
-    next_owner_waits,
-    patience,
-    take,
-    until,
-)
+from lockshop.exercises.grading import Background, Check, Grading
 from shop.i18n import N_, _, lazy_gettext
 
 WAITERS = 5
@@ -110,13 +101,13 @@ class Waiter:
 
 def dead_holder_node_goes(grading: Grading) -> tuple[str, bool]:
     name = grading.fresh_name("dead")
-    problem = holder_killed(grading, name)
+    problem = grading.holder_killed(name)
     if problem:
         return problem, False
-    waited = next_owner_waits(grading, name)
+    waited = grading.next_owner_waits(name)
     if waited is None:
         return _("nobody got the lock in %(seconds)s s after the kill",
-                 seconds=patience(grading)), False
+                 seconds=grading.patience()), False
     return _("the next owner got in %(waited).2f s after the kill (the session timeout: "
              "%(session)s ms)", waited=waited, session=grading.lease_ms), True
 
@@ -126,16 +117,16 @@ def dead_holder_node_goes(grading: Grading) -> tuple[str, bool]:
 def expired_session_is_not_held(grading: Grading) -> tuple[str, bool]:
     name = grading.fresh_name("expired")
     factory = grading.factory()
-    lock = take(factory, name)
+    lock = grading.take(factory, name)
     if lock is None:
         return _("the lock could not be taken while free"), False
     before = _ensure_held(lock)
     session, password = factory.client.client_id
     end_session(session, password, grading.zookeeper.address)
     # kazoo hears of it on its next contact and opens a new session, which holds nothing.
-    until(lambda: (factory.client.client_id or (session,))[0] != session, seconds=10)
+    grading.until(lambda: (factory.client.client_id or (session,))[0] != session, seconds=10)
     after = _ensure_held(lock)
-    other = take(grading.factory(), name, timeout=5)
+    other = grading.take(grading.factory(), name, timeout=5)
     if other is not None:
         other.release()
     observed = _("while held: %(before)s; after its session expired: %(after)s; another owner "
@@ -158,24 +149,24 @@ def _ensure_held(lock) -> str:
 
 def _queue_behind_a_holder(grading: Grading, name: str, *, one_at_a_time: bool
                            ) -> tuple[object, list[Waiter], list[int], int]:
-    holder = take(grading.factory(), name)
-    if holder is None:
+    held_lock = grading.take(grading.factory(), name)
+    if held_lock is None:
         raise AssertionError(_("the lock could not be taken while free"))
     served: list[int] = []
     waiters = []
     for number in range(1, WAITERS + 1):
         waiters.append(Waiter(grading, name, number, 30, served))
         if one_at_a_time:  # the next arrives once this one is seen waiting (its watch)
-            until(lambda n=number: _watch_count(grading, waiters) >= n, seconds=3)
-    until(lambda: _watch_count(grading, waiters) >= WAITERS, seconds=3)
-    return holder, waiters, served, _watch_count(grading, waiters)
+            grading.until(lambda n=number: _watch_count(grading, waiters) >= n, seconds=3)
+    grading.until(lambda: _watch_count(grading, waiters) >= WAITERS, seconds=3)
+    return held_lock, waiters, served, _watch_count(grading, waiters)
 
 
 def one_wakeup_per_release(grading: Grading) -> tuple[str, bool]:
     name = grading.fresh_name("herd")
-    holder, waiters, served, total = _queue_behind_a_holder(grading, name, one_at_a_time=False)
+    held_lock, waiters, served, total = _queue_behind_a_holder(grading, name, one_at_a_time=False)
     most = max((len(s) for s in watches(grading, waiters).values()), default=0)
-    holder.release()
+    held_lock.release()
     for waiter in waiters:
         waiter.join()
     if total == 0:
@@ -194,9 +185,9 @@ def one_wakeup_per_release(grading: Grading) -> tuple[str, bool]:
 
 def arrival_order(grading: Grading) -> tuple[str, bool]:
     name = grading.fresh_name("order")
-    holder, waiters, served, _watches = _queue_behind_a_holder(grading, name,
+    held_lock, waiters, served, _watches = _queue_behind_a_holder(grading, name,
                                                                one_at_a_time=True)
-    holder.release()
+    held_lock.release()
     for waiter in waiters:
         waiter.join()
     wanted = list(range(1, WAITERS + 1))
@@ -208,17 +199,17 @@ def arrival_order(grading: Grading) -> tuple[str, bool]:
 
 def look_again_and_leave(grading: Grading) -> tuple[str, bool]:
     name = grading.fresh_name("giveup")
-    holder = take(grading.factory(), name)
-    if holder is None:
+    held_lock = grading.take(grading.factory(), name)
+    if held_lock is None:
         return _("the lock could not be taken while free"), False
     served: list[int] = []
     # The quitter gives up after 2 s: time for the patient waiter to queue behind it and
     # watch its node first, even on a busy machine.
     quitter = Waiter(grading, name, 1, 2.0, served)
-    until(lambda: _watch_count(grading, [quitter]) >= 1, seconds=3)
+    grading.until(lambda: _watch_count(grading, [quitter]) >= 1, seconds=3)
     quitter_nodes = set(ephemerals(grading).get(quitter.session, []))
     patient = Waiter(grading, name, 2, 30, served)
-    until(lambda: _watch_count(grading, [quitter, patient]) >= 2, seconds=3)
+    grading.until(lambda: _watch_count(grading, [quitter, patient]) >= 2, seconds=3)
     quitter.join(10)
 
     def settled() -> bool:
@@ -229,10 +220,10 @@ def look_again_and_leave(grading: Grading) -> tuple[str, bool]:
         return any(patient.session in sessions and path not in quitter_nodes
                    for path, sessions in watches(grading, [patient]).items())
 
-    until(settled, seconds=10)
+    grading.until(settled, seconds=10)
     walked_in = patient.result is not None
     left_behind = ephemerals(grading).get(quitter.session, [])
-    holder.release()
+    held_lock.release()
     # Behind a node left behind, the patient waiter can never be served: no need to wait.
     patient.join(2 if left_behind else 10)
     observed = _("the waiter that gave up returned %(quit)s and left %(left)s node(s) behind; "

@@ -337,7 +337,7 @@ function drawCheck(check) {
     element("div", {class: "head"},
       element("span", {class: "mark", "aria-label": passed ? _("passed") : _("failed")}, passed ? "✓" : "✗"),
       " ", element("span", {class: "lesson"}, String(check.lesson || "")),
-      " ", element("span", {class: "action"}, String(check.action || check.title || ""))),
+      " ", element("span", {class: "action"}, String(check.action || ""))),
     line(_("expected"), check.expected),
     line(_("observed"), check.observed),
     passed ? null : line(_("lesson"), lessonOf(check)),

@@ -13,7 +13,7 @@ import time
 from sqlalchemy import create_engine, text
 
 from lockshop.workshop.staging import steps
-from lockshop.workshop.staging.holders import holder_process
+from lockshop.cluster.holder import HELD, holder_process
 from lockshop.workshop.staging.record import Lab
 from shop.i18n import N_, _, yes_no
 
@@ -43,7 +43,7 @@ def stage_lock_row(run) -> None:
         run.check(_("a process inserts the lock row of product:1 and is killed (SIGKILL)"),
                   expected=_("it held the lock and dies before its delete"),
                   observed=_("it reported: %(said)s; then it was killed", said=steps.said(said)),
-                  agrees=said == "held")
+                  agrees=said == HELD)
         factory = run.open_locks(strategy, database_url=url, lease_ms=500)
         granted, waited = _wait(factory, 1.5)
         if half == "broken":

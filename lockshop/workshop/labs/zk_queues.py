@@ -5,13 +5,12 @@ a writer they cannot starve, and re-entry.
 
 from __future__ import annotations
 
-import signal
-import subprocess
-import sys
+import json
 import threading
 import time
 
 import locks
+from lockshop.cluster.holder import HELD, Holder
 from lockshop.cluster.zookeeper_servers import four_letter_word
 from lockshop.workshop.staging import steps
 from lockshop.workshop.staging.record import Lab
@@ -91,26 +90,6 @@ def _wakeups(strategy: str) -> int:
 
 # --- C20: first come, first served ---------------------------------------------------------------
 
-FIRST_WAITER = """
-import sys, time, locks
-from locks import Backends
-from locks.custom import register_spec
-from shop.config import Config
-for plugged_in in Config.from_env().extra_locks:  # a student's lock (lab --lock)
-    register_spec(plugged_in)
-factory = locks.open_factory(sys.argv[1], Backends(zk_hosts=sys.argv[2]))
-deadline = time.monotonic() + 10
-while not factory.available() and time.monotonic() < deadline:
-    time.sleep(0.02)
-lock = factory.lock("product:1", timeout=20)
-print("waiting", flush=True)
-assert lock.acquire()
-print("held", flush=True)
-time.sleep(0.2)
-lock.release()
-"""
-
-
 def stage_arrival_order(run) -> None:
     """The first waiter is descheduled (SIGSTOP) just as the lock frees; a newcomer asks."""
     zk = run.parts.zookeeper()
@@ -119,33 +98,36 @@ def stage_arrival_order(run) -> None:
             ("fix", "zk_fair", _("waiters queue as sequential nodes; the lock passes down the "
                                  "queue"))):
         getattr(run, half)(strategy, how)
-        holder = run.open_locks(strategy, zk_hosts=zk.address).lock("product:1")
-        holder.acquire()
-        with subprocess.Popen([sys.executable, "-c", FIRST_WAITER, run.version(strategy),
-                               zk.address],
-                              stdout=subprocess.PIPE, text=True) as first:
-            first.stdout.readline()  # "waiting": it is about to ask
+        held_lock = run.open_locks(strategy, zk_hosts=zk.address).lock("product:1")
+        held_lock.acquire()
+        first = Holder("--strategy", run.version(strategy), "--backends",
+                       json.dumps({"zk_hosts": zk.address}), "--name", "product:1",
+                       "--timeout", "20", "--say-waiting", "--hold-seconds", "0.2")
+        try:
+            first.next_line(30)  # "waiting": it is about to ask
             time.sleep(0.5)  # it has asked, and waits (watching)
-            first.send_signal(signal.SIGSTOP)
-            holder.release()
+            first.pause()
+            held_lock.release()
             newcomer = run.open_locks(strategy, zk_hosts=zk.address).lock("product:1")
             jumped = newcomer.acquire(blocking=False)
-            first.send_signal(signal.SIGCONT)
+            first.resume()
             if jumped:
                 newcomer.release()
-            said = first.stdout.readline().strip()
-            first.wait(10)
+            said = (first.next_line(30) or "").split(" ", 1)[0]
+            first.process.wait(10)
+        finally:
+            first.kill()
         observed = _("the newcomer got in first: %(jumped)s; the first waiter then: %(said)s",
                      jumped=yes_no(jumped), said=steps.said(said) if said else _("nothing"))
         action = _("a waiter queues first; it is paused as the holder releases; a newcomer "
                    "asks")
         if half == "broken":
             run.check(action, expected=_("the newcomer gets in ahead of the first waiter"),
-                      observed=observed, agrees=jumped and said == "held")
+                      observed=observed, agrees=jumped and said == HELD)
         else:
             run.check(action, expected=_("the lock is the first waiter's, paused or not: the "
                                          "newcomer waits its turn"), observed=observed,
-                      agrees=not jumped and said == "held")
+                      agrees=not jumped and said == HELD)
 
 
 # --- C38: a woken waiter looks again -------------------------------------------------------------

@@ -14,7 +14,7 @@ import time
 from locks import Backends
 from lockshop.cluster.zookeeper_sessions import expire_session
 from lockshop.workshop.staging import steps
-from lockshop.workshop.staging.holders import holder_process
+from lockshop.cluster.holder import HELD, holder_process
 from lockshop.workshop.staging.record import Lab
 from shop.orders.order_path import (
     OrderContext,
@@ -94,7 +94,7 @@ def stage_ephemeral(run) -> None:
         run.check(_("a process takes the lock of product:1 and is killed (SIGKILL)"),
                   expected=_("it held the lock, and dies without releasing it"),
                   observed=_("it reported: %(said)s; then it was killed", said=steps.said(said)),
-                  agrees=said == "held")
+                  agrees=said == HELD)
         factory = run.open_locks(strategy, redis_url=redis_server.url, zk_hosts=zk.address,
                                  lease_ms=SESSION_MS)
         waiter = factory.lock("product:1", timeout=4)

@@ -4,6 +4,6 @@
 * ``stage``: the real parts it stages on (``Parts``) and one lab being staged
   (``Stage``: what its steps call);
 * ``runner``: labs run one after another and printed as they go;
-* ``steps`` and ``holders``: small helpers the labs share (a timed acquire, a
-  holder in a process of its own).
+* ``steps``: small helpers the labs share (a timed acquire, an outcome said);
+  a holder in a process of its own is ``lockshop.cluster.holder``'s, the grader's too.
 """

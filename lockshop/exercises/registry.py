@@ -1,0 +1,177 @@
+"""The exercises, in order: what each asks, its checks, its reference.
+
+Each exercise is a step of the articles' path (A0's from ``SETNX`` to a
+reentrant hash in Lua, A4's watchdog and fencing, then A3's ZooKeeper
+nodes): a skeleton to fill in, on the same base class and hooks as the
+project's own lock of that kind, and a grader that runs the student's
+class through the lessons it teaches, on servers of its own (its
+``backend``). Checks are cumulative along a ``chain``: exercise N also runs
+every check of the exercises before it on its chain, so a lock that passes N
+is right for every step before it. An exercise's chain is its backend unless
+it names one of its own (one that should not inherit the earlier steps). The
+project's own locks are the references, and its broken ones the mutants
+each exercise must catch (tests/test_exercises.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from lockshop.exercises.checks import contract, redis_steps, sale, zookeeper_steps
+from lockshop.exercises.checks import redis_queue, redis_watch, redlock
+from lockshop.exercises.grading import Check
+from shop.i18n import lazy_gettext
+
+SKELETONS = Path(__file__).parent / "skeletons"
+REDIS, ZOOKEEPER = "redis", "zookeeper"
+#: Independent Redis servers (``grading.REDLOCK_SERVERS``), for a lock on ``RedlockBase``.
+REDLOCK = "redlock"
+
+
+@dataclass(frozen=True)
+class Exercise:
+    id: str  # "3"
+    file: str  # the skeleton's file name: "token_lock.py"
+    title: str  # lazy: said in the reader's language
+    #: The servers a grading starts (``Grading``), and the lock base the student's class
+    #: must extend: REDIS, ZOOKEEPER or REDLOCK.
+    backend: str
+    articles: tuple[str, ...]
+    #: What the student is asked to do, in a few sentences.
+    asks: str
+    #: The checks this step adds; ``checks()`` adds the earlier steps' and the contract.
+    own_checks: tuple[Check, ...]
+    #: The project's own lock that does what is asked: the reference that must pass.
+    reference: str
+    #: The exercises whose checks are cumulative: N runs every earlier one's on its chain.
+    #: Its backend unless given (an exercise that should not inherit the earlier steps).
+    chain: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.chain:
+            object.__setattr__(self, "chain", self.backend)
+
+    @property
+    def lessons(self) -> tuple[str, ...]:
+        """The lessons it grades: its own steps', and the contract's and the sale's for the
+        first exercise of a chain (whose step is to make a lock at all)."""
+        first = min(int(e.id) for e in EXERCISES.values() if e.chain == self.chain)
+        checks = self.own_checks
+        if int(self.id) == first:
+            checks = (*contract.CHECKS, *checks, *sale.checks(self.backend))
+        return tuple(dict.fromkeys(check.lesson for check in checks))
+
+    @property
+    def skeleton(self) -> Path:
+        return SKELETONS / self.file
+
+    def checks(self) -> tuple[Check, ...]:
+        """Every check this exercise runs, in order: the contract, every earlier step of
+        its chain and its own, then the sale across instances."""
+        earlier = [e for e in EXERCISES.values()
+                   if e.chain == self.chain and int(e.id) <= int(self.id)]
+        steps = [check for e in earlier for check in e.own_checks]
+        return (*contract.CHECKS, *steps,
+                *sale.checks(self.backend, still_held_written=self.asks_still_held))
+
+    @property
+    def asks_still_held(self) -> bool:
+        """Whether its skeleton has the student write ``_still_held()`` (hints name it
+        only then)."""
+        return "_still_held" in self.skeleton.read_text()
+
+
+_LIST = (
+    Exercise("1", "setnx_lock.py", lazy_gettext("A lock with SETNX, released with DEL"),
+             REDIS, ("A0",),
+             lazy_gettext("Take the lock with one SETNX of the lock's key and give it back "
+                          "with DEL. It must keep every other thread and process out while "
+                          "it is held."),
+             (), "redis_setnx"),
+    Exercise("2", "lease_lock.py", lazy_gettext("A lease: SET NX PX in one command"), REDIS,
+             ("A0", "A1", "A4"),
+             lazy_gettext("A holder that dies must not keep the lock forever: give the key an "
+                          "expiry, in the same command that creates it."),
+             redis_steps.BASICS, "redis_plain_del"),
+    Exercise("3", "token_lock.py",
+             lazy_gettext("A token per holder, and a Lua compare-and-delete"), REDIS,
+             ("A0", "A2", "A4"),
+             lazy_gettext("Write your token into the key, and release only a key that still "
+                          "holds it: the comparison and the delete in one Lua script."),
+             redis_steps.TOKEN, "redis"),
+    Exercise("4", "reentrant_lock.py",
+             lazy_gettext("A reentrant lock: a hash of owner to count, in Lua"), REDIS, ("A0",),
+             lazy_gettext("Let the holder take its own lock again: a hash of owner -> count, "
+                          "counted up on acquire and down on release, deleted at zero; each "
+                          "step one Lua script."),
+             redis_steps.REENTRANT, "redis_reentrant"),
+    Exercise("5", "watchdog_lock.py",
+             lazy_gettext("A watchdog that renews the lease while the holder lives"), REDIS,
+             ("A4",),
+             lazy_gettext("Keep the lease short and renew it from a thread while the lock is "
+                          "held, as Redisson's watchdog does; stop renewing at the release."),
+             redis_steps.WATCHDOG, "redisson"),
+    Exercise("6", "fenced_lock.py", lazy_gettext("A fencing token the shop's write checks"),
+             REDIS, ("A4",),
+             lazy_gettext("Hand out a number that grows with every acquisition, so that the "
+                          "shop can refuse the late write of a holder that was paused past "
+                          "its lease."),
+             redis_steps.FENCING, "redisson"),
+    Exercise("7", "ephemeral_lock.py", lazy_gettext("A ZooKeeper lock on one ephemeral node"),
+             ZOOKEEPER, ("A0", "A1", "A3"),
+             lazy_gettext("Lock by creating one ephemeral node, wait by watching it: the node "
+                          "goes with its holder's session, so a dead holder frees the lock by "
+                          "itself."),
+             zookeeper_steps.EPHEMERAL, "zk_simple"),
+    Exercise("8", "queue_lock.py",
+             lazy_gettext("The fair lock: ephemeral sequential nodes, each watching the one "
+                          "ahead"), ZOOKEEPER, ("A0", "A3", "A4"),
+             lazy_gettext("Queue as an ephemeral sequential node; hold the lock when yours is "
+                          "the lowest; otherwise watch only the node just ahead of yours, and "
+                          "look again when it goes."),
+             zookeeper_steps.QUEUE, "zk_fair"),
+    # Steps off the path: a Redis lock each, which inherits none of exercises 1-6's checks.
+    Exercise("9", "watch_lock.py",
+             lazy_gettext("The token lock released with WATCH and MULTI/EXEC, retried on a "
+                          "conflict"), REDIS, ("A2",),
+             lazy_gettext("Release without Lua: WATCH the key, GET it, and delete it in "
+                          "MULTI/DEL/EXEC only if it holds your token. When EXEC is refused, "
+                          "the key changed after your GET: read it again before deciding."),
+             (*redis_watch.WATCH_TOKEN, *redis_watch.CONFLICT),
+             "locks.redis_watch:WatchReleaseLock", chain="redis-watch"),
+    Exercise("10", "queued_lock.py",
+             lazy_gettext("A queued Redis lock: one wake-up per release, instead of polling"),
+             REDIS, ("A1", "A4"),
+             lazy_gettext("A refused waiter joins a queue and sleeps with BLPOP on a list of "
+                          "its own; a release wakes the waiter at the head, and a free lock "
+                          "is the head's. A waiter that gives up leaves the queue."),
+             (*redis_steps.TOKEN, *redis_queue.QUEUE), "redis_fair", chain="redis-queue"),
+    Exercise("11", "majority_lock.py", lazy_gettext("Redlock: a majority of five Redis servers"),
+             REDLOCK, ("A1", "A4"),
+             lazy_gettext("Ask five independent servers at once; hold the lock when three said "
+                          "yes in time, and trust it only for the lease less the time spent "
+                          "asking, less the clocks' drift. A server that does not answer costs "
+                          "a short timeout, and an attempt that fails unlocks every server."),
+             (*redlock.MAJORITY, *redlock.VALIDITY, *redlock.FORGETFUL), "redlock"),
+)
+EXERCISES: dict[str, Exercise] = {exercise.id: exercise for exercise in _LIST}
+
+
+def find(name: str) -> Exercise:
+    """An exercise by its number ("3") or its file's name ("token_lock", "token_lock.py")."""
+    for exercise in EXERCISES.values():
+        if name in (exercise.id, exercise.file, exercise.file.removesuffix(".py")):
+            return exercise
+    raise KeyError(name)
+
+
+def listing() -> list[dict]:
+    """Every exercise as the console's Exercises page and the room list it."""
+    return [{"id": e.id, "title": str(e.title), "backend": e.backend,
+             "lessons": list(e.lessons), "articles": list(e.articles), "asks": str(e.asks),
+             "file": e.file}
+            for e in EXERCISES.values()]
+
+
+__all__ = ["EXERCISES", "Exercise", "find", "listing"]
