@@ -158,6 +158,9 @@ def factory_for(lock_class: type[DistributedLock]) -> tuple[type[LockFactory], t
     from .table_lock import TableLock, TableLockFactory
     if issubclass(lock_class, TableLock):
         return _factory(lock_class, TableLockFactory), ("database",)
+    from .redlock import RedlockBase, RedlockFactory
+    if issubclass(lock_class, RedlockBase):
+        return _factory(lock_class, RedlockFactory), ("redlock",)
     raise LockClassError(f"{lock_class.__name__} extends neither a Redis nor a ZooKeeper lock "
                          "base: lockshop cannot tell which server it needs")
 

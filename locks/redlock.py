@@ -40,7 +40,13 @@ CLOCK_DRIFT_FACTOR = 0.01
 CLOCK_DRIFT_MS = 2
 
 
-class Redlock(DistributedLock):
+class RedlockBase(DistributedLock):
+    """The servers' clients, the quorum, the key and a token: a lock over N servers."""
+
+    #: How long one server may take to answer before it counts as down, in seconds (the
+    #: factory makes its clients with it). A single Redis lock's clients wait 2 s.
+    server_timeout: float = 2.0
+
     def __init__(self, name: str, *, clients: list[redis.Redis], lease_ms: int,
                  **options) -> None:
         super().__init__(name, **options)
@@ -49,6 +55,14 @@ class Redlock(DistributedLock):
         self.quorum = len(clients) // 2 + 1
         self.key = KEY_PREFIX + name
         self.token = f"{id(self):x}:{time.time_ns()}:{self.owner}"
+
+
+class Redlock(RedlockBase):
+    #: A dead server must cost milliseconds, not the whole validity time.
+    server_timeout = 0.1
+
+    def __init__(self, name: str, **options) -> None:
+        super().__init__(name, **options)
         self._valid_until = 0.0
         #: What the last acquire measured: the time it took, and the validity left.
         self.elapsed_ms = 0.0
@@ -60,14 +74,14 @@ class Redlock(DistributedLock):
         elapsed_ms = (self._clock() - started) * 1000
         drift_ms = self.lease_ms * CLOCK_DRIFT_FACTOR + CLOCK_DRIFT_MS
         validity_ms = self.lease_ms - elapsed_ms - drift_ms
-        granted = sum(answer is not None and answer is not False and answer is not _UNREACHABLE
+        granted = sum(answer not in (None, False) and answer is not UNREACHABLE
                       for answer in answers)
         self.elapsed_ms, self.validity_ms = elapsed_ms, validity_ms
         if granted >= self.quorum and validity_ms > 0:
             self._valid_until = started + validity_ms / 1000
             return True
         self._delete_everywhere()  # some may have said yes: undo them
-        reachable = sum(answer is not _UNREACHABLE for answer in answers)
+        reachable = sum(answer is not UNREACHABLE for answer in answers)
         if reachable < self.quorum:
             raise BackendUnavailable(self.name, f"redis ({reachable} of {len(self.clients)} "
                                                 f"servers reachable, {self.quorum} needed)")
@@ -88,13 +102,19 @@ class Redlock(DistributedLock):
         return sum(answer == 1 for answer in answers)
 
 
-_UNREACHABLE = object()
+class _Unreachable:
+    def __repr__(self) -> str:
+        return "UNREACHABLE"
+
+
+#: What ``fan_out`` gives for a server that did not answer.
+UNREACHABLE = _Unreachable()
 
 
 def fan_out(clients: list[redis.Redis], *command) -> list:
     """Send ``command`` to every server, then read every reply: one round trip in all.
 
-    A server that cannot be reached (or answers with an error) gives ``_UNREACHABLE``.
+    A server that cannot be reached (or answers with an error) gives ``UNREACHABLE``.
     """
     sent = []
     for client in clients:
@@ -112,12 +132,12 @@ def fan_out(clients: list[redis.Redis], *command) -> list:
     answers = []
     for pool, connection in sent:
         if connection is None:
-            answers.append(_UNREACHABLE)
+            answers.append(UNREACHABLE)
             continue
         try:
             answers.append(connection.read_response())
         except redis.RedisError:
-            answers.append(_UNREACHABLE)  # read_response has dropped the connection
+            answers.append(UNREACHABLE)  # read_response has dropped the connection
         finally:
             pool.release(connection)
     return answers
@@ -131,9 +151,9 @@ class RedlockFactory(LockFactory):
             raise ValueError("Redlock needs at least 3 independent Redis servers "
                              "(LOCKSHOP_REDIS_URLS)")
         super().__init__(strategy, backends)
-        # A dead server must cost milliseconds, not the whole validity time.
-        self.clients = [redis.Redis.from_url(url, socket_timeout=0.1,
-                                             socket_connect_timeout=0.05)
+        timeout = self.lock_class.server_timeout
+        self.clients = [redis.Redis.from_url(url, socket_timeout=timeout,
+                                             socket_connect_timeout=timeout / 2)
                         for url in backends.redis_urls]
 
     def lock_arguments(self) -> dict:

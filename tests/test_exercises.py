@@ -73,6 +73,7 @@ def needs(backend: str) -> None:
         require(error is None, f"MariaDB is not usable ({error})")
         return
     installed = {"redis": redis_server_binary() is not None,
+                 "redlock": redis_server_binary() is not None,  # five Redis servers
                  "zookeeper": zookeeper_installed(),
                  JOBS: redis_server_binary() is not None,  # a job guard's lock
                  "database": True,  # a lock table in a SQLite file of the grader's own

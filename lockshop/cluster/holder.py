@@ -75,6 +75,13 @@ def student_factory(lock_class: type[DistributedLock], spec: str, backends: Back
     return factory
 
 
+def backends_of(text: str) -> Backends:
+    """``Backends`` from its fields as JSON (Redlock's ``redis_urls``: a list there)."""
+    fields = json.loads(text)
+    fields["redis_urls"] = tuple(fields.get("redis_urls") or ())
+    return Backends(**fields)
+
+
 def wait_until_available(factory: LockFactory, seconds: float = 10.0) -> None:
     pause = threading.Event()
     for _attempt in range(int(seconds / 0.02)):
@@ -100,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fenced-write")
     args = parser.parse_args(argv)
 
-    backends = Backends(**json.loads(args.backends))
+    backends = backends_of(args.backends)
     watched = KEY_PREFIX + args.name if args.crash_after_first_write else None
     factory = _open(args, backends, watched)
     if watched is not None:

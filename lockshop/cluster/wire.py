@@ -7,6 +7,12 @@ write (a crash between ``SETNX`` and ``EXPIRE``), or pause after the first
 read (another client's turn between ``GET`` and ``DEL``). One Lua script is
 one command, so a lock that does its check and its write in one script
 leaves no moment to step into: exactly the articles' point.
+
+A ``WATCH``/``MULTI`` release runs on a pipeline of the same client: its
+commands before ``MULTI`` (``WATCH``, ``GET``) are watched as the client's own,
+and the transaction is written down as it is sent (``MULTI``, its commands,
+``EXEC``). ``sent`` counts every command the client sent, on any key: what a
+waiter costs the server while it waits.
 """
 
 from __future__ import annotations
@@ -26,6 +32,11 @@ WRITES = frozenset({
 READS = frozenset({
     "GET", "EXISTS", "TYPE", "TTL", "PTTL", "HGET", "HEXISTS", "HGETALL", "HLEN", "HKEYS",
     "HVALS", "MGET", "STRLEN", "LRANGE", "LINDEX",
+})
+#: Commands that wait in the server until something arrives: a waiter that is told.
+BLOCKING = frozenset({
+    "BLPOP", "BRPOP", "BLMOVE", "BRPOPLPUSH", "BLMPOP", "BZPOPMIN", "BZPOPMAX", "BZMPOP",
+    "SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE", "WAIT",
 })
 #: Lua: the script runs inside the server, all at once.
 SCRIPTS = frozenset({"EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO", "FCALL"})
@@ -48,6 +59,10 @@ class WatchedRedis(redis.Redis):
         self.watched_key = key.encode()
         self.after: Callable[[str, str], None] | None = None
         self.commands: list[str] = []
+        #: Every command answered, on any key (a transaction: MULTI, its commands, EXEC).
+        self.sent = 0
+        #: Of those, the ones that wait in the server (``BLOCKING``).
+        self.blocking = 0
         self._guard = threading.Lock()
 
     @classmethod
@@ -59,15 +74,56 @@ class WatchedRedis(redis.Redis):
 
     def execute_command(self, *args, **options):
         answer = super().execute_command(*args, **options)
+        self.saw(args)
+        return answer
+
+    def pipeline(self, transaction=True, shard_hint=None) -> WatchedPipeline:
+        return WatchedPipeline(self, transaction, shard_hint)
+
+    def saw(self, args: tuple, *, step_in: bool = True) -> None:
+        """A command was answered: count it, and step in if it named the watched key."""
         name = str(args[0]).upper()
+        with self._guard:
+            self.sent += 1
+            self.blocking += name in BLOCKING
         if any(_as_bytes(key) == self.watched_key for key in keys_of(name, args)):
             kind = "script" if name in SCRIPTS else "write" if name in WRITES else \
                 "read" if name in READS else "other"
             with self._guard:
                 self.commands.append(name)
-            if self.after is not None:
+            if step_in and self.after is not None:
                 self.after(kind, name)
+
+
+class WatchedPipeline(redis.client.Pipeline):
+    """A pipeline of a ``WatchedRedis``: the commands it runs at once (after ``WATCH``)
+    are watched like the client's; a transaction is written down, MULTI to EXEC, once
+    it has been answered (refused or not), without stepping in."""
+
+    def __init__(self, client: WatchedRedis, transaction, shard_hint) -> None:
+        super().__init__(client.connection_pool, client.response_callbacks, transaction,
+                         shard_hint)
+        self.client = client
+
+    def immediate_execute_command(self, *args, **options):
+        answer = super().immediate_execute_command(*args, **options)
+        self.client.saw(args)
         return answer
+
+    def execute(self, raise_on_error: bool = True):
+        queued = [args for args, _options in self.command_stack]
+        try:
+            return super().execute(raise_on_error)
+        finally:
+            if queued:
+                transaction = self.transaction or self.explicit_transaction
+                # MULTI and EXEC are said as the key's when the transaction names it.
+                key = [self.client.watched_key] if any(
+                    _as_bytes(k) == self.client.watched_key
+                    for args in queued for k in keys_of(str(args[0]).upper(), args)) else []
+                for args in ([("MULTI", *key)] if transaction else []) + queued \
+                        + ([("EXEC", *key)] if transaction else []):
+                    self.client.saw(args, step_in=False)
 
 
 def _as_bytes(value) -> bytes:

@@ -104,7 +104,10 @@ def grade(exercise: Exercise, spec: str, *, say: Callable[[str], None] = lambda 
     try:
         with Grading(lock_class, spec, exercise.backend, runtime) as grading:
             say(_("exercise %(id)s: %(title)s", id=exercise.id, title=exercise.title))
-            if isinstance(exercise, OrderStepExercise):  # no lock, and SQLite has no server
+            if grading.redis_servers:
+                say("  " + _("your lock: %(spec)s, on %(count)s Redis servers of the grader's "
+                             "own", spec=spec, count=len(grading.redis_servers)))
+            elif isinstance(exercise, OrderStepExercise):  # no lock, and SQLite has no server
                 say("  " + _("your order step: %(spec)s, on a %(database)s database of the "
                              "grader's own", spec=spec, database=exercise.backend))
             elif exercise.chain == ELECTION:

@@ -18,6 +18,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,10 @@ LEASE_MS = 600
 SESSION_MS = 1500
 #: How long one check may take before the grader calls the student's lock hung.
 CHECK_SECONDS = 40.0
+#: The "redlock" backend's servers: independent Redis servers, each of its own.
+REDLOCK_SERVERS = 5
+#: Redlock's lease: a per-server timeout must be far shorter, and a few still fit in it.
+REDLOCK_LEASE_MS = 2000
 
 
 class NotDone(Exception):
@@ -75,19 +80,24 @@ class Grading:
                  runtime: Path) -> None:
         self.lock_class = lock_class
         self.spec = spec  # FILE:Class, as the shop instances and holders load it
-        #: The servers it starts: "redis", "zookeeper", or a database's
-        #: (``databases.SERVERS``) (``Exercise.backend``).
+        #: The servers it starts (``Exercise.backend``): "redis", "zookeeper", "redlock"
+        #: (REDLOCK_SERVERS Redis servers), or a database's (``databases.SERVERS``).
         self.backend = backend
         self.runtime = runtime
-        #: A Redis or table lock's lease; a ZooKeeper lock's session timeout (the server's
-        #: least).
-        self.lease_ms = SESSION_MS if backend == "zookeeper" else LEASE_MS
+        #: A Redis or table lock's lease; Redlock's; a ZooKeeper lock's session timeout (the
+        #: server's least).
+        self.lease_ms = {"zookeeper": SESSION_MS, "redlock": REDLOCK_LEASE_MS}.get(backend,
+                                                                                  LEASE_MS)
         self._stack = ExitStack()
         self._factories: list[LockFactory] = []
         self.redis_server: RedisServer | None = None
         self.zookeeper: ZooKeeperServer | None = None
         #: The database of a table lock's or an order step's exercise (``databases``).
         self.database_url: str | None = None
+        #: Redlock's independent servers (the first is also ``redis_server``).
+        self.redis_servers: list[RedisServer] = []
+        #: Starts servers again after a check killed them (``start_server``).
+        self._keeper: ThreadPoolExecutor | None = None
         self._names = iter(range(1, 1_000_000))
         self._inspector: redis.Redis | None = None
 
@@ -97,6 +107,11 @@ class Grading:
         elif self.backend in databases.SERVERS:
             self.database_url = self._stack.enter_context(
                 databases.database_for(self.backend, self.runtime))
+        elif self.backend == "redlock":
+            self.redis_servers = [
+                self._stack.enter_context(RedisServer(self.runtime, f"redis{n}"))
+                for n in range(1, REDLOCK_SERVERS + 1)]
+            self.redis_server = self.redis_servers[0]
         else:
             self.zookeeper = self._stack.enter_context(ZooKeeperServer(self.runtime, "zookeeper"))
         return self
@@ -110,11 +125,22 @@ class Grading:
         if self._inspector is not None:
             self._inspector.close()
         self._stack.close()
+        if self._keeper is not None:
+            self._keeper.shutdown()
+
+    def start_server(self, server: RedisServer) -> None:
+        """Start one of the grader's servers again (after a check killed or stopped it),
+        from a thread that lives as long as the grading: a server dies with the thread
+        that started it (its parent-death signal), and a check's thread ends with it."""
+        if self._keeper is None:
+            self._keeper = ThreadPoolExecutor(1, thread_name_prefix="grader-servers")
+        self._keeper.submit(server.start).result()
 
     # --- where things live ---------------------------------------------------------------
 
     def backends(self, lease_ms: int | None = None) -> Backends:
         return Backends(redis_url=self.redis_server.url if self.redis_server else None,
+                        redis_urls=tuple(server.url for server in self.redis_servers),
                         zk_hosts=self.zookeeper.address if self.zookeeper else None,
                         database_url=self.database_url, lease_ms=lease_ms or self.lease_ms)
 
@@ -206,8 +232,9 @@ class Grading:
         """The student's lock held by a process of its own (``lockshop.cluster.holder``),
         which the grader can kill or pause."""
         backends = self.backends()
-        fields = {"redis_url": backends.redis_url, "zk_hosts": backends.zk_hosts,
-                  "database_url": backends.database_url, "lease_ms": backends.lease_ms}
+        fields = {"redis_url": backends.redis_url, "redis_urls": list(backends.redis_urls),
+                  "zk_hosts": backends.zk_hosts, "database_url": backends.database_url,
+                  "lease_ms": backends.lease_ms}
         return Holder("--lock", self.spec, "--backends", json.dumps(fields), "--name", name,
                       *flags)
 
@@ -267,6 +294,10 @@ class Background:
 
     def done(self) -> bool:
         return not self.thread.is_alive()
+
+    def failed(self) -> bool:
+        """It has ended with an error."""
+        return bool(self._outcome) and self._outcome[0][0] == "error"
 
     def join(self, timeout: float = CHECK_SECONDS) -> None:
         self.thread.join(timeout)

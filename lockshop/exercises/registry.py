@@ -24,7 +24,10 @@ from lockshop.exercises.checks import (
     job_steps,
     lockfree_steps,
     order_sale,
+    redis_queue,
     redis_steps,
+    redis_watch,
+    redlock,
     row_locks,
     rw_steps,
     sale,
@@ -52,6 +55,8 @@ ZK_REENTRY, ZK_RW = "zk-reentry", "zk-rw"
 #: not a lock, so neither the lock contract nor the sale of seats judges it, only its own
 #: checks (the last of which runs the shop's jobs).
 ELECTION = "election"
+#: Independent Redis servers (``grading.REDLOCK_SERVERS``), for a lock on ``RedlockBase``.
+REDLOCK = "redlock"
 
 
 @dataclass(frozen=True)
@@ -60,7 +65,7 @@ class Exercise:
     file: str  # the skeleton's file name: "token_lock.py"
     title: str  # lazy: said in the reader's language
     #: The servers a grading starts (``Grading``), and the lock base the student's class
-    #: must extend: REDIS, ZOOKEEPER, DATABASE (a lock table); JOBS for a job guard (a
+    #: must extend: REDIS, ZOOKEEPER, REDLOCK, DATABASE (a lock table); JOBS for a job guard (a
     #: Redis, and ``JobGuard``); for an order step the database it is graded on (MYSQL); on the
     #: ELECTION chain, a ZooKeeper ``Candidate``.
     backend: str
@@ -194,6 +199,29 @@ _LIST = (
                           "the lowest; otherwise watch only the node just ahead of yours, and "
                           "look again when it goes."),
              zookeeper_steps.QUEUE, "zk_fair"),
+    # Steps off the path: a Redis lock each, which inherits none of exercises 1-6's checks.
+    Exercise("9", "watch_lock.py",
+             lazy_gettext("The token lock released with WATCH and MULTI/EXEC, retried on a "
+                          "conflict"), REDIS, ("A2",),
+             lazy_gettext("Release without Lua: WATCH the key, GET it, and delete it in "
+                          "MULTI/DEL/EXEC only if it holds your token. When EXEC is refused, "
+                          "the key changed after your GET: read it again before deciding."),
+             (*redis_watch.WATCH_TOKEN, *redis_watch.CONFLICT),
+             "locks.redis_watch:WatchReleaseLock", chain="redis-watch"),
+    Exercise("10", "queued_lock.py",
+             lazy_gettext("A queued Redis lock: one wake-up per release, instead of polling"),
+             REDIS, ("A1", "A4"),
+             lazy_gettext("A refused waiter joins a queue and sleeps with BLPOP on a list of "
+                          "its own; a release wakes the waiter at the head, and a free lock "
+                          "is the head's. A waiter that gives up leaves the queue."),
+             (*redis_steps.TOKEN, *redis_queue.QUEUE), "redis_fair", chain="redis-queue"),
+    Exercise("11", "majority_lock.py", lazy_gettext("Redlock: a majority of five Redis servers"),
+             REDLOCK, ("A1", "A4"),
+             lazy_gettext("Ask five independent servers at once; hold the lock when three said "
+                          "yes in time, and trust it only for the lease less the time spent "
+                          "asking, less the clocks' drift. A server that does not answer costs "
+                          "a short timeout, and an attempt that fails unlocks every server."),
+             (*redlock.MAJORITY, *redlock.VALIDITY, *redlock.FORGETFUL), "redlock"),
     Exercise("12", "reentrant_queue_lock.py",
              lazy_gettext("ZooKeeper re-entry: the owner's identity in its node"), ZOOKEEPER,
              ("A0", "A4"),

@@ -32,7 +32,8 @@ def flash_sale(grading: Grading) -> tuple[str, bool]:
     folder = grading.runtime / "sale"
     backends = grading.backends(lease_ms=5000)
     config = Config(database_url=f"sqlite:///{folder / 'shop.db'}",
-                    redis_url=backends.redis_url, zk_hosts=backends.zk_hosts,
+                    redis_url=backends.redis_url, redis_urls=backends.redis_urls,
+                    zk_hosts=backends.zk_hosts,
                     lock_lease_ms=5000, lock_timeout_ms=30_000, admin_token=TOKEN,
                     extra_locks=(f"exercise={grading.spec}",), strategy="exercise",
                     job_interval_ms=0)
