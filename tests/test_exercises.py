@@ -21,7 +21,7 @@ from lockshop.cluster.scratch import DEFAULT_SERVERS, server_error
 from lockshop.cluster.zookeeper_servers import zookeeper_installed
 from lockshop.exercises import grader, grading
 from lockshop.exercises.diagnoses import DIAGNOSES
-from lockshop.exercises.registry import ELECTION, JOBS, OrderStepExercise
+from lockshop.exercises.registry import LOCK
 
 pytestmark = pytest.mark.cluster
 
@@ -75,7 +75,6 @@ def needs(backend: str) -> None:
     installed = {"redis": redis_server_binary() is not None,
                  "redlock": redis_server_binary() is not None,  # five Redis servers
                  "zookeeper": zookeeper_installed(),
-                 JOBS: redis_server_binary() is not None,  # a job guard's lock
                  "database": True,  # a lock table in a SQLite file of the grader's own
                  "sqlite": True}[backend]  # an order step's: a file of the grader's own
     require(installed, f"the {backend} server is not installed")
@@ -179,9 +178,8 @@ def test_every_untouched_skeleton_fails_cleanly_with_its_todos(tmp_path, number)
 
 def test_the_sales_hint_names_what_the_skeleton_has():
     for exercise in exercises.EXERCISES.values():
-        if exercise.backend == JOBS or exercise.chain == ELECTION \
-                or isinstance(exercise, OrderStepExercise):
-            continue  # no lock: no sale of locks (a step's sale speaks of its SQL)
+        if exercise.writes != LOCK:
+            continue  # no lock, no sale of locks (a step's sale speaks of its SQL)
         hint = str(exercise.checks()[-1].hint)
         named = "_still_held" in exercise.skeleton.read_text()
         assert exercise.asks_still_held == named

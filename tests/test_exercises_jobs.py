@@ -19,7 +19,7 @@ from helpers import require
 from lockshop import exercises
 from lockshop.cluster.redis_servers import redis_server_binary
 from lockshop.exercises import grader
-from lockshop.exercises.registry import JOBS
+from lockshop.exercises.registry import JOB_GUARD, REDIS
 from shop.app import create_app
 from shop.config import Config, ConfigError
 from shop.jobs.guards import JobGuard
@@ -76,8 +76,11 @@ def test_the_grader_names_the_lesson_a_guard_breaks(number, guard, failing):
 
 def test_the_lessons_and_backend():
     assert exercises.find("15").lessons == ("C04", "C05", "C42")
-    assert exercises.find("16").lessons == ("C04", "C05", "C42", "C35")
-    assert {exercises.find(n).backend for n in ("15", "16")} == {JOBS}
+    # 16 runs 15's checks too (one chain), and teaches C35 (as 4 runs 1-3's, and teaches C13).
+    assert exercises.find("16").lessons == ("C35",)
+    assert [c.lesson for c in exercises.find("16").checks()][:4] == ["C04", "C04", "C05", "C42"]
+    assert {(exercises.find(n).backend, exercises.find(n).writes) for n in ("15", "16")} == {
+        (REDIS, JOB_GUARD)}
     # No lock contract, no sale of locks: a guard is not a lock.
     assert all(check.lesson in ("C04", "C05", "C42", "C35")
                for check in exercises.find("16").checks())

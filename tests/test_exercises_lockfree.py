@@ -17,7 +17,7 @@ import pytest
 
 from lockshop import exercises
 from lockshop.exercises import grader
-from lockshop.exercises.registry import OrderStepExercise
+from lockshop.exercises.registry import ORDER_STEP
 
 pytestmark = pytest.mark.cluster
 
@@ -65,7 +65,7 @@ def test_the_three_are_order_steps_with_their_lessons():
     assert lessons == {"19": ("C07",), "20": ("C25",), "21": ("C44",)}
     for number in lessons:
         exercise = exercises.find(number)
-        assert isinstance(exercise, OrderStepExercise) and exercise.backend == "sqlite"
+        assert exercise.writes == ORDER_STEP and exercise.backend == "sqlite"
         # Its own checks only (no lock contract), the slow one last.
         assert exercise.checks() == exercise.own_checks and exercise.checks()[-1].sale
     assert "lessons C44" in cli("list").stdout

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from lockshop.cluster.thread_ids import in_a_thread
 from lockshop.exercises.grading import Background, Grading
+from lockshop.exercises.registry import LOCK, Exercise
 from shop.i18n import N_, _
 
 #: The lease the probes give the student's lock: a thousandth of it is still 100 ms,
@@ -281,9 +282,12 @@ DIAGNOSES += (
 class Diagnostician:
     """Tries the table's rows on a failed check, each probe at most once per grading."""
 
-    def __init__(self, grading: Grading, exercise: int) -> None:
+    def __init__(self, grading: Grading, exercise: Exercise) -> None:
         self.grading = grading
-        self.rows = [d for d in DIAGNOSES if d.backend == grading.backend and d.since <= exercise]
+        # The probes take the student's class for a lock: a guard, a step or an election
+        # has mistakes of its own.
+        self.rows = [d for d in DIAGNOSES if exercise.writes == LOCK
+                     and d.backend == grading.backend and d.since <= int(exercise.id)]
         self._found: dict[str, str | None] = {}
 
     def cause_of(self, lesson: str) -> tuple[Diagnosis, str] | None:

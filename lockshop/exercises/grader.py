@@ -33,7 +33,7 @@ from locks.custom import (
 from lockshop.exercises import grading as limits
 from lockshop.exercises.diagnoses import Diagnostician
 from lockshop.exercises.grading import Background, Check, Grading, NotApplicable
-from lockshop.exercises.registry import ELECTION, JOBS, Exercise, OrderStepExercise
+from lockshop.exercises.registry import ELECTION, JOB_GUARD, ORDER_STEP, Exercise
 from lockshop.exercises.results import CheckResult, Grade
 from lockshop.invoked import lockshop_command
 from shop.i18n import _
@@ -43,32 +43,29 @@ from shop.orders.custom_steps import OrderStep, load_order_step
 
 
 def resolve(spec: str, exercise: Exercise) -> tuple[type, str]:
-    """The student's class and a spec other processes can load (an absolute path);
-    ``LockClassError`` when it cannot be had or extends the base of another backend. For
-    an order step's exercise, the student's step (``shop.orders.custom_steps``) in the
-    class's place; for a job guard's, the guard class."""
-    if isinstance(exercise, OrderStepExercise):
+    """What the student wrote (``exercise.writes``: the lock class, the job guard class,
+    the order step or the election's class) and a spec other processes can load (an
+    absolute path); ``LockClassError`` when it cannot be had, or is a lock on the base of
+    another backend."""
+    if exercise.writes == ORDER_STEP:
         return resolve_step(spec)
     target, class_name = split_spec(spec)
-    if exercise.backend == JOBS:  # a job guard, not a lock
-        guard_class = load_guard_class(spec)
-        if target.endswith(".py") or "/" in target or Path(target).exists():
-            target = str(Path(target).resolve())
-        return guard_class, f"{target}:{class_name or guard_class.__name__}"
-    if exercise.chain == ELECTION:  # a Candidate, run as the shop runs it
-        lock_class = load_election_class(spec)
-    else:
-        lock_class = load_lock_class(spec)
     if target.endswith(".py") or "/" in target or Path(target).exists():
         target = str(Path(target).resolve())
-    requires = (exercise.backend,) if exercise.chain == ELECTION else factory_for(lock_class)[1]
-    if requires != (exercise.backend,):
-        raise LockClassError(_(
-            "%(target)s: %(name)s is a %(family)s lock; exercise %(id)s is a %(wanted)s "
-            "exercise (start from its skeleton: %(lockshop)s exercise start %(id)s)",
-            target=target, name=lock_class.__name__, family=requires[0], id=exercise.id,
-            wanted=exercise.backend, lockshop=lockshop_command()))
-    return lock_class, f"{target}:{class_name or lock_class.__name__}"
+    if exercise.writes == JOB_GUARD:
+        written = load_guard_class(spec)
+    elif exercise.writes == ELECTION:  # a Candidate, run as the shop runs it
+        written = load_election_class(spec)
+    else:
+        written = load_lock_class(spec)
+        requires = factory_for(written)[1]
+        if requires != (exercise.backend,):
+            raise LockClassError(_(
+                "%(target)s: %(name)s is a %(family)s lock; exercise %(id)s is a %(wanted)s "
+                "exercise (start from its skeleton: %(lockshop)s exercise start %(id)s)",
+                target=target, name=written.__name__, family=requires[0], id=exercise.id,
+                wanted=exercise.backend, lockshop=lockshop_command()))
+    return written, f"{target}:{class_name or written.__name__}"
 
 
 def resolve_step(spec: str) -> tuple[OrderStep, str]:
@@ -107,14 +104,14 @@ def grade(exercise: Exercise, spec: str, *, say: Callable[[str], None] = lambda 
             if grading.redis_servers:
                 say("  " + _("your lock: %(spec)s, on %(count)s Redis servers of the grader's "
                              "own", spec=spec, count=len(grading.redis_servers)))
-            elif isinstance(exercise, OrderStepExercise):  # no lock, and SQLite has no server
+            elif exercise.writes == ORDER_STEP:  # no lock, and SQLite has no server
                 say("  " + _("your order step: %(spec)s, on a %(database)s database of the "
                              "grader's own", spec=spec, database=exercise.backend))
-            elif exercise.chain == ELECTION:
+            elif exercise.writes == ELECTION:
                 say("  " + _("your leader election: %(spec)s, on a %(family)s server of the "
                              "grader's own", spec=spec, family=say_reason(exercise.backend,
                                                                           BACKENDS)))
-            elif exercise.backend == JOBS:
+            elif exercise.writes == JOB_GUARD:
                 say("  " + _("your job guard: %(spec)s, around the shop's jobs, on a redis "
                              "server of the grader's own", spec=spec))
             else:
@@ -122,7 +119,7 @@ def grade(exercise: Exercise, spec: str, *, say: Callable[[str], None] = lambda 
                              spec=spec, family=say_reason(exercise.backend, BACKENDS)))
             for line, todo in result.todos:
                 say("  " + _("TODO left (line %(line)s): %(todo)s", line=line, todo=todo))
-            diagnostician = Diagnostician(grading, int(exercise.id))
+            diagnostician = Diagnostician(grading, exercise)
             for check in exercise.checks():
                 if check.sale and not sale:
                     continue

@@ -102,7 +102,7 @@ class Grading:
         self._inspector: redis.Redis | None = None
 
     def __enter__(self) -> Grading:
-        if self.backend in ("redis", "jobs"):  # a job guard's lock is the shop's Redis lock
+        if self.backend == "redis":
             self.redis_server = self._stack.enter_context(RedisServer(self.runtime, "redis"))
         elif self.backend in databases.SERVERS:
             self.database_url = self._stack.enter_context(

@@ -40,23 +40,20 @@ from lockshop.exercises.grading import Check
 from shop.i18n import lazy_gettext
 
 SKELETONS = Path(__file__).parent / "skeletons"
-REDIS, ZOOKEEPER = "redis", "zookeeper"
-#: A job guard (a ``JobGuard`` subclass), graded on a Redis of the grader's own: no lock
-#: contract, and its sale is its own checks (the jobs on three shop instances).
-JOBS = "jobs"
-#: A lock table's exercise (on SQLite), and an order step's on MariaDB (``databases``).
-DATABASE, MYSQL = "database", "mysql"
-#: An order step's exercise graded on a SQLite file of the grader's own (``databases``).
-SQLITE = "sqlite"
-#: Chains of their own, on ZooKeeper: they inherit no earlier exercise's checks (each names
-#: the ones it needs).
-ZK_REENTRY, ZK_RW = "zk-reentry", "zk-rw"
-#: The leader election's chain: its student writes a ``Candidate`` (``locks.zk_election``),
-#: not a lock, so neither the lock contract nor the sale of seats judges it, only its own
-#: checks (the last of which runs the shop's jobs).
-ELECTION = "election"
-#: Independent Redis servers (``grading.REDLOCK_SERVERS``), for a lock on ``RedlockBase``.
-REDLOCK = "redlock"
+
+#: The servers a grading starts (``Grading``): one Redis, one ZooKeeper, five independent
+#: Redis servers (``grading.REDLOCK_SERVERS``), or a database (``databases.SERVERS``: a
+#: lock table's SQLite file, an order step's SQLite file or MariaDB database).
+REDIS, ZOOKEEPER, REDLOCK = "redis", "zookeeper", "redlock"
+DATABASE, SQLITE, MYSQL = "database", "sqlite", "mysql"
+
+#: What the student writes, so how the grader loads it and what judges it: a lock (a
+#: ``DistributedLock`` on its backend's base), judged by the lock's contract, its chain's
+#: steps and a sale across shop instances; a job guard (``shop.jobs.guards.JobGuard``), an
+#: order step (``shop.orders.custom_steps.OrderStep``) or a leader election
+#: (``locks.zk_election.Candidate``), judged by its own checks alone, the shop's jobs or
+#: sale among them.
+LOCK, JOB_GUARD, ORDER_STEP, ELECTION = "lock", "job guard", "order step", "leader election"
 
 
 @dataclass(frozen=True)
@@ -64,21 +61,24 @@ class Exercise:
     id: str  # "3"
     file: str  # the skeleton's file name: "token_lock.py"
     title: str  # lazy: said in the reader's language
-    #: The servers a grading starts (``Grading``), and the lock base the student's class
-    #: must extend: REDIS, ZOOKEEPER, REDLOCK, DATABASE (a lock table); JOBS for a job guard (a
-    #: Redis, and ``JobGuard``); for an order step the database it is graded on (MYSQL); on the
-    #: ELECTION chain, a ZooKeeper ``Candidate``.
+    #: The servers a grading starts, and for a lock the base its class must extend.
     backend: str
     articles: tuple[str, ...]
     #: What the student is asked to do, in a few sentences.
     asks: str
-    #: The checks this step adds; ``checks()`` adds the earlier steps' and the contract.
+    #: The checks this step adds; ``checks()`` adds the earlier steps' and, for a lock,
+    #: the contract and the sale.
     own_checks: tuple[Check, ...]
-    #: The project's own lock that does what is asked: the reference that must pass.
+    #: The project's own code that does what is asked, the reference that must pass: a
+    #: strategy's name, or ``module:Name`` where it is no strategy.
     reference: str
     #: The exercises whose checks are cumulative: N runs every earlier one's on its chain.
     #: Its backend unless given (an exercise that should not inherit the earlier steps).
     chain: str = ""
+    writes: str = LOCK
+    #: A lock's sale, where its backend's would not fit (a lock table's hint speaks of
+    #: its row).
+    sale: Check | None = None
 
     def __post_init__(self) -> None:
         if not self.chain:
@@ -86,14 +86,12 @@ class Exercise:
 
     @property
     def lessons(self) -> tuple[str, ...]:
-        """The lessons it grades: its own steps', and the contract's and the sale's for the
-        first exercise of a chain (whose step is to make a lock at all)."""
-        if self.backend == JOBS:
-            return tuple(dict.fromkeys(check.lesson for check in self.checks()))
+        """The lessons it grades: its own steps', and for the first lock of a chain (whose
+        step is to make a lock at all) the contract's and the sale's."""
         first = min(int(e.id) for e in EXERCISES.values() if e.chain == self.chain)
         checks = self.own_checks
-        if self.chain != ELECTION and int(self.id) == first:
-            checks = (*contract.CHECKS, *checks, *sale.checks(self.backend))
+        if self.writes == LOCK and int(self.id) == first:
+            checks = (*contract.CHECKS, *checks, *self._sale())
         return tuple(dict.fromkeys(check.lesson for check in checks))
 
     @property
@@ -101,53 +99,25 @@ class Exercise:
         return SKELETONS / self.file
 
     def checks(self) -> tuple[Check, ...]:
-        """Every check this exercise runs, in order: the contract, every earlier step of
-        its chain and its own, then the sale across instances."""
+        """Every check this exercise runs, in order: for a lock, the contract; every earlier
+        step of its chain and its own; for a lock, the sale across instances."""
         earlier = [e for e in EXERCISES.values()
                    if e.chain == self.chain and int(e.id) <= int(self.id)]
-        steps = [check for e in earlier for check in e.own_checks]
-        if self.backend == JOBS or self.chain == ELECTION:  # no lock: no contract, no sale
-            return tuple(steps)
-        return (*contract.CHECKS, *steps,
-                *sale.checks(self.backend, still_held_written=self.asks_still_held))
+        steps = tuple(check for e in earlier for check in e.own_checks)
+        if self.writes != LOCK:
+            return steps
+        return (*contract.CHECKS, *steps, *self._sale())
+
+    def _sale(self) -> tuple[Check, ...]:
+        if self.sale is not None:
+            return (self.sale,)
+        return sale.checks(self.backend, still_held_written=self.asks_still_held)
 
     @property
     def asks_still_held(self) -> bool:
         """Whether its skeleton has the student write ``_still_held()`` (hints name it
         only then)."""
         return "_still_held" in self.skeleton.read_text()
-
-
-@dataclass(frozen=True)
-class OrderStepExercise(Exercise):
-    """An exercise whose student writes the order step, in SQL, not a lock
-    (``shop.orders.custom_steps``): graded by its own checks alone (a lock's contract
-    does not apply to it), on the database its backend names ("mysql", "sqlite", ...).
-    Its checks include the sale across shop instances, where the step is sold with."""
-
-    @property
-    def lessons(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(check.lesson for check in self.own_checks))
-
-    def checks(self) -> tuple[Check, ...]:
-        return self.own_checks
-
-    @property
-    def asks_still_held(self) -> bool:
-        return False
-
-
-@dataclass(frozen=True)
-class TableLockExercise(Exercise):
-    """A lock exercise on a database's lock table (backend ``database``): the contract, its
-    own checks, and a sale whose hint speaks of the lock's row (``table_steps.SALE``)."""
-
-    @property
-    def lessons(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(check.lesson for check in self.checks()))
-
-    def checks(self) -> tuple[Check, ...]:
-        return (*contract.CHECKS, *self.own_checks, table_steps.SALE)
 
 
 _LIST = (
@@ -230,14 +200,14 @@ _LIST = (
                           "at the release that balances the first acquire. Another owner, even "
                           "a thread of the same process, waits."),
              (*zookeeper_steps.EPHEMERAL, *zookeeper_steps.QUEUE,
-              *zk_reentry_steps.REENTRY), "zk_fair", chain=ZK_REENTRY),
+              *zk_reentry_steps.REENTRY), "zk_fair", chain="zk-reentry"),
     Exercise("13", "rw_lock.py", lazy_gettext("A ZooKeeper read/write lock"), ZOOKEEPER,
              ("A3",),
              lazy_gettext("Readers and writers queue in one line of sequential nodes: a writer "
                           "waits for every node ahead of it, a reader only for the writers ahead "
                           "of it. So readers share, and a reader that arrives after a waiting "
                           "writer waits behind it."),
-             rw_steps.READ_WRITE, "zk_rw", chain=ZK_RW),
+             rw_steps.READ_WRITE, "zk_rw", chain="zk-rw"),
     Exercise("14", "election.py",
              lazy_gettext("Leader election on ZooKeeper: a cluster job that runs once"),
              ZOOKEEPER, ("A1", "A3", "A4"),
@@ -245,31 +215,34 @@ _LIST = (
                           "leads, each other candidate watches the one just ahead. The leader "
                           "asks ZooKeeper before it acts; when its session ends, the next one "
                           "leads. Three shop instances then run their jobs with your election."),
-             election_steps.ELECTION, "locks.zk_election:LeaderElection", chain=ELECTION),
+             election_steps.ELECTION, "locks.zk_election:LeaderElection", chain="election",
+             writes=ELECTION),
     Exercise("15", "job_guard.py",
-             lazy_gettext("A job guard: a scheduled job that runs once in the cluster"), JOBS,
+             lazy_gettext("A job guard: a scheduled job that runs once in the cluster"), REDIS,
              ("A0", "A1"),
              lazy_gettext("Every instance fires the same jobs at the same times: guard each run "
                           "with one lock for the whole cluster, named for the job and tried "
                           "once, so that one instance runs each fire time and the others skip "
                           "it."),
-             job_steps.ONCE, "shop.jobs.custom:StrategyLockGuard"),
+             job_steps.ONCE, "shop.jobs.custom:StrategyLockGuard", chain="jobs",
+             writes=JOB_GUARD),
     Exercise("16", "rechecked_guard.py",
-             lazy_gettext("A job guard that checks its lock again before each write"), JOBS,
+             lazy_gettext("A job guard that checks its lock again before each write"), REDIS,
              ("A2",),
              lazy_gettext("A run can outlive its lock's lease: check, last in each write's "
                           "transaction, that the lock is still yours, so that a run whose lock "
                           "another instance has taken writes nothing."),
-             job_steps.RECHECK, "shop.jobs.custom:StrategyLockGuard"),
-    TableLockExercise(
+             job_steps.RECHECK, "shop.jobs.custom:StrategyLockGuard", chain="jobs",
+             writes=JOB_GUARD),
+    Exercise(
         "17", "lock_row.py", lazy_gettext("A lock row with an expiry, in a lock table"),
         DATABASE, ("A1",),
         lazy_gettext("Lock by inserting a row whose unique key is the lock's name, with the "
                      "time its lease ends; take over a row whose lease has run out; release by "
                      "deleting only your own row. A holder that dies then frees the lock by "
                      "itself, once its lease is over."),
-        table_steps.CHECKS, "table"),
-    OrderStepExercise(
+        table_steps.CHECKS, "table", sale=table_steps.SALE),
+    Exercise(
         "18", "for_update_step.py",
         lazy_gettext("SELECT ... FOR UPDATE through a unique index, held until the commit"),
         MYSQL, ("A1",),
@@ -277,31 +250,35 @@ _LIST = (
                      "read that decides (FOR UPDATE, through its primary key), and write the "
                      "stock and the order in that same transaction, so that the commit is what "
                      "releases the row."),
-        (*row_locks.CHECKS, step_sale.SALE), "shop.orders.transactions:place_for_update"),
-    OrderStepExercise(
+        (*row_locks.CHECKS, step_sale.SALE), "shop.orders.transactions:place_for_update", chain="for-update",
+        writes=ORDER_STEP),
+    Exercise(
         "19", "optimistic_order.py", lazy_gettext("Optimistic locking: a version column"),
         SQLITE, ("A1",),
         lazy_gettext("Take no lock: read the stock with the product's version, and write only "
                      "WHERE the version is still the one you read, bumping it in the same "
                      "UPDATE; when that changed no row, someone sold meanwhile: read again."),
         (*lockfree_steps.OPTIMISTIC, order_sale.SALE_C07),
-        "shop.orders.transactions:place_optimistic"),
-    OrderStepExercise(
+        "shop.orders.transactions:place_optimistic", chain="version",
+        writes=ORDER_STEP),
+    Exercise(
         "20", "atomic_order.py", lazy_gettext("You may not need a lock: one conditional UPDATE"),
         SQLITE, (),
         lazy_gettext("Put the check in the write: one UPDATE takes the stock only WHERE "
                      "enough is left, and one claims a seat only WHERE nobody holds it; sell "
                      "only when it changed a row."),
         (*lockfree_steps.ATOMIC, order_sale.SALE_C25),
-        "shop.orders.transactions:place_atomic"),
-    OrderStepExercise(
+        "shop.orders.transactions:place_atomic", chain="conditional",
+        writes=ORDER_STEP),
+    Exercise(
         "21", "idempotent_order.py",
         lazy_gettext("The retried order: one Idempotency-Key, one order"), SQLITE, (),
         lazy_gettext("A buyer whose answer was lost retries with the same key: look the key "
                      "up first, write it beside the order in the order's own transaction, and "
                      "when its insert fails, answer with the order that won."),
         (*lockfree_steps.IDEMPOTENT, order_sale.RETRIED),
-        "lockshop.exercises.order_references:place_atomic_once"),
+        "lockshop.exercises.order_references:place_atomic_once", chain="idempotent",
+        writes=ORDER_STEP),
 )
 EXERCISES: dict[str, Exercise] = {exercise.id: exercise for exercise in _LIST}
 
@@ -322,5 +299,4 @@ def listing() -> list[dict]:
             for e in EXERCISES.values()]
 
 
-__all__ = ["EXERCISES", "Exercise", "OrderStepExercise", "TableLockExercise", "find",
-           "listing"]
+__all__ = ["EXERCISES", "Exercise", "find", "listing"]

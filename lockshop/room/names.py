@@ -18,7 +18,8 @@ from lockshop.room.refusal import Refused
 from shop.i18n import lazy_gettext
 
 #: Long enough for any name a room uses; short enough that thirty of the longest, in
-#: Chinese, on eight exercises, keep the board under 50 KB.
+#: Chinese, keep the board within its budget (about 213 bytes of JSON a cell, 50 KB as
+#: sent: tests/test_room_api.py).
 MAX_CHARS = 32
 #: Named for the message: every one of them is also in category Cc or Cf.
 BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
