@@ -290,7 +290,7 @@ VALIDITY = (
                        "expire on the servers: validity = lease - time spent - drift"),
           lazy_gettext("Set server_timeout far below the lease (0.1 s for a 2 s lease): one "
                        "slow server must not eat the lease. Note the clock before the fan-out; "
-                       "validity = lease_ms - elapsed - drift (1% of the lease + 2 ms); keep "
+                       "validity = lease_ms - elapsed - drift (a hundredth of the lease + 2 ms); keep "
                        "started + validity, and let _still_held() say False after it."),
           validity),
     Check("C33", lazy_gettext("B holds the lock's key on servers 1, 2 and 3; A asks"),
