@@ -12,8 +12,10 @@ students' code. What makes it safe to hand a sandbox its socket:
 - no anonymous user and no ``test`` database.
 
 Tuned to be small and quick, not durable (its data is thrown away with the room): an
-8 MB redo log and a 10 MB system tablespace instead of 96 MB and 12 MB, a 32 MB buffer
-pool, no doublewrite, no flush per commit, no performance schema.
+8 MB redo log and a 10 MB system tablespace growing 8 MB at a time instead of 96 MB,
+12 MB and 64 MB, a 32 MB buffer pool, no doublewrite, no flush per commit, no
+performance schema. Measured on two cores: made and started in 0.6 to 0.7 s, 36 MB on
+disk (44 MB after gradings of exercise 18), 88 MB of memory (about 105 MB after them).
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ from pathlib import Path
 from lockshop.cluster.processes import ServerProcess, StartError, last_line, spawn
 from shop.i18n import _
 
-#: The most connections the server takes, all gradings together.
-MAX_CONNECTIONS = 400
+#: The most connections the server takes, all gradings together: sixteen at their cap
+#: (``room.grading_databases.MAX_USER_CONNECTIONS``), more than a room grades at once.
+MAX_CONNECTIONS = 1000
 
 
 def mariadb_installed() -> bool:
@@ -64,7 +67,8 @@ class MariaDBServer(ServerProcess):
             "user=root", "skip-networking", "skip-name-resolve",
             f"max-connections={MAX_CONNECTIONS}",
             "innodb-log-file-size=8M", "innodb-data-file-path=ibdata1:10M:autoextend",
-            "innodb-buffer-pool-size=32M", "innodb-doublewrite=0",
+            "innodb-autoextend-increment=8", "innodb-buffer-pool-size=32M",
+            "innodb-doublewrite=0",
             "innodb-flush-log-at-trx-commit=0", "performance-schema=0", ""])
 
     def start(self) -> MariaDBServer:

@@ -60,7 +60,7 @@ def database_for(backend: str, runtime: Path, given: str | None = None) -> Itera
         return
     why = server_error(server)
     if why is not None:
-        # The room's sandbox has loopback only: no server of the machine answers there.
+        # Not in the room's sandbox (loopback only), which is given the room's database.
         raise StartError(_("no database server answers at %(url)s (%(why)s): this exercise is "
                            "graded on a database of its own there", url=server, why=why))
     with scratch_database(server, "lockshop_grading") as url:

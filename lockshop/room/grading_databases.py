@@ -117,7 +117,7 @@ class GradingDatabases:
                     except Exception:  # noqa: BLE001 - it ended meanwhile
                         pass
                 sql.execute(f"DROP DATABASE IF EXISTS `{name}`")
-        except Exception:  # noqa: BLE001 - a grading's verdict stands; its leftovers go with the room
+        except Exception:  # noqa: BLE001 - the verdict stands; leftovers go with the room
             LOGGER.exception("could not drop the grading database %s", name)
 
     def close(self) -> None:
