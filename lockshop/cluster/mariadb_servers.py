@@ -64,6 +64,11 @@ class MariaDBServer(ServerProcess):
         return "\n".join([
             "[mariadbd]", f"datadir={self.folder / 'data'}", f"socket={self.socket}",
             f"pid-file={self.folder / 'mariadbd.pid'}", f"log-error={self.log_path}",
+            # Its temporary tables in a folder of its own: a server starting removes every
+            # ``#sql*`` file in its tmpdir as a crash's leftovers, and in a shared /tmp it
+            # removed the live ones of another server (seen: "Can't find file
+            # '/tmp/#sql-temptable-...'", and a crash in mariadb-install-db).
+            f"tmpdir={self.folder / 'tmp'}",
             "user=root", "skip-networking", "skip-name-resolve",
             f"max-connections={MAX_CONNECTIONS}",
             "innodb-log-file-size=8M", "innodb-data-file-path=ibdata1:10M:autoextend",
@@ -77,6 +82,7 @@ class MariaDBServer(ServerProcess):
                                "mariadb-server)"))
         self.folder.mkdir(parents=True, exist_ok=True)
         self.folder.chmod(0o700)
+        (self.folder / "tmp").mkdir(exist_ok=True)
         self.socket_folder.mkdir(mode=0o755, exist_ok=True)
         self.socket_folder.chmod(0o755)  # nobody must reach the socket, and see nothing else
         defaults = self.folder / "my.cnf"
@@ -105,8 +111,9 @@ class MariaDBServer(ServerProcess):
             ["mariadb-install-db", f"--defaults-file={defaults}", "--skip-test-db",
              "--auth-root-authentication-method=socket"], capture_output=True, text=True)
         if done.returncode != 0:
+            # Its own output ends in a page of advice; the server's reason is in the log.
             raise StartError(_("mariadb-install-db failed: %(said)s",
-                               said=(done.stderr or done.stdout).strip()[-300:]))
+                               said=last_line(self.log_path)))
 
     def _wait_until_ready(self, timeout: float = 30.0) -> None:
         deadline = time.monotonic() + timeout
