@@ -29,6 +29,8 @@ from pathlib import Path
 from lockshop.cluster.processes import ServerProcess, StartError, last_line, spawn
 from shop.i18n import _
 
+#: The longest path a unix socket may have (``sun_path``, 108 bytes with its NUL).
+MAX_SOCKET_PATH = 107
 #: The most connections the server takes, all gradings together: sixteen at their cap
 #: (``room.grading_databases.MAX_USER_CONNECTIONS``), more than a room grades at once.
 MAX_CONNECTIONS = 1000
@@ -80,6 +82,10 @@ class MariaDBServer(ServerProcess):
         if not mariadb_installed():
             raise StartError(_("MariaDB is not installed (Debian: apt-get install "
                                "mariadb-server)"))
+        if len(os.fsencode(self.socket)) > MAX_SOCKET_PATH:
+            raise StartError(_("the path of MariaDB's socket is too long for a socket "
+                               "(%(path)s): move the runtime folder higher up",
+                               path=self.socket))
         self.folder.mkdir(parents=True, exist_ok=True)
         self.folder.chmod(0o700)
         (self.folder / "tmp").mkdir(exist_ok=True)

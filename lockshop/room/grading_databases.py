@@ -70,7 +70,9 @@ class GradingDatabases:
         self._starting = threading.Lock()
 
     def server(self) -> MariaDBServer:
-        """The server, started on the first call (``StartError`` if it cannot start)."""
+        """The server, started on the first call (``StartError`` if it cannot start). It
+        is told to stop when the thread that started it ends (``spawn``'s parent-death
+        signal): in the room, a queue's worker, which lives as long as the room."""
         with self._starting:
             if self._server is None:
                 shutil.rmtree(self.folder, ignore_errors=True)  # a killed room's leftovers
