@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import require
+from helpers import require, wait_for
 from lockshop.cluster.mariadb_servers import mariadb_installed
 from lockshop.cluster.scratch import DEFAULT_SERVERS, server_error
 from lockshop.room import Room, grading_databases, sandbox
@@ -244,14 +244,21 @@ def test_outside_the_sandbox_the_same_code_reaches_the_machines_server(databases
 # --- the room's server's life ------------------------------------------------------------
 
 
-def test_the_room_starts_its_server_for_the_first_grading_and_stops_it_with_the_room(
+def test_the_room_starts_its_server_with_a_check_of_exercise_18_and_stops_it_with_the_room(
         tmp_path):
+    """The room's own way, end to end: nothing starts at open; a student's check of
+    exercise 18 starts the server and passes; closing the room stops it and removes it."""
     room = Room.open(tmp_path / "room", workers=1)
     try:
         assert room.databases is not None
         assert not (tmp_path / "room" / "mariadb").exists()  # nothing at open
-        server = room.databases.server()
-        process = server.process
+        secret, _name = room.join(room.code, "Li")
+        student = room.student(secret)
+        submission = room.submit(student, "18", STUDENT, "en")
+        seen = wait_for(lambda: (done := room.store.submission(submission, student))
+                        ["state"] not in ("queued", "running") and done, timeout=120)
+        assert seen["passed"] is True, seen["message"]
+        process = room.databases.server().process
         assert process is not None and process.poll() is None
     finally:
         room.close()
