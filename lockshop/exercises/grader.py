@@ -81,11 +81,13 @@ def resolve_step(spec: str) -> tuple[OrderStep, str]:
 
 def grade(exercise: Exercise, spec: str, *, say: Callable[[str], None] = lambda _: None,
           sale: bool = True,
-          on_result: Callable[[CheckResult], None] = lambda _: None) -> Grade:
+          on_result: Callable[[CheckResult], None] = lambda _: None,
+          database_url: str | None = None) -> Grade:
     """Run ``exercise``'s checks on the lock ``spec`` names, on servers of the grader's own
     (without the sale across shop instances, the slow one, when ``sale`` is false).
     ``on_result`` is given each check's result as soon as it is known (the room streams
-    them to the student's browser)."""
+    them to the student's browser). ``database_url``: the database to grade a database's
+    exercise on, made for this grading (the room's); else the grader makes its own."""
     lock_class, spec = resolve(spec, exercise)
     source = Path(spec.rpartition(":")[0])  # the student's file (a module's name: no file)
     result = Grade(exercise.id, spec, todos=todos_left(source))
@@ -99,7 +101,8 @@ def grade(exercise: Exercise, spec: str, *, say: Callable[[str], None] = lambda 
             say(line)
 
     try:
-        with Grading(lock_class, spec, exercise.backend, runtime) as grading:
+        with Grading(lock_class, spec, exercise.backend, runtime,
+                     database_url=database_url) as grading:
             say(_("exercise %(id)s: %(title)s", id=exercise.id, title=exercise.title))
             if grading.redis_servers:
                 say("  " + _("your lock: %(spec)s, on %(count)s Redis servers of the grader's "

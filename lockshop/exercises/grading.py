@@ -77,7 +77,7 @@ class Grading:
     owners, and every helper a check calls."""
 
     def __init__(self, lock_class: type[DistributedLock], spec: str, backend: str,
-                 runtime: Path) -> None:
+                 runtime: Path, *, database_url: str | None = None) -> None:
         self.lock_class = lock_class
         self.spec = spec  # FILE:Class, as the shop instances and holders load it
         #: The servers it starts (``Exercise.backend``): "redis", "zookeeper", "redlock"
@@ -94,6 +94,8 @@ class Grading:
         self.zookeeper: ZooKeeperServer | None = None
         #: The database of a table lock's or an order step's exercise (``databases``).
         self.database_url: str | None = None
+        #: The one it was given to use (the room's), else None: it makes its own.
+        self._given_database = database_url
         #: Redlock's independent servers (the first is also ``redis_server``).
         self.redis_servers: list[RedisServer] = []
         #: Starts servers again after a check killed them (``start_server``).
@@ -106,7 +108,7 @@ class Grading:
             self.redis_server = self._stack.enter_context(RedisServer(self.runtime, "redis"))
         elif self.backend in databases.SERVERS:
             self.database_url = self._stack.enter_context(
-                databases.database_for(self.backend, self.runtime))
+                databases.database_for(self.backend, self.runtime, self._given_database))
         elif self.backend == "redlock":
             self.redis_servers = [
                 self._stack.enter_context(RedisServer(self.runtime, f"redis{n}"))

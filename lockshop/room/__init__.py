@@ -3,7 +3,8 @@ the instructor's machine grades them, one line of checks for the whole room.
 
 ``Room`` ties the parts together: the store (SQLite in the runtime folder: the
 code, the names, the sources, the submissions and the board survive a restart),
-the queue (N gradings at once, in the order students asked) and the results a
+the queue (N gradings at once, in the order students asked), the room's MariaDB (started
+with the first grading of an exercise graded on it, stopped with the room) and the results a
 student reports from their own machine, which are shown apart and never count as
 passed. ``lockshop.room.api.blueprint(room)`` is its HTTP face.
 """
@@ -11,10 +12,12 @@ passed. ``lockshop.room.api.blueprint(room)`` is its HTTP face.
 from __future__ import annotations
 
 import re
+from functools import partial
 from pathlib import Path
 
 from lockshop.exercises import EXERCISES
 from lockshop.room.codes import CODE_ALPHABET, code_matches, is_code, new_code
+from lockshop.room.grading_databases import GradingDatabases
 from lockshop.room.names import normalised_name
 from lockshop.room.queue import Grade, GradingQueue, worker_count
 from lockshop.room.refusal import Refused
@@ -27,8 +30,10 @@ _LESSON = re.compile(r"^C\d{2}$")
 class Room:
     """One workshop room, kept in ``folder``: open it again and it is where it was."""
 
-    def __init__(self, store: Store, queue: GradingQueue, code: str) -> None:
+    def __init__(self, store: Store, queue: GradingQueue, code: str,
+                 databases: GradingDatabases | None = None) -> None:
         self.store, self.queue, self.code = store, queue, code
+        self.databases = databases
 
     @classmethod
     def open(cls, folder: Path, *, code: str | None = None, workers: int | None = None,
@@ -46,14 +51,21 @@ class Room:
         workers = worker_count(workers)  # refused before the store is opened
         store = Store(folder)
         kept_code = store.code(new_code, code)
-        queue = GradingQueue(store, grade or grade_in_sandbox, workers)
+        databases = None
+        if grade is None:
+            # Nothing starts here: the server starts with the first grading that needs it.
+            databases = GradingDatabases(folder / "mariadb")
+            grade = partial(grade_in_sandbox, databases=databases)
+        queue = GradingQueue(store, grade, workers)
         queue.start()
-        return cls(store, queue, kept_code)
+        return cls(store, queue, kept_code, databases)
 
     def close(self, timeout: float = 5.0) -> None:
         """Stop the workers, waiting up to ``timeout`` for running gradings (one that
         still runs after it is marked interrupted when the room opens again)."""
         self.queue.close(timeout)
+        if self.databases is not None:
+            self.databases.close()
         self.store.close()
 
     # --- what the API and the control ask -------------------------------------------
@@ -125,12 +137,14 @@ def checked_source(source: object) -> str:
     return source
 
 
-def grade_in_sandbox(exercise_id: str, source: str, language: str, *, on_check) -> object:
-    """The room's grading: the same grader as ``lockshop exercise check``, in the sandbox.
+def grade_in_sandbox(exercise_id: str, source: str, language: str, *, on_check,
+                     databases: GradingDatabases) -> object:
+    """The room's grading: the same grader as ``lockshop exercise check``, in the sandbox,
+    an exercise graded on MariaDB on a database of its own on the room's server.
     Imported when the first check runs, so that a room opens (and shows its board)
     on a machine that cannot grade, and each check says why."""
     from lockshop.room.sandboxed_grading import grade_in_sandbox as sandboxed
-    return sandboxed(exercise_id, source, language, on_check=on_check)
+    return sandboxed(exercise_id, source, language, on_check=on_check, databases=databases)
 
 
 __all__ = ["Refused", "Room"]

@@ -1,5 +1,6 @@
-"""``python -m lockshop.room.inside EXERCISE_ID SOURCE_FILE --lang zh_CN``: one grading, inside
-the sandbox.
+"""``python -m lockshop.room.inside EXERCISE_ID SOURCE_FILE --lang zh_CN [--database URL]``: one
+grading, inside the sandbox (``--database``: the database the room made for it, on the
+room's MariaDB, for an exercise graded on one).
 
 It grades the file with the same grader as ``lockshop exercise check`` (its own Redis or
 ZooKeeper, its holder processes and, for the sale, three shop instances: all inside the
@@ -45,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("exercise")
     parser.add_argument("source")
     parser.add_argument("--lang", default="en")
+    parser.add_argument("--database", default=None)
     args = parser.parse_args(argv)
     channel = report_channel()
 
@@ -63,7 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     exercise = registry.find(args.exercise)
     try:
         graded = grader.grade(exercise, args.source,
-                              on_result=lambda result: send(result.record()))
+                              on_result=lambda result: send(result.record()),
+                              database_url=args.database)
     except LockClassError as error:
         send({"error": "load", "message": str(error)})
         return 2

@@ -22,12 +22,15 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lockshop.cluster.processes import StartError
 from lockshop.exercises import registry
 from lockshop.exercises.results import CheckResult, Grade, is_lesson
 from lockshop.room import sandbox
+from lockshop.room.grading_databases import BACKENDS, INSIDE_SOCKET_FOLDER, GradingDatabases
 from lockshop.room.sandbox import Limits
 from shop.i18n import _
 from shop.i18n import language as speaking
@@ -60,11 +63,14 @@ class GradingOutcome:
 def grade_in_sandbox(exercise_id: str, source: str, language: str, *,
                      on_check: Callable[[dict], None] = lambda _: None,
                      limits: Limits | None = None,
-                     hidden: tuple[Path | str, ...] = ()) -> GradingOutcome:
+                     hidden: tuple[Path | str, ...] = (),
+                     databases: GradingDatabases | None = None) -> GradingOutcome:
     """Grade ``source`` as exercise ``exercise_id`` in the sandbox, calling ``on_check``
     with each check's dict as it completes. ``hidden``: folders the grading must not see
     besides the usual ones (the control's runtime folder, when it is not the project's
-    ``.lockshop``). ``KeyError`` for an unknown exercise."""
+    ``.lockshop``). ``databases``: the room's MariaDB, where an exercise graded on it gets
+    a database of its own (without it, such an exercise is not graded).
+    ``KeyError`` for an unknown exercise."""
     exercise = registry.find(exercise_id)
     limits = limits or Limits()
     with speaking(language):
@@ -72,28 +78,54 @@ def grade_in_sandbox(exercise_id: str, source: str, language: str, *,
             return GradingOutcome(None, message=_(
                 "not graded: your code is over %(size)s", size=sandbox.size(MAX_SOURCE_BYTES)))
         report = _Report(on_check, [check.lesson for check in exercise.checks()])
-        folder = Path(tempfile.mkdtemp(prefix="lockshop-grading-"))  # root's, closed (0700)
-        try:
-            submission = folder / "submission"
-            submission.mkdir(mode=0o755)
-            (submission / exercise.file).write_text(source, encoding="utf-8")
-            (submission / exercise.file).chmod(0o644)
-            view = sandbox.python_view(hidden=hidden, mounts=[(submission, SUBMISSION)])
-            command = [sys.executable, "-m", "lockshop.room.inside", exercise.id,
-                       f"{SUBMISSION}/{exercise.file}", "--lang", language]
-            try:
-                ran = sandbox.run(command, limits, view, on_report=report.line,
-                                  max_line=MAX_LINE)
-            except sandbox.SandboxUnavailable as error:
-                LOGGER.error("sandbox: %s", error)
-                return GradingOutcome(None, message=_(
-                    "not graded: the grading sandbox is missing on the instructor's machine "
-                    "(%(error)s)", error=error))
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
+        mounts: list[tuple[Path | str, str]] = []
+        command = [sys.executable, "-m", "lockshop.room.inside", exercise.id,
+                   f"{SUBMISSION}/{exercise.file}", "--lang", language]
+        with ExitStack() as own_database:
+            if exercise.backend in BACKENDS:
+                if databases is None:
+                    return GradingOutcome(None, message=_(
+                        "not graded: exercise %(id)s is graded on MariaDB, and this grading "
+                        "has no database server", id=exercise.id))
+                try:
+                    account = own_database.enter_context(databases.account())
+                except StartError as error:
+                    LOGGER.error("the room's MariaDB: %s", error)
+                    return GradingOutcome(None, message=_(
+                        "not graded: the room's database server did not start (%(error)s)",
+                        error=error))
+                mounts.append((account.socket_folder, INSIDE_SOCKET_FOLDER))
+                command += ["--database", account.url]
+            ran = _run(exercise, source, command, mounts, limits, hidden, report)
+        if isinstance(ran, GradingOutcome):
+            return ran
         outcome = report.outcome(ran, limits, exercise.id)
         outcome.usage = ran.usage
         return outcome
+
+
+def _run(exercise: registry.Exercise, source: str, command: list[str],
+         mounts: list[tuple[Path | str, str]], limits: Limits,
+         hidden: tuple[Path | str, ...], report: _Report) -> sandbox.SandboxRun | GradingOutcome:
+    """The grading in the sandbox, the student's file in a folder of its own (removed after)."""
+    folder = Path(tempfile.mkdtemp(prefix="lockshop-grading-"))  # root's, closed (0700)
+    try:
+        submission = folder / "submission"
+        submission.mkdir(mode=0o755)
+        (submission / exercise.file).write_text(source, encoding="utf-8")
+        (submission / exercise.file).chmod(0o644)
+        view = sandbox.python_view(hidden=hidden,
+                                   mounts=[(submission, SUBMISSION), *mounts])
+        try:
+            return sandbox.run(command, limits, view, on_report=report.line,
+                               max_line=MAX_LINE)
+        except sandbox.SandboxUnavailable as error:
+            LOGGER.error("sandbox: %s", error)
+            return GradingOutcome(None, message=_(
+                "not graded: the grading sandbox is missing on the instructor's machine "
+                "(%(error)s)", error=error))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 class _Report:

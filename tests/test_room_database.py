@@ -1,0 +1,266 @@
+"""The room's MariaDB: exercise 18 graded in the sandbox on a private server of the room's,
+each grading on a database and a user of its own, which a hostile grading cannot get out of.
+
+Every grading here is ``grade_in_sandbox`` as the room runs it, on a real ``mariadbd``
+(``GradingDatabases``). The hostile submission stops at import, saying on its last line
+what it reached: another grading's database through its own user, root through the
+socket, the machine's server on 127.0.0.1:3306, and how many connections it got. Each
+guard is shown needed: with it weakened (the grant on every database, root with an empty
+password, no connection cap) or outside the sandbox, the same code reaches what it must
+not.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from helpers import require, wait_for
+from lockshop.cluster.mariadb_servers import mariadb_installed
+from lockshop.cluster.scratch import DEFAULT_SERVERS, server_error
+from lockshop.room import Room, grading_databases, sandbox
+from lockshop.room.grading_databases import (
+    INSIDE_SOCKET_FOLDER,
+    MAX_USER_CONNECTIONS,
+    GradingDatabases,
+)
+from lockshop.room.sandboxed_grading import GradingOutcome, grade_in_sandbox
+
+pytestmark = pytest.mark.cluster
+
+STUDENT = (Path(__file__).parent / "exercise_locks" / "for_update_step.py").read_text()
+#: Exercise 18's reference, the project's own step, as a file handed to the room.
+REFERENCE = textwrap.dedent('''\
+    """The project's own FOR UPDATE step, handed in as a student's file."""
+    import time
+
+    from shop.orders.custom_steps import OrderStep
+    from shop.orders.transactions import place_for_update
+
+
+    class Reference(OrderStep):
+        def place(self, database, request, context, kind=None, sleep=time.sleep):
+            return place_for_update(database, request, context, kind, sleep)
+    ''')
+#: The student's step, but locking through a lookup by name (no index): C08 must fail.
+BY_NAME = STUDENT + textwrap.dedent('''
+
+    def _lock_by_name(self, db, product_id):
+        name = db.execute(text("SELECT name FROM products WHERE id = :product"),
+                          {"product": product_id}).scalar()
+        return db.execute(text("SELECT stock FROM products WHERE name = :name FOR UPDATE"),
+                          {"name": name}).scalar()
+
+
+    ForUpdateStep.lock_and_read = _lock_by_name
+    ''')
+
+#: Exercise 18 as a hostile student writes it: at import it tries what it must not, says
+#: what it got on its last line, and stops. Formatted with ``other``, another grading's
+#: database; its own URL it reads from its command line (``--database``).
+HOSTILE = '''\
+import json, os, sys
+import pymysql
+from sqlalchemy.engine import make_url
+
+OTHER = {other!r}
+
+
+def attempt(connect, query):
+    try:
+        connection = connect()
+    except pymysql.MySQLError as error:
+        return f"refused {{error.args[0]}}"
+    try:
+        with connection.cursor() as sql:
+            sql.execute(query)
+            return f"read {{sql.fetchall()!r}}"
+    except pymysql.MySQLError as error:
+        return f"refused {{error.args[0]}}"
+    finally:
+        connection.close()
+
+
+own = make_url(sys.argv[sys.argv.index("--database") + 1])
+socket = own.query["unix_socket"]
+mine = dict(unix_socket=socket, user=own.username, password=own.password,
+            database=own.database, connect_timeout=3)
+secret = f"SELECT secret FROM `{{OTHER}}`.secrets"
+found = {{
+    "other": attempt(lambda: pymysql.connect(**mine), secret),
+    "root": attempt(lambda: pymysql.connect(unix_socket=socket, user="root", connect_timeout=3),
+                    secret),
+    "machine": attempt(lambda: pymysql.connect(host="127.0.0.1", port=3306, user="root",
+                                               connect_timeout=3), "SELECT 1"),
+}}
+held = []
+try:
+    while len(held) < 100:
+        held.append(pymysql.connect(**mine))
+    found["connections"] = "100"
+except pymysql.MySQLError as error:
+    found["connections"] = f"{{len(held)}} then {{error.args[0]}}"
+print("PROBES " + json.dumps(found), flush=True)
+os._exit(7)
+'''
+SECRET = "another student's data"
+
+
+@pytest.fixture(autouse=True)
+def _room_database_can_run():
+    require(os.geteuid() == 0, "the sandbox runs gradings as nobody: it needs root")
+    require(not sandbox.missing_tools(), f"missing {sandbox.missing_tools()}")
+    require(mariadb_installed(), "MariaDB is not installed (apt-get install mariadb-server)")
+
+
+@pytest.fixture(scope="module")
+def databases(tmp_path_factory):
+    """The room's server, as a room keeps it (one for the module's gradings)."""
+    kept = GradingDatabases(tmp_path_factory.mktemp("rdb") / "mariadb")
+    yield kept
+    kept.close()
+
+
+def gradings_left(databases: GradingDatabases) -> tuple[list, list]:
+    """The grading databases and users on the room's server, and who is connected."""
+    with closing(databases.server().admin()) as admin, admin.cursor() as sql:
+        sql.execute(r"SHOW DATABASES LIKE 'grading\_%'")
+        names = [row[0] for row in sql.fetchall()]
+        sql.execute(r"SELECT user FROM mysql.user WHERE user LIKE 'grading\_%'")
+        users = [row[0] for row in sql.fetchall()]
+    return names, users
+
+
+# --- graded ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("source", [REFERENCE, STUDENT], ids=["reference", "student"])
+def test_exercise_18_passes_in_the_sandbox_on_a_database_dropped_after(databases, source):
+    seen_during: list[tuple[list, list]] = []
+    outcome = grade_in_sandbox("18", source, "en", databases=databases,
+                               on_check=lambda _check: seen_during.append(
+                                   gradings_left(databases)))
+    assert outcome.passed is True, [check["observed"] for check in outcome.checks] or outcome
+    assert outcome.message == "exercise 18 passed: 3 of 3 checks", outcome
+    # While it ran, its database and its user were there (one each: this grading's) ...
+    names, users = seen_during[0]
+    assert len(names) == 1 and users == names, seen_during
+    # ... and after it, neither is.
+    assert gradings_left(databases) == ([], [])
+
+
+def test_a_broken_step_fails_in_the_sandbox_naming_its_lesson(databases):
+    outcome = grade_in_sandbox("18", BY_NAME, "en", databases=databases)
+    assert outcome.passed is False, outcome
+    assert [check["passed"] for check in outcome.checks[:2]] == [True, False], outcome
+    assert outcome.checks[1]["lesson"] == "C08"
+    assert gradings_left(databases) == ([], [])
+
+
+def test_without_the_rooms_server_exercise_18_is_refused_in_one_line():
+    outcome = grade_in_sandbox("18", STUDENT, "en")
+    assert outcome.passed is None and outcome.checks == []
+    assert outcome.message == ("not graded: exercise 18 is graded on MariaDB, and this "
+                               "grading has no database server")
+
+
+# --- hostile -----------------------------------------------------------------------------
+
+
+def probes_of(databases: GradingDatabases) -> dict[str, str]:
+    """Grade the hostile submission while another grading's database holds a secret;
+    what it reached."""
+    with databases.account() as other:
+        with closing(databases.server().admin()) as admin, admin.cursor() as sql:
+            sql.execute(f"CREATE TABLE `{other.database}`.secrets (secret TEXT)")
+            sql.execute(f"INSERT INTO `{other.database}`.secrets VALUES (%s)", (SECRET,))
+        outcome = grade_in_sandbox("18", HOSTILE.format(other=other.database), "en",
+                                   databases=databases)
+    return said(outcome)
+
+
+def said(outcome: GradingOutcome) -> dict[str, str]:
+    found = re.search(r"PROBES (\{.*\})", outcome.message)
+    assert found, outcome.message
+    return json.loads(found.group(1))
+
+
+def test_a_hostile_grading_reaches_no_other_database_nor_root_nor_the_machines_server(
+        databases):
+    found = probes_of(databases)
+    assert found["other"].startswith("refused"), found
+    assert found["root"] == "refused 1698", found  # unix_socket: not uid 0
+    assert found["machine"] == "refused 2003", found  # no such address in its namespace
+    assert found["connections"] == f"{MAX_USER_CONNECTIONS} then 1226", found
+    assert gradings_left(databases) == ([], [])
+
+
+def test_with_the_grant_on_every_database_it_reads_another_grading(databases, monkeypatch):
+    monkeypatch.setattr(grading_databases, "GRANT", "ALL PRIVILEGES ON *.*")
+    assert SECRET in probes_of(databases)["other"]
+
+
+def test_with_no_connection_cap_it_takes_as_many_as_it_likes(databases, monkeypatch):
+    monkeypatch.setattr(grading_databases, "MAX_USER_CONNECTIONS", 0)  # 0: no cap
+    assert probes_of(databases)["connections"] == "100"
+
+
+def test_with_roots_password_empty_it_reads_everything_as_root(tmp_path):
+    weak = GradingDatabases(tmp_path / "mariadb")
+    try:
+        with closing(weak.server().admin()) as admin, admin.cursor() as sql:
+            sql.execute("ALTER USER root@localhost IDENTIFIED VIA mysql_native_password "
+                        "USING PASSWORD('')")
+        assert SECRET in probes_of(weak)["root"]
+    finally:
+        weak.close()
+
+
+def test_outside_the_sandbox_the_same_code_reaches_the_machines_server(databases):
+    """The network namespace is the guard: run as a plain process (and as root), the
+    hostile code reaches 127.0.0.1:3306, and the room's root through the socket."""
+    require(server_error(DEFAULT_SERVERS["mysql"]) is None, "no MariaDB at 127.0.0.1:3306")
+    with databases.account() as own, databases.account() as other:
+        with closing(databases.server().admin()) as admin, admin.cursor() as sql:
+            sql.execute(f"CREATE TABLE `{other.database}`.secrets (secret TEXT)")
+            sql.execute(f"INSERT INTO `{other.database}`.secrets VALUES (%s)", (SECRET,))
+        url = own.url.replace(INSIDE_SOCKET_FOLDER, str(own.socket_folder))
+        ran = subprocess.run([sys.executable, "-c", HOSTILE.format(other=other.database),
+                              "--database", url], capture_output=True, text=True, timeout=60)
+    found = json.loads(ran.stdout.partition("PROBES ")[2])
+    assert found["machine"] == "read ((1,),)", found
+    assert SECRET in found["root"], found
+    assert found["other"].startswith("refused"), found  # the grant holds everywhere
+
+
+# --- the room's server's life ------------------------------------------------------------
+
+
+def test_the_room_starts_its_server_with_a_check_of_exercise_18_and_stops_it_with_the_room(
+        tmp_path):
+    """The room's own way, end to end: nothing starts at open; a student's check of
+    exercise 18 starts the server and passes; closing the room stops it and removes it."""
+    room = Room.open(tmp_path / "room", workers=1)
+    try:
+        assert room.databases is not None
+        assert not (tmp_path / "room" / "mariadb").exists()  # nothing at open
+        secret, _name = room.join(room.code, "Li")
+        student = room.student(secret)
+        submission = room.submit(student, "18", STUDENT, "en")
+        seen = wait_for(lambda: (done := room.store.submission(submission, student))
+                        ["state"] not in ("queued", "running") and done, timeout=120)
+        assert seen["passed"] is True, seen["message"]
+        process = room.databases.server().process
+        assert process is not None and process.poll() is None
+    finally:
+        room.close()
+    assert process.poll() is not None
+    assert not (tmp_path / "room" / "mariadb").exists()
