@@ -96,6 +96,21 @@ def test_a_lesson_s_title_on_its_chinese_page_is_the_catalog_s(site):
     assert title in entry
 
 
+@pytest.mark.parametrize("record, refusal", [
+    ("claim: {en: One half.}", "C01: claim needs both en and zh"),
+    ("claim: {en: a, zh: 甲}\n  title_zh: 标题", "C01: no such field ['title_zh']"),
+])
+def test_a_lesson_record_with_one_language_or_an_unknown_field_is_refused(
+        tmp_path, monkeypatch, record, refusal):
+    source = tmp_path / "lessons.yml"
+    source.write_text(f"C01:\n  {record}\n  watch: {{en: a, zh: 甲}}\n  fix: {{en: b, zh: 乙}}\n",
+                      encoding="utf-8")
+    monkeypatch.setattr(lessons, "SOURCE", source)
+    with pytest.raises(ValueError) as refused:
+        lessons.lessons()
+    assert refusal in str(refused.value)
+
+
 def test_the_lessons_no_exercise_can_practise_say_why_and_none_does():
     """Issue 39: a measurement (C23, C43), a server's failure (C30, C31, C32) and the
     network (C45-C48) say on their page why no exercise practises them, and no exercise

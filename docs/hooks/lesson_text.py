@@ -50,9 +50,14 @@ class Lesson:
     no_exercise: Text | None = None
 
 
-@cache
 def lessons() -> dict[str, Lesson]:
-    """Every lesson in the data file, by id."""
+    """Every lesson in the data file, by id: read again when the file changed (``mkdocs
+    serve`` keeps the hook loaded from one build to the next)."""
+    return _read(SOURCE.stat().st_mtime_ns)
+
+
+@cache
+def _read(version: int) -> dict[str, Lesson]:
     data = yaml.safe_load(SOURCE.read_text(encoding="utf-8"))
     return {lesson_id: _lesson(lesson_id, record) for lesson_id, record in data.items()}
 
