@@ -226,8 +226,8 @@ def test_the_catalog_uses_the_term_table_s_words():
 
 
 def hook_lines() -> list[Line]:
-    """The Chinese the handbook's hook writes into the pages (its words, the registry's
-    descriptions in Chinese)."""
+    """Any Chinese the handbook's hook writes into the pages itself (its words and the
+    registry's descriptions are the catalog's, held above)."""
     hook = DOCS / "hooks" / "handbook.py"
     return [Line(f"{hook.relative_to(ROOT)}:{number}", text) for number, text
             in enumerate(hook.read_text(encoding="utf-8").splitlines(), start=1)

@@ -313,74 +313,6 @@ def _glossary_table(language: str, here: str) -> str:
     return "\n".join(out) + "\n"
 
 
-#: The registry's descriptions in Chinese, by strategy (the registry keeps English only);
-#: a strategy missing here is shown with its English words.
-STRATEGIES_ZH = {
-    "none": ("不加保护：读、判断、写三步毫无防护地执行。",
-             "并发的买家读到同一个库存，各自写入库存减一：先是丢失更新，接着就是超卖。"),
-    "local": ("每个进程里每个商品一把 threading.Lock。",
-              "单进程内正确；每个实例各有各的锁，多个实例之间互相重叠，照样超卖。"),
-    "table": ("锁表里带唯一键的一行：插入即加锁，删除即解锁；租约让崩溃的持有者留下的锁可以被接管；"
-              "带防护令牌。",
-              "持有者停顿到锁过期，就会和下一个持有者重叠；防护令牌把它迟到的写入变成被拒绝的过期写入。"),
-    "table_no_expiry": ("带唯一键的一行：插入即加锁，删除即解锁；没有过期时间列。",
-                        "持有者在删除之前死掉，这一行就留在表里：这个商品之后的订单全都等待并返回 503，"
-                        "直到有人手工删掉这一行。"),
-    "redis_setnx": ("SETNX key token；DEL 释放。不设过期时间。",
-                    "持有者死在临界区里，锁就永远不会释放：这个商品之后的订单全都等待并返回 503，"
-                    "直到管理员删掉这个键。"),
-    "redis_setnx_expire": ("先 SETNX，再用第二条命令 EXPIRE。",
-                           "SETNX 和 EXPIRE 之间崩溃，会留下一把永不过期的锁"
-                           "（故障钩子 crash_after_setnx）。"),
-    "redis_plain_del": ("SET NX PX，但释放时直接 DEL，不核对所有者。",
-                        "比租约还慢的持有者删掉了下一个持有者的锁（误删）：两个持有者同时在，造成超卖。"),
-    "redis_get_del": ("SET NX PX；释放时先 GET、比较，再 DEL：两条命令。",
-                      "如果锁在 GET 和 DEL 之间过期，DEL 删掉的就是别人的锁"
-                      "（故障钩子 pause_before_del 把这个窗口撑开）。"),
-    "redis_reentrant_del": ("可重入（“所有者 → 次数”的哈希），但用 DEL 释放。",
-                            "重入过的持有者在内层释放时把整把锁都放掉了：外层临界区在没有锁的情况下执行，"
-                            "别的持有者趁机进来。"),
-    "redis_reentrant_steps": ("可重入加锁拆成几条命令：EXISTS、HSET、PEXPIRE。",
-                              "两个所有者都看到 EXISTS 返回 0，于是都 HSET 写入自己的名字：两个持有者"
-                              "（故障钩子 pause_after_exists 把这个窗口撑开）。"),
-    "redis_reentrant_thread_id": ("可重入（“所有者 → 次数”的哈希，用 Lua 实现），所有者用线程号命名。",
-                                  "线程持着锁结束后，锁就留给了下一个拿到同一线程号的线程："
-                                  "Python 会复用线程号，那个线程会被当成所有者重入。"),
-    "redis_rw_readers_first": ("读写锁，只要没有写者持锁，读者就能进来。",
-                               "写者等待期间陆续到来的读者都排到它前面：只要读操作一直前后重叠，"
-                               "写者就永远拿不到锁。"),
-    "redis": ("SET key token NX PX lease；用 Lua 比较后删除；INCR 生成防护令牌。",
-              "持有者停顿到锁过期，就会和下一个持有者重叠；防护令牌拒绝它迟到的写入。"),
-    "redis_reentrant": ("“所有者（线程）→ 次数”的哈希，用 Lua 实现：可以再次加锁，释放时减到零。",
-                        "和 redis 一样：持有者停顿到锁过期；防护令牌拒绝它的写入。"),
-    "redis_watchdog": ("SET NX PX，持锁期间看门狗每过三分之一的过期时间续期一次。",
-                       "续期失败就丢了锁：持有者在提交前收到 LockLost。整个进程停顿时看门狗也一起停顿；"
-                       "这种情况靠防护令牌兜底。"),
-    "redisson": ("Redisson 的锁：Lua 实现的可重入哈希，加一个为租约续期的看门狗。",
-                 "整个进程停顿到锁过期时，看门狗也一起停顿；防护令牌拒绝它的写入。"),
-    "redis_fair": ("等待者排队，在 BLPOP 上睡眠，直到释放唤醒队首；队首等了超过 20 毫秒就直接把锁交给它"
-                   "（Go 互斥锁的饥饿模式）。",
-                   "和 redis 一样：持有者停顿到锁过期；防护令牌拒绝它的写入。"),
-    "redis_two_mode": ("两种模式，同 Go 的 sync.Mutex：没有等待者等满阈值（默认 5 毫秒）时，空着的锁归先来"
-                       "请求的人；等满了，释放时直接把锁交给队首，新来的排到队尾。",
-                       "和 redis 一样：持有者停顿到锁过期；防护令牌拒绝它的写入。"),
-    "redlock": ("在 N 台独立的 Redis 服务器上跑 Redlock：在有效期（扣除时钟漂移）内拿到多数派。",
-                "没有防护令牌；停顿超过有效期会出现两个持有者（店铺在提交前会检查有效期）。"
-                "可用的服务器不到多数时返回 503。"),
-    "zk_simple": ("一个临时节点；等待者监听它，节点消失后重新抢（羊群效应）。",
-                  "结果正确，但每次释放都会唤醒所有等待者（见唤醒次数）。会话丢失就丢了锁："
-                  "提交前抛出 LockLost，另有防护令牌。"),
-    "zk_fair": ("临时顺序节点：序号最小的持锁，每个等待者只监听前一个节点；先来后到；可重入。",
-                "会话丢失就丢了锁：提交前抛出 LockLost，并用节点创建时的 zxid 做防护令牌。"),
-    "zk_rw": ("用顺序节点实现的读写锁：下单拿写锁，盘点拿读锁，所以盘点之间可以共享，也永远不会看到"
-              "做了一半的销售。",
-              "和 zk_fair 一样。"),
-    "zk_fair_trusting": ("公平锁，但等待者把前面任何一个节点的删除都当成“锁归我了”。",
-                         "前面的等待者放弃（超时）时，它后面那个在持有者还持锁时就闯了进来："
-                         "两个持有者。"),
-}
-
-
 def _strategies_table(language: str, here: str) -> str:
     from locks.registry import all_strategies
 
@@ -389,10 +321,9 @@ def _strategies_table(language: str, here: str) -> str:
     for strategy in all_strategies():
         expected = _("correct") if strategy.correct_across_instances else _("fails")
         module = strategy.factory.partition(":")[0].replace(".", "/") + ".py"
-        summary, failure = strategy.summary, strategy.failure_mode
-        if language == "zh" and strategy.name in STRATEGIES_ZH:
-            summary, failure = STRATEGIES_ZH[strategy.name]
-            summary = summary.removesuffix("。")  # the module follows in brackets
+        # the module follows the summary in brackets: no full stop between them
+        summary = _(strategy.summary).removesuffix(".").removesuffix("。")
+        failure = _(strategy.failure_mode)
         how = _("%(summary)s (%(module)s)", summary=summary, module=f"`{module}`")
         out.append(f"| `{strategy.name}` | {strategy.family} | {how} | {expected} | "
                    f"{failure} |")
