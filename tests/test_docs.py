@@ -188,6 +188,27 @@ def test_the_guides_plan_and_its_list_of_lessons_left_out_name_every_lab_once(pa
     assert (plan | left_out) - labs == set(), "not a lab"
 
 
+@pytest.mark.parametrize("page", ["guide/second-afternoon.md", "guide/second-afternoon.zh.md"])
+def test_the_second_afternoon_s_plan_adds_up_and_names_labs(page):
+    """Each episode starts when the one before it ends (its teaching and exercise minutes;
+    a break is 10), the afternoon is three hours, and every lesson it names is a lab."""
+    rows = [[cell.strip() for cell in line.strip().strip("|").split("|")]
+            for line in (ROOT / "docs" / page).read_text(encoding="utf-8").splitlines()
+            if re.match(r"\| \d:\d\d \|", line)]
+    assert len(rows) >= 5
+
+    def minutes(start: str) -> int:
+        hours, mins = start.split(":")
+        return int(hours) * 60 + int(mins)
+
+    for row, following in zip(rows, rows[1:]):
+        length = (int(row[2] or 0) + int(row[3] or 0)) if row[2] else 10
+        assert minutes(row[0]) + length == minutes(following[0]), row
+    assert minutes(rows[-1][0]) + int(rows[-1][2]) == 180
+    named = _lesson_ids(" ".join(row[4] for row in rows if len(row) > 4))
+    assert named and named - set(lessons.labs()) == set()
+
+
 def test_the_language_switcher_works_under_a_prefix(site):
     """The console serves the handbook under /handbook/: every page's language links are
     relative, and each lands on a page of the built site."""
