@@ -9,8 +9,9 @@ from .registry import Strategy, register
 
 
 def N_(text: str) -> str:  # noqa: N802 - gettext's name for "mark only"
-    """Marks a summary for the message catalog (pybabel finds ``N_``). The locks never
-    import the shop, where translation lives: whoever shows a summary translates it."""
+    """Marks a summary or a failure mode for the message catalog (pybabel finds ``N_``).
+    The locks never import the shop, where translation lives: whoever shows one translates
+    it."""
     return text
 
 
@@ -20,8 +21,8 @@ NONE = register(Strategy(
     summary=N_("No guard: the read-check-write runs unprotected."),
     correct_across_instances=False,
     factory="locks.no_lock:NoLockFactory",
-    failure_mode="Concurrent buyers read the same stock and each writes stock - 1: "
-                 "lost updates, then overselling.",
+    failure_mode=N_("Concurrent buyers read the same stock and each writes stock - 1: "
+                    "lost updates, then overselling."),
 ))
 
 LOCAL = register(Strategy(
@@ -31,8 +32,8 @@ LOCAL = register(Strategy(
     correct_across_instances=False,
     correct_within_one_process=True,
     factory="locks.local_lock:LocalLockFactory",
-    failure_mode="Correct inside one process; each instance has its own locks, "
-                 "so several instances overlap and oversell.",
+    failure_mode=N_("Correct inside one process; each instance has its own locks, "
+                    "so several instances overlap and oversell."),
 ))
 
 TABLE = register(Strategy(
@@ -43,8 +44,8 @@ TABLE = register(Strategy(
     correct_across_instances=True,
     factory="locks.table_lock:TableLockFactory",
     requires=("database",),
-    failure_mode="A holder paused past its lease overlaps the next holder; fencing tokens "
-                 "turn its late write into a rejected stale write.",
+    failure_mode=N_("A holder paused past its lease overlaps the next holder; fencing tokens "
+                    "turn its late write into a rejected stale write."),
 ))
 
 TABLE_NO_EXPIRY = register(Strategy(
@@ -52,8 +53,8 @@ TABLE_NO_EXPIRY = register(Strategy(
     summary=N_("A row with a unique key: insert to lock, delete to unlock; no expiry column."),
     correct_across_instances=False, factory="locks.table_broken:NoExpiryTableFactory",
     requires=("database",),
-    failure_mode="A holder that dies before its delete leaves its row: every later order for "
-                 "the product waits and gets 503, until a person deletes the row.",
+    failure_mode=N_("A holder that dies before its delete leaves its row: every later order for "
+                    "the product waits and gets 503, until a person deletes the row."),
 ))
 
 # --- Redis, broken on purpose: each fails in its own, reproducible way ----------
@@ -63,8 +64,8 @@ REDIS_SETNX = register(Strategy(
     summary=N_("SETNX key token; DEL to release. No expiry."),
     correct_across_instances=False, factory="locks.redis_broken:SetnxNoExpiryFactory",
     requires=("redis",),
-    failure_mode="A holder that dies in its critical section never releases: every later "
-                 "order for the product waits and gets 503 until an admin deletes the key.",
+    failure_mode=N_("A holder that dies in its critical section never releases: every later "
+                    "order for the product waits and gets 503 until an admin deletes the key."),
 ))
 
 REDIS_SETNX_EXPIRE = register(Strategy(
@@ -72,8 +73,8 @@ REDIS_SETNX_EXPIRE = register(Strategy(
     summary=N_("SETNX, then EXPIRE as a second command."),
     correct_across_instances=False, factory="locks.redis_broken:SetnxThenExpireFactory",
     requires=("redis",),
-    failure_mode="A crash between SETNX and EXPIRE leaves a lock that never expires "
-                 "(fault hook crash_after_setnx).",
+    failure_mode=N_("A crash between SETNX and EXPIRE leaves a lock that never expires "
+                    "(fault hook crash_after_setnx)."),
 ))
 
 REDIS_PLAIN_DEL = register(Strategy(
@@ -81,8 +82,8 @@ REDIS_PLAIN_DEL = register(Strategy(
     summary=N_("SET NX PX, but released by a plain DEL without checking the owner."),
     correct_across_instances=False, factory="locks.redis_broken:PlainDelFactory",
     requires=("redis",),
-    failure_mode="A holder slower than the lease deletes the next holder's lock: two "
-                 "holders at once, and an oversell.",
+    failure_mode=N_("A holder slower than the lease deletes the next holder's lock: two "
+                    "holders at once, and an oversell."),
 ))
 
 REDIS_GET_DEL = register(Strategy(
@@ -90,8 +91,8 @@ REDIS_GET_DEL = register(Strategy(
     summary=N_("SET NX PX; release by GET, compare, then DEL: two commands."),
     correct_across_instances=False, factory="locks.redis_broken:GetThenDelFactory",
     requires=("redis",),
-    failure_mode="If the lease expires between GET and DEL, the DEL removes someone "
-                 "else's lock (fault hook pause_before_del holds the window open).",
+    failure_mode=N_("If the lease expires between GET and DEL, the DEL removes someone "
+                    "else's lock (fault hook pause_before_del holds the window open)."),
 ))
 
 REDIS_REENTRANT_DEL = register(Strategy(
@@ -99,8 +100,8 @@ REDIS_REENTRANT_DEL = register(Strategy(
     summary=N_("Reentrant (a hash of owner to count), but released by DEL."),
     correct_across_instances=False, factory="locks.redis_broken:ReentrantDeleteFactory",
     requires=("redis",),
-    failure_mode="A holder that re-enters frees the whole lock at its inner release: the "
-                 "outer section runs unlocked and another holder walks in.",
+    failure_mode=N_("A holder that re-enters frees the whole lock at its inner release: the "
+                    "outer section runs unlocked and another holder walks in."),
 ))
 
 REDIS_REENTRANT_STEPS = register(Strategy(
@@ -108,8 +109,8 @@ REDIS_REENTRANT_STEPS = register(Strategy(
     summary=N_("Reentrant acquire as separate commands: EXISTS, HSET, PEXPIRE."),
     correct_across_instances=False, factory="locks.redis_broken:ReentrantInStepsFactory",
     requires=("redis",),
-    failure_mode="Two owners that both see EXISTS say 0 both HSET their name: two holders "
-                 "(fault hook pause_after_exists holds the window open).",
+    failure_mode=N_("Two owners that both see EXISTS say 0 both HSET their name: two holders "
+                    "(fault hook pause_after_exists holds the window open)."),
 ))
 
 REDIS_REENTRANT_THREAD_ID = register(Strategy(
@@ -117,8 +118,8 @@ REDIS_REENTRANT_THREAD_ID = register(Strategy(
     summary=N_("Reentrant (a hash of owner to count, in Lua), the owner named by thread id."),
     correct_across_instances=False, factory="locks.redis_broken:ThreadIdOwnerFactory",
     requires=("redis",),
-    failure_mode="A thread that ends holding the lock leaves it to the next thread given "
-                 "its id: Python reuses thread ids, and that thread re-enters as the owner.",
+    failure_mode=N_("A thread that ends holding the lock leaves it to the next thread given "
+                    "its id: Python reuses thread ids, and that thread re-enters as the owner."),
 ))
 
 REDIS_RW_READERS_FIRST = register(Strategy(
@@ -126,8 +127,8 @@ REDIS_RW_READERS_FIRST = register(Strategy(
     summary=N_("A read/write lock that lets readers in whenever no writer holds it."),
     correct_across_instances=False, factory="locks.redis_broken:ReadersFirstFactory",
     requires=("redis",),
-    failure_mode="Readers that keep arriving while a writer waits go ahead of it: as long "
-                 "as their reads overlap, the writer never gets the lock.",
+    failure_mode=N_("Readers that keep arriving while a writer waits go ahead of it: as long "
+                    "as their reads overlap, the writer never gets the lock."),
 ))
 
 # --- Redis, correct while the lease outlives the work ------------------------------
@@ -137,8 +138,8 @@ REDIS = register(Strategy(
     summary=N_("SET key token NX PX lease; Lua compare-and-delete; INCR fencing token."),
     correct_across_instances=True, factory="locks.redis_lock:RedisLockFactory",
     requires=("redis",),
-    failure_mode="A holder paused past its lease overlaps the next holder; fencing "
-                 "rejects its late write.",
+    failure_mode=N_("A holder paused past its lease overlaps the next holder; fencing "
+                    "rejects its late write."),
 ))
 
 REDIS_REENTRANT = register(Strategy(
@@ -146,7 +147,7 @@ REDIS_REENTRANT = register(Strategy(
     summary=N_("A hash of owner (thread) to count, in Lua: acquire again, release down to zero."),
     correct_across_instances=True, factory="locks.redis_reentrant:ReentrantRedisFactory",
     requires=("redis",),
-    failure_mode="As redis: a holder paused past its lease; fencing rejects its write.",
+    failure_mode=N_("As redis: a holder paused past its lease; fencing rejects its write."),
 ))
 
 REDIS_WATCHDOG = register(Strategy(
@@ -154,8 +155,8 @@ REDIS_WATCHDOG = register(Strategy(
     summary=N_("SET NX PX with a watchdog renewing the lease every third of it while held."),
     correct_across_instances=True, factory="locks.redis_watchdog:WatchdogRedisFactory",
     requires=("redis",),
-    failure_mode="A failed renewal loses the lock: the holder gets LockLost before it "
-                 "commits. A paused process pauses its watchdog too; fencing covers that.",
+    failure_mode=N_("A failed renewal loses the lock: the holder gets LockLost before it "
+                    "commits. A paused process pauses its watchdog too; fencing covers that."),
 ))
 
 REDISSON = register(Strategy(
@@ -163,8 +164,8 @@ REDISSON = register(Strategy(
     summary=N_("Redisson's lock: the reentrant hash in Lua, and a watchdog renewing its lease."),
     correct_across_instances=True, factory="locks.redisson:RedissonFactory",
     requires=("redis",),
-    failure_mode="A whole process paused past its lease pauses its watchdog too; fencing "
-                 "rejects its write.",
+    failure_mode=N_("A whole process paused past its lease pauses its watchdog too; fencing "
+                    "rejects its write."),
 ))
 
 REDIS_FAIR = register(Strategy(
@@ -173,7 +174,7 @@ REDIS_FAIR = register(Strategy(
             "that waited over 20 ms is handed the lock (Go's mutex starvation mode)."),
     correct_across_instances=True, factory="locks.redis_fair:FairRedisFactory",
     requires=("redis",),
-    failure_mode="As redis: a holder paused past its lease; fencing rejects its write.",
+    failure_mode=N_("As redis: a holder paused past its lease; fencing rejects its write."),
 ))
 
 REDIS_TWO_MODE = register(Strategy(
@@ -182,7 +183,7 @@ REDIS_TWO_MODE = register(Strategy(
             "waiter has waited 5 ms; past that, release hands it to the head of the queue."),
     correct_across_instances=True, factory="locks.redis_two_mode:TwoModeRedisFactory",
     requires=("redis",),
-    failure_mode="As redis: a holder paused past its lease; fencing rejects its write.",
+    failure_mode=N_("As redis: a holder paused past its lease; fencing rejects its write."),
 ))
 
 REDLOCK = register(Strategy(
@@ -191,9 +192,9 @@ REDLOCK = register(Strategy(
             "time less clock drift."),
     correct_across_instances=True, factory="locks.redlock:RedlockFactory",
     requires=("redis",),
-    failure_mode="No fencing token; a pause longer than the validity time leaves two "
-                 "holders (the shop checks validity before commit). Fewer than a majority "
-                 "of servers up: 503.",
+    failure_mode=N_("No fencing token; a pause longer than the validity time leaves two "
+                    "holders (the shop checks validity before commit). Fewer than a majority "
+                    "of servers up: 503."),
 ))
 
 # --- ZooKeeper: ephemeral nodes that go with the session that made them -------------
@@ -203,8 +204,8 @@ ZK_SIMPLE = register(Strategy(
     summary=N_("One ephemeral node; waiters watch it and race again when it goes (herd effect)."),
     correct_across_instances=True, factory="locks.zk_simple:ZkSimpleFactory",
     requires=("zookeeper",),
-    failure_mode="Correct, but every release wakes every waiter (see herd wake-ups). "
-                 "A lost session loses the lock: LockLost before commit, and fencing.",
+    failure_mode=N_("Correct, but every release wakes every waiter (see herd wake-ups). "
+                    "A lost session loses the lock: LockLost before commit, and fencing."),
 ))
 
 ZK_FAIR = register(Strategy(
@@ -213,8 +214,8 @@ ZK_FAIR = register(Strategy(
             "predecessor only; first come, first served; re-entrant."),
     correct_across_instances=True, factory="locks.zk_fair:ZkFairFactory",
     requires=("zookeeper",),
-    failure_mode="A lost session loses the lock: LockLost before commit, and fencing "
-                 "by the node's creation zxid.",
+    failure_mode=N_("A lost session loses the lock: LockLost before commit, and fencing "
+                    "by the node's creation zxid."),
 ))
 
 ZK_RW = register(Strategy(
@@ -223,7 +224,7 @@ ZK_RW = register(Strategy(
             "the read lock, so stocktakes share it and never see half a sale."),
     correct_across_instances=True, factory="locks.zk_rw:ZkReadWriteFactory",
     requires=("zookeeper",),
-    failure_mode="As zk_fair.",
+    failure_mode=N_("As zk_fair."),
 ))
 
 # --- ZooKeeper, one step of the recipe left out -----------------------------------
@@ -233,6 +234,6 @@ ZK_FAIR_TRUSTING = register(Strategy(
     summary=N_("The fair lock, but a waiter takes any deletion ahead of it as 'the lock is mine'."),
     correct_across_instances=False, factory="locks.zk_broken:TrustingQueueFactory",
     requires=("zookeeper",),
-    failure_mode="When the waiter ahead gives up (a timeout), the one behind it walks in "
-                 "while the holder still holds: two holders.",
+    failure_mode=N_("When the waiter ahead gives up (a timeout), the one behind it walks in "
+                    "while the holder still holds: two holders."),
 ))

@@ -28,8 +28,7 @@ from lockshop import catalog as catalogs
 from lockshop.cluster.redis_servers import redis_server_binary
 from lockshop.exercises import EXERCISES
 from lockshop.exercises.skeleton_text import skeleton_path, skeleton_text
-from lockshop.workshop import lessons
-from lockshop.workshop.staging.record import ARTICLES as RECORD_ARTICLES
+from lockshop.workshop.staging.record import ARTICLES
 from shop.i18n import CHINESE, _, language
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -97,11 +96,8 @@ NOT_PROSE = re.compile(r"%\(\w+\)[-#0 +]?\d*(?:\.\d+)?[a-z]|%[sd]|`[^`]*`|<[^>]+
                        # a notation with colons and no spaces: host:pid:线程号, 文件:行号
                        f"|[\\w{CJK}]+(?::[\\w{CJK}]+)+")
 #: The articles' titles and authors, as published (longest first: A0's title is in A4's).
-ARTICLE_NAMES = tuple(sorted({*(str(article[key]) for article in lessons.ARTICLES.values()
-                                for key in ("title", "by") if isinstance(article[key], str)
-                                and article[key]),
-                              # the lab list's titles, as the articles' files are named
-                              *(title.split(" (")[0] for title in RECORD_ARTICLES.values())},
+ARTICLE_NAMES = tuple(sorted({name for article in ARTICLES.values()
+                              for name in (article.title, article.by) if name},
                              key=len, reverse=True))
 #: A page's line that says what an article says, in its words: "- **A4**（...）：..."
 ARTICLE_CITATION = re.compile(r"^\s*- \*\*\[?A[0-4]\b")
@@ -155,7 +151,7 @@ def catalog_lines() -> list[Line]:
 
 def zh_pages() -> list[Path]:
     """The Chinese pages written by hand: not the style guide (its table names the variants),
-    not the lesson pages the handbook's hook writes from lessons.py (held below)."""
+    not the lesson pages the handbook's hook writes from docs/lessons.yml (held below)."""
     style = {GUIDE.with_suffix(".zh.md")}
     return sorted(p for p in DOCS.rglob("*.zh.md")
                   if p not in style and not p.is_relative_to(DOCS / "lessons"))
@@ -175,15 +171,23 @@ def page_lines(page: Path, *, code: bool = False) -> list[Line]:
     return lines
 
 
+LESSONS = DOCS / "lessons.yml"
+
+
 def lesson_lines() -> list[Line]:
-    where = "lockshop/workshop/lessons.py"
+    """Every Chinese text of the lessons' data file (its ``zh`` halves)."""
+    where = LESSONS.relative_to(ROOT)
     lines = []
-    for lesson in lessons.LESSONS.values():
-        lines.append(Line(f"{where} {lesson.id} title_zh", lesson.title_zh))
-        for name, value in vars(lesson).items():
-            for text in (value.values() if isinstance(value, dict) else [value]):
-                if isinstance(text, lessons.Text):
-                    lines.append(Line(f"{where} {lesson.id} {name}", text.zh))
+
+    def walk(value, path: str) -> None:
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                if key == "zh":
+                    lines.append(Line(f"{where} {path}", inner))
+                else:
+                    walk(inner, f"{path}.{key}" if path else str(key))
+
+    walk(yaml.safe_load(LESSONS.read_text(encoding="utf-8")), "")
     return lines
 
 
@@ -222,8 +226,8 @@ def test_the_catalog_uses_the_term_table_s_words():
 
 
 def hook_lines() -> list[Line]:
-    """The Chinese the handbook's hook writes into the pages (its words, the registry's
-    descriptions in Chinese)."""
+    """Any Chinese the handbook's hook writes into the pages itself (its words and the
+    registry's descriptions are the catalog's, held above)."""
     hook = DOCS / "hooks" / "handbook.py"
     return [Line(f"{hook.relative_to(ROOT)}:{number}", text) for number, text
             in enumerate(hook.read_text(encoding="utf-8").splitlines(), start=1)
@@ -254,14 +258,17 @@ def test_the_lessons_and_skeletons_punctuation_and_spacing():
 
 
 def test_every_lab_s_title_is_the_same_in_the_catalog_and_in_the_lessons():
-    """The CLI and the console say a lab's title through the catalog, the handbook from
-    lessons.py: one title, not two translations of it."""
+    """The CLI, the console and the handbook say a lab's title through the catalog: one
+    title, not two translations of it. The lessons' data file holds no title, and every
+    lab's title has its Chinese in the catalog (tests/test_docs.py reads it on the page)."""
     from lockshop.workshop.labs import LABS
 
+    data = yaml.safe_load(LESSONS.read_text(encoding="utf-8"))
+    assert [lesson for lesson, record in data.items() if "title" in record
+            or "title_zh" in record] == []
     with language(CHINESE):
-        differ = {lab.id: (_(lab.title), lessons.LESSONS[lab.id].title_zh)
-                  for lab in LABS.values()}
-    assert {k: v for k, v in differ.items() if v[0] != v[1]} == {}
+        untranslated = [lab.id for lab in LABS.values() if _(lab.title) == lab.title]
+    assert untranslated == []
 
 
 # --- the rules catch what they are for --------------------------------------------------------

@@ -5,6 +5,7 @@ languages, the built site loads nothing from the internet, and search finds a Ch
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import shutil
@@ -15,11 +16,21 @@ from urllib.parse import urljoin
 
 import pytest
 
-from lockshop.workshop import lessons
-
 ROOT = Path(__file__).resolve().parent.parent
 pytest.importorskip("mkdocs", reason="the handbook needs the docs extra (pip install -e '.[docs]')")
 pytest.importorskip("material", reason="the handbook needs the docs extra (mkdocs-material)")
+
+
+def _hook_module(name: str):
+    """A module of the handbook's hook folder (docs/hooks/), which is not a package."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "docs" / "hooks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+lessons = _hook_module("lesson_text")
 
 
 def build(config: Path, site: Path) -> subprocess.CompletedProcess:
@@ -46,7 +57,7 @@ def test_a_broken_link_and_a_page_left_out_of_the_navigation_fail_the_build(tmp_
     tree = tmp_path / "tree"
     shutil.copytree(ROOT / "docs", tree / "docs", ignore=shutil.ignore_patterns("lessons"))
     shutil.copy(ROOT / "mkdocs.yml", tree / "mkdocs.yml")
-    (tree / "lockshop").symlink_to(ROOT / "lockshop")  # mkdocs.yml watches lessons.py
+    (tree / "lockshop").symlink_to(ROOT / "lockshop")  # mkdocs.yml watches the registries
     (tree / "docs" / "orphan.md").write_text("# Not in the navigation\n\n"
                                              "[a page that is not there](nowhere.md)\n")
     done = build(tree / "mkdocs.yml", tmp_path / "site")
@@ -67,7 +78,66 @@ def test_every_lab_has_its_lesson_entry_in_both_languages(site):
             entry = re.search(rf'<h2 id="{lab.id.lower()}">(.*?)</h2>', html, re.S)
             assert entry, f"{lab.id}: no lesson entry on {language}{page}"
             assert f"./run lab {lab.id}" in html  # as a fresh clone runs it
-    assert lessons.url("C11", "zh").startswith("zh/lessons/")
+    # the Chinese entries are under zh/: the English page and its twin, both with C11
+    assert 'id="c11"' in (site / "zh" / "lessons" / "a0" / "index.html").read_text("utf-8")
+
+
+def test_a_lesson_s_title_on_its_chinese_page_is_the_catalog_s(site):
+    """One title, not two translations of it: the data file has none, and the Chinese page
+    says the catalog's."""
+    from shop.i18n import CHINESE, _, language
+
+    lab = lessons.labs()["C11"]
+    with language(CHINESE):
+        title = _(lab.title)
+    assert title != lab.title  # the catalog has it
+    html = (site / "zh" / "lessons" / "a0" / "index.html").read_text(encoding="utf-8")
+    entry = re.search(r'<h2 id="c11">(.*?)</h2>', html, re.S).group(1)
+    assert title in entry
+
+
+@pytest.mark.parametrize("record, refusal", [
+    ("claim: {en: One half.}", "C01: claim needs both en and zh"),
+    ("claim: {en: a, zh: 甲}\n  title_zh: 标题", "C01: no such field ['title_zh']"),
+])
+def test_a_lesson_record_with_one_language_or_an_unknown_field_is_refused(
+        tmp_path, monkeypatch, record, refusal):
+    source = tmp_path / "lessons.yml"
+    source.write_text(f"C01:\n  {record}\n  watch: {{en: a, zh: 甲}}\n  fix: {{en: b, zh: 乙}}\n",
+                      encoding="utf-8")
+    monkeypatch.setattr(lessons, "SOURCE", source)
+    with pytest.raises(ValueError) as refused:
+        lessons.lessons()
+    assert refusal in str(refused.value)
+
+
+def test_the_lessons_no_exercise_can_practise_say_why_and_none_does():
+    """Issue 39: a measurement (C23, C43), a server's failure (C30, C31, C32) and the
+    network (C45-C48) say on their page why no exercise practises them, and no exercise
+    in the registry claims one of them."""
+    from lockshop.exercises import EXERCISES
+
+    unpractisable = {lesson.id for lesson in lessons.lessons().values() if lesson.no_exercise}
+    assert unpractisable == {"C23", "C43", "C30", "C31", "C32", "C45", "C46", "C47", "C48"}
+    practised = {lesson for exercise in EXERCISES.values() for lesson in exercise.lessons}
+    assert unpractisable & practised == set()
+
+
+def test_the_lesson_pages_say_why_a_lesson_has_no_exercise(site):
+    for path, words in (("lessons/a2", "this lesson is a server's failure"),
+                        ("zh/lessons/a2", "这个知识点讲的是服务器的故障"),
+                        ("lessons/beyond", "this lesson is the network's")):
+        html = (site / path / "index.html").read_text(encoding="utf-8")
+        assert words in html, path
+
+
+def test_the_workshop_does_not_import_the_exercises():
+    """The grader imports the workshop's labs; the arrow never runs back up."""
+    workshop = ROOT / "lockshop" / "workshop"
+    importers = [str(path.relative_to(ROOT)) for path in workshop.rglob("*.py")
+                 if re.search(r"^\s*(from|import) lockshop\.exercises", path.read_text("utf-8"),
+                              re.M)]
+    assert importers == []
 
 
 def test_a_lesson_of_two_articles_is_on_both_article_pages(site):
@@ -116,6 +186,27 @@ def test_the_guides_plan_and_its_list_of_lessons_left_out_name_every_lab_once(pa
     assert labs - plan - left_out == set(), "in neither the plan nor the lessons left out"
     assert plan & left_out == set(), "both in the plan and left out"
     assert (plan | left_out) - labs == set(), "not a lab"
+
+
+@pytest.mark.parametrize("page", ["guide/second-afternoon.md", "guide/second-afternoon.zh.md"])
+def test_the_second_afternoon_s_plan_adds_up_and_names_labs(page):
+    """Each episode starts when the one before it ends (its teaching and exercise minutes;
+    a break is 10), the afternoon is three hours, and every lesson it names is a lab."""
+    rows = [[cell.strip() for cell in line.strip().strip("|").split("|")]
+            for line in (ROOT / "docs" / page).read_text(encoding="utf-8").splitlines()
+            if re.match(r"\| \d:\d\d \|", line)]
+    assert len(rows) >= 5
+
+    def minutes(start: str) -> int:
+        hours, mins = start.split(":")
+        return int(hours) * 60 + int(mins)
+
+    for row, following in zip(rows, rows[1:]):
+        length = (int(row[2] or 0) + int(row[3] or 0)) if row[2] else 10
+        assert minutes(row[0]) + length == minutes(following[0]), row
+    assert minutes(rows[-1][0]) + int(rows[-1][2]) == 180
+    named = _lesson_ids(" ".join(row[4] for row in rows if len(row) > 4))
+    assert named and named - set(lessons.labs()) == set()
 
 
 def test_the_language_switcher_works_under_a_prefix(site):

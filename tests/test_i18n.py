@@ -386,7 +386,8 @@ def test_lab_c11_runs_in_chinese_under_lang_zh_cn_and_in_english_with_lang_en():
 
 def test_the_lab_list_is_in_chinese():
     said = lockshop("lab", "list").stdout
-    assert "A2  Redis分布式锁唯一标识避免误释放（释放时核对唯一标识）" in said
+    assert ("A2  Redis分布式锁唯一标识避免误释放的案例分析（用唯一标识避免误释放别人的锁；"
+            "用 WATCH/MULTI 释放；过期时间设多长）") in said
     assert "C11  redis_plain_del" in said and "锁的过期时间短于业务执行时间" in said
     assert "\n文章之外\n" in said and "[需要 Redis，店铺实例]" in said
     assert "个知识点中有" in said

@@ -1,19 +1,26 @@
 """MkDocs hook: the handbook's pages that come from the project's own records.
 
 - The lesson pages (one per article, one for the lessons beyond them, and an index) are
-  written here from the lab registry (id, name, title, articles, needs, time) and
-  ``lockshop.workshop.lessons`` (the text, English and Chinese): a lab added is a lesson
-  added, and an article a lab names is a page added to the navigation. They are written
-  as files into docs/lessons/ (ignored by git) before MkDocs collects its files, because
-  the i18n plugin pairs a page with its translation by their files on disk; a file is
-  rewritten only when its text changed, so that ``mkdocs serve`` does not rebuild for ever.
+  written here from the lab registry (id, name, title, articles, needs, time), the
+  articles' list (``lockshop.workshop.staging.record.ARTICLES``), the lessons' text
+  (``docs/lessons.yml``, read by ``lesson_text.py`` beside this file) and the exercises
+  (``lockshop.exercises``: each exercise names the lessons its checks grade, and a lesson's
+  entry names the exercises that practise it). A lab added is a lesson added, and an
+  article a lab names is a page added to the navigation. They are written as files into
+  docs/lessons/ (ignored by git) before MkDocs collects its files, because the i18n plugin
+  pairs a page with its translation by their files on disk; a file is rewritten only when
+  its text changed, so that ``mkdocs serve`` does not rebuild for ever.
 - Hand-written pages hold markers, ``<!-- generated: NAME -->``, replaced by a table from
   a record: the glossary (docs/glossary.yml), the exercises, the strategies, the labs'
   times.
+- Every word the generated pages add around those records is the message catalog's
+  (``_()``, said in the page's language), as the lab list's and the console's are.
 - The glossary's Chinese words are given to jieba, which the search plugin uses to cut
   Chinese text into words, so that a search for 羊群效应 finds the page that says it.
 
-The Chinese page of ``x.md`` is ``x.zh.md`` (mkdocs-static-i18n's suffix layout).
+The Chinese page of ``x.md`` is ``x.zh.md`` (mkdocs-static-i18n's suffix layout). Links in
+a generated page name the English file; the i18n plugin sends a Chinese page's links to
+the Chinese page.
 """
 
 from __future__ import annotations
@@ -26,49 +33,15 @@ from pathlib import Path
 import yaml
 from mkdocs.plugins import event_priority
 
-from lockshop.workshop import lessons
+import lesson_text  # beside this file: MkDocs puts the hook's folder on the path
+from lockshop.workshop.staging.record import ARTICLES
+from shop.i18n import CHINESE, ENGLISH, _, join
+from shop.i18n import language as in_language
 
 DOCS = Path(__file__).resolve().parent.parent
 MARKER = re.compile(r"<!--\s*generated:\s*([\w-]+)\s*-->")
-
-WORDS = {
-    "en": {"lesson": "The lesson", "says": "What the article says", "lab": "Lab",
-           "console": "Console", "watch": "Watch", "fix": "The fix", "read": "Read",
-           "exercise": "Exercise", "none": "none yet", "about": "about", "needs": "needs",
-           "console_path": "Labs → {id} → Run", "beyond": "Beyond the articles",
-           "beyond_about": "Lessons the articles leave out: a conditional UPDATE instead of a "
-                           "lock, clients that retry, the network between the parts, and "
-                           "owners Python can confuse.",
-           "by": "by", "lessons": "Lessons", "on_page": "The lessons on this page",
-           "id": "id", "title": "title", "time": "lab time", "also": "also on",
-           "all_lessons": "Every lesson", "page": "page", "file": "skeleton",
-           "exercises_from": "Exercises as listed by lockshop.exercises.",
-           "exercises_planned": "Exercises as planned (lockshop.exercises does not import "
-                                "here).",
-           "term": "term", "zh": "中文", "meaning": "meaning", "article": "the articles say",
-           "measured": "measured", "estimate": "estimate", "needs_col": "needs",
-           "name": "name", "stop": ". ", "colon": ": ", "open": " (", "close": ")",
-           "semi": "; ", "comma": ", ", "s": "s", "family": "family", "how": "how it works",
-           "expected": "expected across instances", "fails": "how it fails",
-           "correct": "correct", "wrong": "fails"},
-    "zh": {"lesson": "知识点", "says": "文章怎么说", "lab": "实验", "console": "控制台",
-           "watch": "看什么", "fix": "修复", "read": "读代码", "exercise": "练习",
-           "none": "暂无", "about": "约", "needs": "需要",
-           "console_path": "“实验”（Labs）列表 → {id} → “运行”（Run）",
-           "beyond": "文章之外", "beyond_about": "文章没有讲到的知识点：用带条件的 UPDATE 代替锁、"
-                                                "会重试的客户端、部件之间的网络，以及 Python 会"
-                                                "混淆的所有者。",
-           "by": "作者", "lessons": "知识点", "on_page": "本页的知识点", "id": "编号",
-           "title": "标题", "time": "实验耗时", "also": "另见",
-           "all_lessons": "全部知识点", "page": "页面", "file": "代码骨架",
-           "exercises_from": "练习列表取自 lockshop.exercises。",
-           "exercises_planned": "练习列表取自计划（此处无法导入 lockshop.exercises）。",
-           "term": "术语", "zh": "中文", "meaning": "含义", "article": "文章的说法",
-           "measured": "实测", "estimate": "估计", "needs_col": "需要", "name": "名称",
-           "stop": "。", "colon": "：", "open": "（", "close": "）", "semi": "；", "comma": "，",
-           "s": "秒", "family": "类别", "how": "做法", "expected": "多实例下的预期",
-           "fails": "会怎样出错", "correct": "正确", "wrong": "出错"},
-}
+#: The handbook's languages (its files' suffixes) and the catalog's for each.
+CATALOG_LANGUAGE = {"en": ENGLISH, "zh": CHINESE}
 
 #: The labs' times on the 2-core development machine, measured with
 #: ``time .venv/bin/lockshop lab ID`` on 2026-11-24 (wall clock, the lab run starting and
@@ -78,7 +51,7 @@ MEASURED = {"C01": 2.3, "C09": 11.8, "C11": 2.6, "C14": 4.9, "C18": 8.7, "C19": 
 
 # --- MkDocs events -------------------------------------------------------------------------
 
-def on_config(config, **_):
+def on_config(config, **kwargs):
     """Lesson pages written and put in the navigation; the glossary's words into jieba's
     dictionary."""
     _write_lesson_pages(Path(config.docs_dir) / "lessons")
@@ -112,9 +85,10 @@ def _write_lesson_pages(folder: Path) -> None:
     pages = {}
     for language in ("en", "zh"):
         suffix = "" if language == "en" else ".zh"
-        pages[f"index{suffix}.md"] = _lesson_index(language)
-        for key in _article_keys():
-            pages[f"{key.lower()}{suffix}.md"] = _article_page(key, language)
+        with in_language(CATALOG_LANGUAGE[language]):
+            pages[f"index{suffix}.md"] = _lesson_index(language)
+            for key in _article_keys():
+                pages[f"{key.lower()}{suffix}.md"] = _article_page(key, language)
     folder.mkdir(exist_ok=True)
     for stale in set(p.name for p in folder.glob("*.md")) - set(pages):
         (folder / stale).unlink(missing_ok=True)
@@ -128,7 +102,7 @@ def _write_lesson_pages(folder: Path) -> None:
             os.replace(partial, path)
 
 
-def on_page_markdown(markdown, page, config, files, **_):
+def on_page_markdown(markdown, page, config, files, **kwargs):
     language = "zh" if page.file.src_uri.endswith(".zh.md") else "en"
     here = posixpath.dirname(page.file.src_uri)
 
@@ -138,12 +112,13 @@ def on_page_markdown(markdown, page, config, files, **_):
             raise ValueError(f"{page.file.src_uri}: no generated table {name!r}")
         return TABLES[name](language, here)
 
-    markdown = MARKER.sub(render, markdown)
+    with in_language(CATALOG_LANGUAGE[language]):
+        markdown = MARKER.sub(render, markdown)
     return _join_chinese_lines(markdown) if language == "zh" else markdown
 
 
 @event_priority(-100)  # after mkdocs-static-i18n has set this page's language links
-def on_page_context(context, page, config, **_):
+def on_page_context(context, page, config, **kwargs):
     """The language switcher's links relative to the page. mkdocs-static-i18n leaves the
     home pages' links absolute ("/", "/zh/"), which point outside the site when it is
     served under a prefix, as the console serves it under /handbook/. A link from the
@@ -158,7 +133,7 @@ def on_page_context(context, page, config, **_):
     return context
 
 
-def on_template_context(context, template_name, config, **_):
+def on_template_context(context, template_name, config, **kwargs):
     """The 404 page has no page of its own in each language: its language links go to the
     two home pages (mkdocs-static-i18n leaves them on whichever page was built last). Like
     every link of the 404 page, they are absolute: it is served at any path."""
@@ -182,51 +157,46 @@ def _join_chinese_lines(markdown: str) -> str:
 
 
 # --- the lesson pages ------------------------------------------------------------------------
+# Each function below speaks the catalog's language of the moment (``_()``), which the
+# caller sets to the page's; ``language`` ("en", "zh") picks the half of a lesson's text.
 
 def _article_keys() -> list[str]:
     """The articles that have lessons, in order, then "beyond" when a lab names none."""
-    labs = lessons.labs().values()
-    keys = [a for a in lessons.ARTICLES if any(a in lab.articles for lab in labs)]
+    labs = lesson_text.labs().values()
+    keys = [a for a in ARTICLES if any(a in lab.articles for lab in labs)]
     return keys + (["beyond"] if any(not lab.articles for lab in labs) else [])
 
 
 def _labs_of(key: str) -> list:
-    labs = lessons.labs().values()
+    labs = lesson_text.labs().values()
     if key == "beyond":
         return [lab for lab in labs if not lab.articles]
     return [lab for lab in labs if key in lab.articles]
 
 
-def _title(lab, language: str) -> str:
-    return lessons.LESSONS[lab.id].title_zh if language == "zh" else lab.title
-
-
-def _article_heading(key: str, language: str) -> str:
-    words = WORDS[language]
+def _article_heading(key: str) -> str:
     if key == "beyond":
-        return words["beyond"]
-    return f"{key} · {lessons.ARTICLES[key]['title']}"
+        return _("Beyond the articles")
+    return f"{key} · {ARTICLES[key].title}"
 
 
-def _article_line(key: str, language: str) -> str:
-    words = WORDS[language]
+def _article_line(key: str) -> str:
     if key == "beyond":
-        return words["beyond_about"]
-    article = lessons.ARTICLES[key]
-    by = article["by"](language) if callable(article["by"]) else article["by"]  # a name, or words
-    who = words["comma"].join(part for part in (by, article["date"]) if part)
-    return f"*{who}* — {article['about'](language)}" if who else article["about"](language)
+        return _("Lessons the articles leave out: a conditional UPDATE instead of a lock, "
+                 "clients that retry, the network between the parts, and owners Python can "
+                 "confuse.")
+    article = ARTICLES[key]
+    who = join(part for part in (_(article.by) if article.by else "", article.date) if part)
+    return f"*{who}* — {_(article.about)}" if who else _(article.about)
 
 
 def _article_page(key: str, language: str) -> str:
-    words = WORDS[language]
     labs = _labs_of(key)
-    out = [f"# {_article_heading(key, language)}", "", _article_line(key, language), "",
-           f"## {words['on_page']} {{#the-lessons-on-this-page}}", "",  # one anchor per language
-           f"| {words['id']} | {words['title']} | {words['lab']} | {words['time']} |",
-           "| --- | --- | --- | --- |"]
+    out = [f"# {_article_heading(key)}", "", _article_line(key), "",
+           "## " + _("The lessons on this page") + " {#the-lessons-on-this-page}", "",
+           _row(_("id"), _("title"), _("Lab"), _("lab time")), "| --- | --- | --- | --- |"]
     for lab in labs:
-        out.append(f"| [{lab.id}](#{lab.id.lower()}) | {_title(lab, language)} | "
+        out.append(f"| [{lab.id}](#{lab.id.lower()}) | {_(lab.title)} | "
                    f"`{lab.name}` | ~{lab.seconds} s |")
     out.append("")
     for lab in labs:
@@ -235,73 +205,81 @@ def _article_page(key: str, language: str) -> str:
 
 
 def _lesson(lab, key: str, language: str) -> list[str]:
-    words = WORDS[language]
-    text = lessons.LESSONS[lab.id]
-    w = words
-    needs = f"{w['semi']}{w['needs']} {_needs(lab, language)}" if lab.needs else ""
-    out = [f"## {lab.id} · {_title(lab, language)} {{#{lab.id.lower()}}}", "",
-           f"**{w['lesson']}{w['stop'].strip()}** {text.claim(language)}", ""]
+    text = lesson_text.lessons()[lab.id]
+    out = [f"## {lab.id} · {_(lab.title)} {{#{lab.id.lower()}}}", "",
+           _bold(_("The lesson.")) + " " + text.claim(language), ""]
     if text.where:
-        out += [f"**{w['says']}{w['colon'].strip()}**", ""]
+        out += [_bold(_("What the articles say:")), ""]
         for article, said in text.where.items():
             link = (article if article == key
                     else f"[{article}]({article.lower()}.md#{lab.id.lower()})")
-            title = lessons.ARTICLES[article]["title"]
-            out.append(f"- **{link}**{w['open']}{title}{w['close']}{w['colon']}{said(language)}")
+            out.append("- " + _("%(article)s (%(title)s): %(said)s", article=f"**{link}**",
+                                 title=ARTICLES[article].title, said=said(language)))
         out.append("")
-    exercise = words["comma"].join(
-        f"[{e['id']} · {e['title'](language)}](../exercises{_zh(language)}.md#exercise-{e['id']})"
-        for e in lessons.exercises_for(lab.id)) or words["none"]
-    c = w["colon"].strip()
-    out += [f"- **{w['lab']}{c}** `./run lab {lab.id}`{w['open']}`{lab.name}`{w['comma']}"
-            f"{w['about']} {lab.seconds} {w['s']}{needs}{w['close']}",
-            f"- **{w['console']}{c}** {w['console_path'].format(id=lab.id)}",
-            f"- **{w['watch']}{c}** {text.watch(language)}",
-            f"- **{w['fix']}{c}** {text.fix(language)}",
-            f"- **{w['read']}{c}** " + w["comma"].join(f"`{path}`" for path in text.read),
-            f"- **{w['exercise']}{c}** {exercise}", ""]
+    command, name = f"`./run lab {lab.id}`", f"`{lab.name}`"
+    run = (_("%(command)s (%(name)s, about %(seconds)s s; needs %(needs)s)", command=command,
+             name=name, seconds=lab.seconds, needs=_needs(lab)) if lab.needs
+           else _("%(command)s (%(name)s, about %(seconds)s s)", command=command, name=name,
+                  seconds=lab.seconds))
+    console = _("Labs → %(id)s → Run", id=lab.id)
+    items = [(_("Lab:"), run), (_("Console:"), console), (_("Watch:"), text.watch(language)),
+             (_("The fix:"), text.fix(language)),
+             (_("Read:"), join(f"`{path}`" for path in text.read)),
+             (_("Exercise:"), _practised_by(lab.id, text, language))]
+    out += [f"- {_bold(label)} {said}" for label, said in items] + [""]
     return out
 
 
-def _needs(lab, language: str) -> str:
-    """What a lab needs, in the lab list's words (the message catalog's, for Chinese)."""
+def _bold(label: str) -> str:
+    return f"**{label}**"
+
+
+def _practised_by(lesson_id: str, text, language: str) -> str:
+    """The exercises whose checks grade the lesson; else why none can; else "none yet"."""
+    exercises = [f"[{e.id} · {e.title}](../exercises.md#exercise-{e.id})"
+                 for e in _exercises() if lesson_id in e.lessons]
+    if exercises:
+        return join(exercises)
+    return text.no_exercise(language) if text.no_exercise else _("none yet")
+
+
+def _exercises() -> list:
+    """The exercises, as their registry lists them (the handbook renders what the
+    workshop's exercises declare; the workshop itself never imports them)."""
+    from lockshop.exercises import EXERCISES
+
+    return list(EXERCISES.values())
+
+
+def _needs(lab) -> str:
+    """What a lab needs, in the lab list's words."""
     from lockshop.workshop.labs import NEEDS
-    from shop.i18n import translations
 
-    catalog = translations("zh_CN" if language == "zh" else "en")
-    return WORDS[language]["comma"].join(catalog.gettext(NEEDS[need]) if need in NEEDS else need
-                                         for need in lab.needs)
-
-
-def _zh(language: str) -> str:
-    """Links in a generated page name the English file; the i18n plugin sends a Chinese
-    page's links to the Chinese page. Nothing to add."""
-    return ""
+    return join(_(NEEDS[need]) if need in NEEDS else need for need in lab.needs)
 
 
 def _lesson_index(language: str) -> str:
-    words = WORDS[language]
-    intro = {
-        "en": "Every lesson the workshop teaches, by article. Each entry says the lesson, "
-              "what the article says and where, the lab that stages it (`./run lab ID`, "
-              "or the console's Labs list), what to watch, the fix, the code to read and "
-              "the exercise that practises it. A lesson of two articles is on both pages.",
-        "zh": "工作坊讲的每个知识点，按文章排列。每一条都写明：知识点本身、文章在哪里怎么说、重现它的"
-              "实验（`./run lab 编号`，或控制台的“实验”列表）、看什么、怎么修、读哪段代码，以及"
-              "对应的练习。同时出自两篇文章的知识点在两页上都有。"}[language]
-    out = [f"# {words['all_lessons']}", "", intro, ""]
+    intro = _("Every lesson the workshop teaches, by article. Each entry says the lesson, "
+              "what the article says and where, the lab that stages it (`./run lab ID`, or "
+              "the console's Labs list), what to watch, the fix, the code to read and the "
+              "exercise that practises it, or why none can. A lesson of two articles is on "
+              "both pages.")
+    out = ["# " + _("Every lesson"), "", intro, ""]
     for key in _article_keys():
         anchor = " {#beyond-the-articles}" if key == "beyond" else ""
-        out += [f"## [{_article_heading(key, language)}]({key.lower()}.md){anchor}", "",
-                _article_line(key, language), ""]
+        out += [f"## [{_article_heading(key)}]({key.lower()}.md){anchor}", "",
+                _article_line(key), ""]
         for lab in _labs_of(key):
-            out.append(f"- [{lab.id}]({key.lower()}.md#{lab.id.lower()}) "
-                       f"{_title(lab, language)}")
+            out.append(f"- [{lab.id}]({key.lower()}.md#{lab.id.lower()}) {_(lab.title)}")
         out.append("")
     return "\n".join(out) + "\n"
 
 
 # --- tables for the hand-written pages ---------------------------------------------------------
+
+def _row(*cells: str) -> str:
+    return "| " + " | ".join(cells) + " |"
+
 
 def _link(here: str, target: str) -> str:
     """``target`` (from the docs root) relative to the folder ``here``."""
@@ -309,19 +287,14 @@ def _link(here: str, target: str) -> str:
 
 
 def _exercises_table(language: str, here: str) -> str:
-    words = WORDS[language]
-    source, found = lessons.exercises()
-    out = [f"| # | {words['title']} | {words['file']} | {words['lessons']} |",
-           "| --- | --- | --- | --- |"]
-    labs = lessons.labs()
-    for exercise in found:
-        links = ", ".join(
-            f"[{lid}]({_link(here, lessons.page(labs[lid]))}#{lid.lower()})"
-            if lid in labs else lid for lid in exercise["lessons"])
-        out.append(f"| <span id=\"exercise-{exercise['id']}\"></span>{exercise['id']} | "
-                   f"{exercise['title'](language)} | `{exercise['file']}` | {links} |")
-    note = words["exercises_from" if source == "lockshop.exercises" else "exercises_planned"]
-    return "\n".join(out) + f"\n\n*{note}*\n"
+    out = [_row("#", _("title"), _("skeleton"), _("Lessons")), "| --- | --- | --- | --- |"]
+    labs = lesson_text.labs()
+    for exercise in _exercises():
+        links = join(f"[{lid}]({_link(here, lesson_text.page(labs[lid]))}#{lid.lower()})"
+                     if lid in labs else lid for lid in exercise.lessons)
+        out.append(f"| <span id=\"exercise-{exercise.id}\"></span>{exercise.id} | "
+                   f"{exercise.title} | `{exercise.file}` | {links} |")
+    return "\n".join(out) + "\n"
 
 
 def _glossary() -> list[dict]:
@@ -330,8 +303,7 @@ def _glossary() -> list[dict]:
 
 
 def _glossary_table(language: str, here: str) -> str:
-    words = WORDS[language]
-    out = [f"| {words['term']} | 中文 | {words['meaning']} | {words['article']} |",
+    out = [_row(_("term"), "中文", _("meaning"), _("the articles say")),
            "| --- | --- | --- | --- |"]
     for entry in _glossary():
         meaning = entry.get("zh_meaning") if language == "zh" else entry.get("meaning")
@@ -341,103 +313,34 @@ def _glossary_table(language: str, here: str) -> str:
     return "\n".join(out) + "\n"
 
 
-#: The registry's descriptions in Chinese, by strategy (the registry keeps English only);
-#: a strategy missing here is shown with its English words.
-STRATEGIES_ZH = {
-    "none": ("不加保护：读、判断、写三步毫无防护地执行。",
-             "并发的买家读到同一个库存，各自写入库存减一：先是丢失更新，接着就是超卖。"),
-    "local": ("每个进程里每个商品一把 threading.Lock。",
-              "单进程内正确；每个实例各有各的锁，多个实例之间互相重叠，照样超卖。"),
-    "table": ("锁表里带唯一键的一行：插入即加锁，删除即解锁；租约让崩溃的持有者留下的锁可以被接管；"
-              "带防护令牌。",
-              "持有者停顿到锁过期，就会和下一个持有者重叠；防护令牌把它迟到的写入变成被拒绝的过期写入。"),
-    "table_no_expiry": ("带唯一键的一行：插入即加锁，删除即解锁；没有过期时间列。",
-                        "持有者在删除之前死掉，这一行就留在表里：这个商品之后的订单全都等待并返回 503，"
-                        "直到有人手工删掉这一行。"),
-    "redis_setnx": ("SETNX key token；DEL 释放。不设过期时间。",
-                    "持有者死在临界区里，锁就永远不会释放：这个商品之后的订单全都等待并返回 503，"
-                    "直到管理员删掉这个键。"),
-    "redis_setnx_expire": ("先 SETNX，再用第二条命令 EXPIRE。",
-                           "SETNX 和 EXPIRE 之间崩溃，会留下一把永不过期的锁"
-                           "（故障钩子 crash_after_setnx）。"),
-    "redis_plain_del": ("SET NX PX，但释放时直接 DEL，不核对所有者。",
-                        "比租约还慢的持有者删掉了下一个持有者的锁（误删）：两个持有者同时在，造成超卖。"),
-    "redis_get_del": ("SET NX PX；释放时先 GET、比较，再 DEL：两条命令。",
-                      "如果锁在 GET 和 DEL 之间过期，DEL 删掉的就是别人的锁"
-                      "（故障钩子 pause_before_del 把这个窗口撑开）。"),
-    "redis_reentrant_del": ("可重入（“所有者 → 次数”的哈希），但用 DEL 释放。",
-                            "重入过的持有者在内层释放时把整把锁都放掉了：外层临界区在没有锁的情况下执行，"
-                            "别的持有者趁机进来。"),
-    "redis_reentrant_steps": ("可重入加锁拆成几条命令：EXISTS、HSET、PEXPIRE。",
-                              "两个所有者都看到 EXISTS 返回 0，于是都 HSET 写入自己的名字：两个持有者"
-                              "（故障钩子 pause_after_exists 把这个窗口撑开）。"),
-    "redis_reentrant_thread_id": ("可重入（“所有者 → 次数”的哈希，用 Lua 实现），所有者用线程号命名。",
-                                  "线程持着锁结束后，锁就留给了下一个拿到同一线程号的线程："
-                                  "Python 会复用线程号，那个线程会被当成所有者重入。"),
-    "redis_rw_readers_first": ("读写锁，只要没有写者持锁，读者就能进来。",
-                               "写者等待期间陆续到来的读者都排到它前面：只要读操作一直前后重叠，"
-                               "写者就永远拿不到锁。"),
-    "redis": ("SET key token NX PX lease；用 Lua 比较后删除；INCR 生成防护令牌。",
-              "持有者停顿到锁过期，就会和下一个持有者重叠；防护令牌拒绝它迟到的写入。"),
-    "redis_reentrant": ("“所有者（线程）→ 次数”的哈希，用 Lua 实现：可以再次加锁，释放时减到零。",
-                        "和 redis 一样：持有者停顿到锁过期；防护令牌拒绝它的写入。"),
-    "redis_watchdog": ("SET NX PX，持锁期间看门狗每过三分之一的过期时间续期一次。",
-                       "续期失败就丢了锁：持有者在提交前收到 LockLost。整个进程停顿时看门狗也一起停顿；"
-                       "这种情况靠防护令牌兜底。"),
-    "redisson": ("Redisson 的锁：Lua 实现的可重入哈希，加一个为租约续期的看门狗。",
-                 "整个进程停顿到锁过期时，看门狗也一起停顿；防护令牌拒绝它的写入。"),
-    "redis_fair": ("等待者排队，在 BLPOP 上睡眠，直到释放唤醒队首；队首等了超过 20 毫秒就直接把锁交给它"
-                   "（Go 互斥锁的饥饿模式）。",
-                   "和 redis 一样：持有者停顿到锁过期；防护令牌拒绝它的写入。"),
-    "redis_two_mode": ("两种模式，同 Go 的 sync.Mutex：没有等待者等满阈值（默认 5 毫秒）时，空着的锁归先来"
-                       "请求的人；等满了，释放时直接把锁交给队首，新来的排到队尾。",
-                       "和 redis 一样：持有者停顿到锁过期；防护令牌拒绝它的写入。"),
-    "redlock": ("在 N 台独立的 Redis 服务器上跑 Redlock：在有效期（扣除时钟漂移）内拿到多数派。",
-                "没有防护令牌；停顿超过有效期会出现两个持有者（店铺在提交前会检查有效期）。"
-                "可用的服务器不到多数时返回 503。"),
-    "zk_simple": ("一个临时节点；等待者监听它，节点消失后重新抢（羊群效应）。",
-                  "结果正确，但每次释放都会唤醒所有等待者（见唤醒次数）。会话丢失就丢了锁："
-                  "提交前抛出 LockLost，另有防护令牌。"),
-    "zk_fair": ("临时顺序节点：序号最小的持锁，每个等待者只监听前一个节点；先来后到；可重入。",
-                "会话丢失就丢了锁：提交前抛出 LockLost，并用节点创建时的 zxid 做防护令牌。"),
-    "zk_rw": ("用顺序节点实现的读写锁：下单拿写锁，盘点拿读锁，所以盘点之间可以共享，也永远不会看到"
-              "做了一半的销售。",
-              "和 zk_fair 一样。"),
-    "zk_fair_trusting": ("公平锁，但等待者把前面任何一个节点的删除都当成“锁归我了”。",
-                         "前面的等待者放弃（超时）时，它后面那个在持有者还持锁时就闯了进来："
-                         "两个持有者。"),
-}
-
-
 def _strategies_table(language: str, here: str) -> str:
     from locks.registry import all_strategies
 
-    words = WORDS[language]
-    out = [f"| {words['name']} | {words['family']} | {words['how']} | {words['expected']} | "
-           f"{words['fails']} |", "| --- | --- | --- | --- | --- |"]
+    out = [_row(_("name"), _("family"), _("how it works"), _("expected across instances"),
+                _("how it fails")), "| --- | --- | --- | --- | --- |"]
     for strategy in all_strategies():
-        expected = words["correct" if strategy.correct_across_instances else "wrong"]
+        expected = _("correct") if strategy.correct_across_instances else _("fails")
         module = strategy.factory.partition(":")[0].replace(".", "/") + ".py"
-        summary, failure = strategy.summary, strategy.failure_mode
-        if language == "zh" and strategy.name in STRATEGIES_ZH:
-            summary, failure = STRATEGIES_ZH[strategy.name]
-            summary = summary.removesuffix("。")  # the module follows in brackets
-        out.append(f"| `{strategy.name}` | {strategy.family} | {summary}{words['open']}"
-                   f"`{module}`{words['close']} | {expected} | {failure} |")
+        # the module follows the summary in brackets: no full stop between them
+        summary = _(strategy.summary).removesuffix(".").removesuffix("。")
+        failure = _(strategy.failure_mode)
+        how = _("%(summary)s (%(module)s)", summary=summary, module=f"`{module}`")
+        out.append(f"| `{strategy.name}` | {strategy.family} | {how} | {expected} | "
+                   f"{failure} |")
     return "\n".join(out) + "\n"
 
 
 def _lab_times_table(language: str, here: str) -> str:
-    words = WORDS[language]
-    out = [f"| {words['id']} | {words['name']} | {words['estimate']} | {words['measured']} | "
-           f"{words['needs_col']} |", "| --- | --- | ---: | ---: | --- |"]
-    for lab in lessons.labs().values():
+    out = [_row(_("id"), _("name"), _("estimate"), _("measured"), _("needs")),
+           "| --- | --- | ---: | ---: | --- |"]
+    for lab in lesson_text.labs().values():
         measured = f"{MEASURED[lab.id]:g} s" if lab.id in MEASURED else ""
-        link = f"[{lab.id}]({_link(here, lessons.page(lab))}#{lab.id.lower()})"
+        link = f"[{lab.id}]({_link(here, lesson_text.page(lab))}#{lab.id.lower()})"
         out.append(f"| {link} | `{lab.name}` | ~{lab.seconds} s | {measured} | "
-                   f"{_needs(lab, language)} |")
-    total = sum(lab.seconds for lab in lessons.labs().values())
-    return "\n".join(out) + f"\n\n{words['estimate']}: ~{total} s.\n"
+                   f"{_needs(lab)} |")
+    total = sum(lab.seconds for lab in lesson_text.labs().values())
+    return "\n".join(out) + "\n\n" + _("Estimated, all the labs: about %(seconds)s s.",
+                                      seconds=total) + "\n"
 
 
 TABLES = {"exercises": _exercises_table, "glossary": _glossary_table,

@@ -54,6 +54,7 @@ def reference_lock(exercise) -> str:
     does what ``exercise`` asks: a strategy's name, or named as it is loaded."""
     if ":" in exercise.reference:  # a job guard, an order step or an election is no strategy
         return exercise.reference
+    import locks
     factory = locks.get(exercise.reference).factory
     module, _colon, factory_class = factory.partition(":")
     lock_class = getattr(importlib.import_module(module), factory_class).lock_class

@@ -59,10 +59,11 @@ def of_article(article: str) -> list[Lab]:
 
 
 def by_article() -> list[tuple[str, str, list[Lab]]]:
-    """(article, its title, its labs) for every article with labs, then the labs of no
-    article as "--". A lab of two articles is under both."""
-    groups = [(article, title, of_article(article)) for article, title in ARTICLES.items()]
-    groups.append(("--", N_("beyond the articles"),
+    """(article, what it is in the reader's language, its labs) for every article with
+    labs, then the labs of no article as "--". A lab of two articles is under both."""
+    groups = [(key, _("%(title)s (%(about)s)", title=article.title, about=_(article.about)),
+               of_article(key)) for key, article in ARTICLES.items()]
+    groups.append(("--", _("beyond the articles"),
                    [lab for lab in LABS.values() if not lab.articles]))
     return [group for group in groups if group[2]]
 
@@ -72,7 +73,7 @@ def listing() -> str:
     language."""
     lines = []
     for article, title, labs in by_article():
-        lines.append(f"{article}  {_(title)}" if article != "--" else _(title))
+        lines.append(f"{article}  {title}" if article != "--" else title)
         for lab in labs:
             needs = ("  " + _("[needs %(parts)s]", parts=join(
                 _(NEEDS[part]) if part in NEEDS else part for part in lab.needs))

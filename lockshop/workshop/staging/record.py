@@ -11,13 +11,38 @@ from dataclasses import asdict, dataclass, field
 
 from shop.i18n import N_
 
-#: The articles, by their ids (the handbook's References page names them in full).
+@dataclass(frozen=True)
+class Article:
+    """One of the five articles the workshop is built on (the References page cites them
+    in full)."""
+
+    #: As published, in Chinese: never translated.
+    title: str
+    #: Its author or site as published, or (N_) what it is when it is unsigned.
+    by: str
+    #: Its date, "" when it gives none.
+    date: str
+    #: What it covers, in a line (N_: said in the reader's language).
+    about: str
+
+
+#: The articles, by their ids: the one list of them (the lab list, the handbook).
 ARTICLES = {
-    "A0": N_("分布式锁 (why locks; Redis from SETNX to Lua; ZooKeeper)"),
-    "A1": N_("关于分布式锁 (8 SMS from 8 Tomcats; database, Redis, ZooKeeper locks)"),
-    "A2": N_("Redis分布式锁唯一标识避免误释放 (a unique token for the release)"),
-    "A3": N_("zookeeper实现分布式锁 (two ticket offices, one seat)"),
-    "A4": N_("分布式锁用Redis or Zookeeper? (oversold stock; Redlock; watchdog; Curator)"),
+    "A0": Article("分布式锁", "当年明月123", "2020-01-07",
+                  N_("why a lock; an expired-order cleanup job; Redis from SETNX to a "
+                     "reentrant hash in Lua; ZooKeeper's sequential nodes")),
+    "A1": Article("关于分布式锁", "kongzheng1993", "2019-06-11",
+                  N_("eight Tomcats send eight text messages; database, Redis and ZooKeeper "
+                     "locks; Redlock; the herd effect; Quartz's cluster")),
+    "A2": Article("Redis分布式锁唯一标识避免误释放的案例分析", "摩柯社区", "2021-05-28",
+                  N_("a unique token so that no client releases another's lock; WATCH/MULTI "
+                     "for the release; how long a lease should be")),
+    "A3": Article("Zookeeper 实现分布式锁", N_("a GitHub markdown note"), "",
+                  N_("two ticket offices sell one seat; ZooKeeper's simple lock, the "
+                     "sequential lock and the read/write lock")),
+    "A4": Article("分布式锁用Redis or Zookeeper?", "", "2020-03-19",
+                  N_("oversold stock; SET NX PX and a Lua release; Redlock; Redisson's "
+                     "watchdog; ZooKeeper with Curator; Redis against ZooKeeper")),
 }
 
 BROKEN, FIX = "broken", "fix"
