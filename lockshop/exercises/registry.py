@@ -174,7 +174,7 @@ _LIST = (
              lazy_gettext("The token lock released with WATCH and MULTI/EXEC, retried on a "
                           "conflict"), REDIS, ("A2",),
              lazy_gettext("Release without Lua: WATCH the key, GET it, and delete it in "
-                          "MULTI/DEL/EXEC only if it holds your token. When EXEC is refused, "
+                          "MULTI/DEL/EXEC only if its value is your token. When EXEC is refused, "
                           "the key changed after your GET: read it again before deciding."),
              (*redis_watch.WATCH_TOKEN, *redis_watch.CONFLICT),
              "locks.redis_watch:WatchReleaseLock", chain="redis-watch"),
@@ -265,7 +265,7 @@ _LIST = (
         "20", "atomic_order.py", lazy_gettext("You may not need a lock: one conditional UPDATE"),
         SQLITE, (),
         lazy_gettext("Put the check in the write: one UPDATE takes the stock only WHERE "
-                     "enough is left, and one claims a seat only WHERE nobody holds it; sell "
+                     "enough is left, and one claims a seat only WHERE no order has it; sell "
                      "only when it changed a row."),
         (*lockfree_steps.ATOMIC, order_sale.SALE_C25),
         "shop.orders.transactions:place_atomic", chain="conditional",

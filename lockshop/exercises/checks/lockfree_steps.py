@@ -131,7 +131,7 @@ ATOMIC = (
     Check("C25",
           lazy_gettext("3 buyers of the same seat, all past the business delay before any "
                        "writes"),
-          lazy_gettext("one order holds the seat, the other 2 are refused as taken: none "
+          lazy_gettext("one order gets the seat, the other 2 are refused as taken: none "
                        "double-booked"),
           lazy_gettext("Claim a seat the same way: UPDATE seats SET order_id = :order WHERE "
                        "... AND order_id IS NULL, and take it only when one row changed; a "

@@ -82,9 +82,9 @@ def _said(said: str) -> str:
 #: The token lock's checks, with hints for a release written with WATCH rather than Lua.
 WATCH_TOKEN = (
     replace(TOKEN[0], hint=lazy_gettext(
-        "A plain DEL deletes whoever's lock is there. WATCH the key, GET it, and only if it "
-        "holds self.token delete it in MULTI/DEL/EXEC (a pipeline of self.client); if it "
-        "holds another token, raise LockLost and leave it.")),
+        "A plain DEL deletes whoever's lock is there. WATCH the key, GET it, and only if its "
+        "value is self.token delete it in MULTI/DEL/EXEC (a pipeline of self.client); if it "
+        "is another token, raise LockLost and leave it.")),
     replace(TOKEN[1], expected=lazy_gettext(
         "B's lock stays: the key changed after A's read, so A's delete is refused"),
         hint=lazy_gettext(
