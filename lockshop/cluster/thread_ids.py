@@ -2,12 +2,17 @@
 and the owner tests stage "the next thread Python starts is given a dead thread's id".
 
 Python's thread id (``threading.get_ident()``) is the address of the thread's stack, and
-the C library hands a freed stack to the next thread it starts. But ``join()`` returns a
-little before the stack is counted as free: a thread started at once may get another
-stack, so another id, and which id comes back would be left to timing (on a busy
-machine, a test once saw the id it waited for come back once in 500 threads). So each
-thread here is waited out until the kernel has let it go too; then the next thread is
-given its stack, and its id, every time.
+the C library keeps freed stacks in a cache, handing the one freed last to the next thread
+it starts. Two things would leave the id that comes back to timing:
+
+* ``join()`` returns a little before the stack is counted as free, so each thread here is
+  waited out until the kernel has let it go too;
+* a thread that ended elsewhere after the dead one (a watchdog, another test's worker)
+  puts its stack on top of the dead one's: a thread that starts and ends again takes that
+  one every time. So a thread that was not given the wanted id is kept waiting, holding
+  its stack, and the next one is given the stack below it, until one gets the wanted id.
+  Those kept waiting end first, and the one with the wanted id last, so that its stack is
+  on top again for the next thread that wants it.
 """
 
 from __future__ import annotations
@@ -26,14 +31,21 @@ def in_a_thread(action: Callable[[], object], *, wanted_id: int | None = None,
     """Run ``action`` in a new thread that then ends, all the way: (what it returned,
     the thread's id). Its error, if it raised, is raised here.
 
-    With ``wanted_id``, only in a thread Python gave that id: threads are started (and
-    end at once) until one gets it, in case a thread started elsewhere took it between.
+    With ``wanted_id``, only in a thread Python gave that id: up to ``tries`` threads are
+    started, each kept waiting while the next starts, until one gets it.
     """
-    for _attempt in range(tries):
-        outcome: Future = Future()
-        ident = _one_thread(action, wanted_id, outcome, timeout)
-        if outcome.done():
-            return outcome.result(), ident
+    kept: list[_Thread] = []
+    try:
+        for _attempt in range(tries):
+            thread = _Thread(action, wanted_id, timeout)
+            if thread.outcome.done():
+                _end(kept, timeout)
+                kept = []
+                thread.end(timeout)
+                return thread.outcome.result(), thread.ident
+            kept.append(thread)
+    finally:
+        _end(kept, timeout)
     raise RuntimeError(f"no new thread was given the id {wanted_id} in {tries} tries")
 
 
@@ -47,27 +59,48 @@ def given_a_dead_threads_id(action: Callable[[], object], later: int,
                    for _thread in range(later)]
 
 
-def _one_thread(action, wanted_id, outcome: Future, timeout: float) -> int:
-    """Start a thread, run ``action`` there into ``outcome`` if its id is wanted, and
-    return its id once it has ended in the kernel too."""
-    ids: list[tuple[int, int]] = []
+class _Thread:
+    """A thread that runs ``action`` if its id is wanted (or any id is), then waits to be
+    told to end: it holds its stack, and so its id, until then."""
 
-    def body() -> None:
-        ids.append((threading.get_ident(), threading.get_native_id()))
-        if wanted_id is None or ids[0][0] == wanted_id:
+    def __init__(self, action: Callable[[], object], wanted_id: int | None,
+                 timeout: float) -> None:
+        self.outcome: Future = Future()
+        self._leave = threading.Event()
+        self._started = threading.Event()
+        self._ids: tuple[int, int] = (0, 0)
+        self._thread = threading.Thread(target=self._body, args=(action, wanted_id, timeout),
+                                        daemon=True)
+        self._thread.start()
+        if not self._started.wait(timeout):
+            raise TimeoutError(f"the thread did not start within {timeout:g} s")
+
+    @property
+    def ident(self) -> int:
+        return self._ids[0]
+
+    def _body(self, action, wanted_id, timeout) -> None:
+        self._ids = (threading.get_ident(), threading.get_native_id())
+        if wanted_id is None or self._ids[0] == wanted_id:
             try:
-                outcome.set_result(action())
+                self.outcome.set_result(action())
             except BaseException as error:  # noqa: BLE001 - raised again by in_a_thread
-                outcome.set_exception(error)
+                self.outcome.set_exception(error)
+        self._started.set()
+        self._leave.wait(timeout)
 
-    thread = threading.Thread(target=body, daemon=True)
-    thread.start()
-    thread.join(timeout)
-    if thread.is_alive():
-        raise TimeoutError(f"the thread did not end within {timeout:g} s")
-    ident, task = ids[0]
-    _wait_until_gone(task, timeout)
-    return ident
+    def end(self, timeout: float) -> None:
+        """Let it end, and return once the kernel has let it go too."""
+        self._leave.set()
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            raise TimeoutError(f"the thread did not end within {timeout:g} s")
+        _wait_until_gone(self._ids[1], timeout)
+
+
+def _end(threads: list[_Thread], timeout: float) -> None:
+    for thread in reversed(threads):
+        thread.end(timeout)
 
 
 def _wait_until_gone(task: int, timeout: float) -> None:
