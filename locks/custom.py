@@ -40,6 +40,17 @@ def split_spec(spec: str) -> tuple[str, str | None]:
     return spec, None
 
 
+def is_file(target: str) -> bool:
+    """Whether ``target`` (a spec's part before the class) names a file, not a module."""
+    return target.endswith(".py") or "/" in target or Path(target).exists()
+
+
+def absolute_target(target: str) -> str:
+    """``target`` as another process, in another folder, can load it: a file's absolute
+    path, a module's name as it is."""
+    return str(Path(target).resolve()) if is_file(target) else target
+
+
 def load_lock_class(spec: str) -> type[DistributedLock]:
     """The lock class ``spec`` names; ``LockClassError`` saying why when there is none.
 
@@ -94,9 +105,8 @@ def import_target(target: str):
 
 
 def _import(target: str):
-    path = Path(target)
-    if target.endswith(".py") or "/" in target or path.exists():
-        return _import_file(path)
+    if is_file(target):
+        return _import_file(Path(target))
     try:
         return importlib.import_module(target)
     except ModuleNotFoundError as error:

@@ -75,8 +75,7 @@ def needs(backend: str) -> None:
     installed = {"redis": redis_server_binary() is not None,
                  "redlock": redis_server_binary() is not None,  # five Redis servers
                  "zookeeper": zookeeper_installed(),
-                 "database": True,  # a lock table in a SQLite file of the grader's own
-                 "sqlite": True}[backend]  # an order step's: a file of the grader's own
+                 "sqlite": True}[backend]  # a lock table's or an order step's: a file
     require(installed, f"the {backend} server is not installed")
 
 

@@ -12,9 +12,14 @@ import argparse
 import os
 import re
 from dataclasses import replace
-from pathlib import Path
 
-from locks.custom import LockClassError, load_lock_class, register_spec, split_spec
+from locks.custom import (
+    LockClassError,
+    absolute_target,
+    load_lock_class,
+    register_spec,
+    split_spec,
+)
 from lockshop.cli.commands import CliError
 from shop.config import PREFIX, Config
 from shop.i18n import _
@@ -60,7 +65,6 @@ def _named_spec(spec: str) -> str:
     except LockClassError as error:
         raise CliError(say_class_error(error)) from None
     target, class_name = split_spec(spec)
-    if target.endswith(".py") or "/" in target or Path(target).exists():
-        target = str(Path(target).resolve())
+    target = absolute_target(target)
     snake = re.sub(r"(?<!^)(?=[A-Z])", "_", lock_class.__name__).lower()
     return f"my_{snake}={target}:{class_name or lock_class.__name__}"

@@ -1,9 +1,9 @@
 """The database an exercise is graded on: a file of the grader's own, or a database of
 its own on this machine's server, created for one grading and dropped after it.
 
-An exercise whose backend is a database is graded there: the table lock (exercise 17,
-``database``: SQLite, whose one writer at a time is all a lock row needs), and the order
-steps, on the database their lesson needs (``mysql``: InnoDB's row locks through an index;
+An exercise whose backend is a database is graded there: the table lock (exercise 17, on
+``sqlite``, whose one writer at a time is all a lock row needs), and the order steps, on
+the database their lesson needs (``mysql``: InnoDB's row locks through an index;
 ``postgresql``; ``sqlite``).
 
 In the room's sandbox no server of the machine answers (it has loopback only): there the
@@ -31,7 +31,7 @@ from shop.i18n import _
 from shop.store.db import normalise_url
 
 #: Backends graded on a database, and the server each needs (None: a file).
-SERVERS = {"database": None, "sqlite": None,
+SERVERS = {"sqlite": None,
            "mysql": DEFAULT_SERVERS["mysql"], "postgresql": DEFAULT_SERVERS["postgresql"]}
 
 

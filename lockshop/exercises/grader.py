@@ -25,11 +25,13 @@ from pathlib import Path
 
 from locks.custom import (
     LockClassError,
+    absolute_target,
     factory_for,
     load_election_class,
     load_lock_class,
     split_spec,
 )
+from lockshop.exercises import databases
 from lockshop.exercises import grading as limits
 from lockshop.exercises.diagnoses import Diagnostician
 from lockshop.exercises.grading import Background, Check, Grading, NotApplicable
@@ -50,8 +52,7 @@ def resolve(spec: str, exercise: Exercise) -> tuple[type, str]:
     if exercise.writes == ORDER_STEP:
         return resolve_step(spec)
     target, class_name = split_spec(spec)
-    if target.endswith(".py") or "/" in target or Path(target).exists():
-        target = str(Path(target).resolve())
+    target = absolute_target(target)
     if exercise.writes == JOB_GUARD:
         written = load_guard_class(spec)
     elif exercise.writes == ELECTION:  # a Candidate, run as the shop runs it
@@ -59,12 +60,12 @@ def resolve(spec: str, exercise: Exercise) -> tuple[type, str]:
     else:
         written = load_lock_class(spec)
         requires = factory_for(written)[1]
-        if requires != (exercise.backend,):
+        if requires != (exercise.lock_family,):
             raise LockClassError(_(
                 "%(target)s: %(name)s is a %(family)s lock; exercise %(id)s is a %(wanted)s "
                 "exercise (start from its skeleton: %(lockshop)s exercise start %(id)s)",
                 target=target, name=written.__name__, family=requires[0], id=exercise.id,
-                wanted=exercise.backend, lockshop=lockshop_command()))
+                wanted=exercise.lock_family, lockshop=lockshop_command()))
     return written, f"{target}:{class_name or written.__name__}"
 
 
@@ -73,8 +74,7 @@ def resolve_step(spec: str) -> tuple[OrderStep, str]:
     and the step's name); ``OrderStepError`` (a ``LockClassError``) when there is none."""
     step = load_order_step(spec)
     target, name = split_spec(spec)
-    if target.endswith(".py") or "/" in target or Path(target).exists():
-        target = str(Path(target).resolve())
+    target = absolute_target(target)
     name = name or type(step).__name__
     return step, f"{target}:{name}"
 
@@ -117,6 +117,9 @@ def grade(exercise: Exercise, spec: str, *, say: Callable[[str], None] = lambda 
             elif exercise.writes == JOB_GUARD:
                 say("  " + _("your job guard: %(spec)s, around the shop's jobs, on a redis "
                              "server of the grader's own", spec=spec))
+            elif exercise.backend in databases.SERVERS:  # a lock table
+                say("  " + _("your lock: %(spec)s, on a %(database)s database of the grader's "
+                             "own", spec=spec, database=exercise.backend))
             else:
                 say("  " + _("your lock: %(spec)s, on a %(family)s server of the grader's own",
                              spec=spec, family=say_reason(exercise.backend, BACKENDS)))

@@ -45,7 +45,10 @@ SKELETONS = Path(__file__).parent / "skeletons"
 #: Redis servers (``grading.REDLOCK_SERVERS``), or a database (``databases.SERVERS``: a
 #: lock table's SQLite file, an order step's SQLite file or MariaDB database).
 REDIS, ZOOKEEPER, REDLOCK = "redis", "zookeeper", "redlock"
-DATABASE, SQLITE, MYSQL = "database", "sqlite", "mysql"
+SQLITE, MYSQL = "sqlite", "mysql"
+#: A lock graded on a database is a lock table: its class extends the "database" family's
+#: base (``locks.table_lock``), whichever database holds the table.
+LOCK_FAMILIES = {SQLITE: "database", MYSQL: "database"}
 
 #: What the student writes, so how the grader loads it and what judges it: a lock (a
 #: ``DistributedLock`` on its backend's base), judged by the lock's contract, its chain's
@@ -93,6 +96,11 @@ class Exercise:
         if self.writes == LOCK and int(self.id) == first:
             checks = (*contract.CHECKS, *checks, *self._sale())
         return tuple(dict.fromkeys(check.lesson for check in checks))
+
+    @property
+    def lock_family(self) -> str:
+        """For a lock, the family whose base its class must extend ("redis", "database")."""
+        return LOCK_FAMILIES.get(self.backend, self.backend)
 
     @property
     def skeleton(self) -> Path:
@@ -236,12 +244,12 @@ _LIST = (
              writes=JOB_GUARD),
     Exercise(
         "17", "lock_row.py", lazy_gettext("A lock row with an expiry, in a lock table"),
-        DATABASE, ("A1",),
+        SQLITE, ("A1",),
         lazy_gettext("Lock by inserting a row whose unique key is the lock's name, with the "
                      "time its lease ends; take over a row whose lease has run out; release by "
                      "deleting only your own row. A holder that dies then frees the lock by "
                      "itself, once its lease is over."),
-        table_steps.CHECKS, "table", sale=table_steps.SALE),
+        table_steps.CHECKS, "table", chain="lock-table", sale=table_steps.SALE),
     Exercise(
         "18", "for_update_step.py",
         lazy_gettext("SELECT ... FOR UPDATE through a unique index, held until the commit"),

@@ -16,7 +16,7 @@ import threading
 from dataclasses import replace
 
 from lockshop.exercises.checks import step_sale
-from lockshop.exercises.checks.sale import INSTANCES, TOKEN
+from lockshop.exercises.checks.sale import INSTANCES, three_shops
 from lockshop.exercises.grading import Check, Grading
 from shop.config import Config
 from shop.i18n import _, lazy_gettext
@@ -43,19 +43,11 @@ SALE_C25 = replace(
 
 
 def retried_orders(grading: Grading) -> tuple[str, bool]:
-    from lockshop.cluster.client import ShopClient
-    from lockshop.cluster.launcher import Cluster
-
-    folder = grading.runtime / "retries"
-    folder.mkdir(parents=True, exist_ok=True)
     config = Config(database_url=grading.database_url, lock_timeout_ms=30_000,
-                    admin_token=TOKEN, extra_steps=(f"exercise={grading.spec}",),
-                    strategy="exercise", job_interval_ms=0)
-    with Cluster(config, instances=INSTANCES, runtime_dir=folder) as cluster:
-        shops = [ShopClient(url, TOKEN, timeout=60) for url in cluster.urls]
-        shops[0].reset([{"sku": "item", "stock": RETRY_STOCK}])
-        shops[0].set_settings(strategy="exercise", business_delay_ms=RETRY_DELAY_MS,
-                              job_interval_ms=0)
+                    extra_steps=(f"exercise={grading.spec}",))
+    products = [{"sku": "item", "stock": RETRY_STOCK}]
+    with three_shops(config, grading.runtime / "retries", products,
+                     delay_ms=RETRY_DELAY_MS) as (_cluster, shops):
         answers = _buyers_who_retry(shops)
         item = shops[0].audit()["products"][0]
     lost = [first for first, _retry, _again in answers]

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import replace
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 from lockshop.cluster.client import ShopClient
 from lockshop.cluster.hold_logs import collect_holds, overlap_audit
@@ -28,37 +31,74 @@ DELAY_MS = 60
 TOKEN = "exercise"
 
 
-def flash_sale(grading: Grading) -> tuple[str, bool]:
-    folder = grading.runtime / "sale"
-    backends = grading.backends(lease_ms=5000)
-    config = Config(database_url=f"sqlite:///{folder / 'shop.db'}",
-                    redis_url=backends.redis_url, redis_urls=backends.redis_urls,
-                    zk_hosts=backends.zk_hosts,
-                    lock_lease_ms=5000, lock_timeout_ms=30_000, admin_token=TOKEN,
-                    extra_locks=(f"exercise={grading.spec}",), strategy="exercise",
-                    job_interval_ms=0)
+@dataclass(frozen=True)
+class Sold:
+    """What a sale on three instances left: the audit's two products, every buyer's answer,
+    how long the buyers took, and (when read) how many overlapping holds both wrote."""
+
+    item: dict
+    ticket: dict
+    answers: list
+    seconds: float
+    both_wrote: int = 0
+
+    @property
+    def correct(self) -> bool:
+        """Everything sold, nothing oversold, no seat sold twice."""
+        return (self.item["oversold"] == 0 and self.ticket["oversold"] == 0
+                and self.ticket["double_booked_seats"] == 0
+                and self.item["sold"] == STOCK and self.ticket["sold"] == SEATS)
+
+    def answers_seen(self) -> str:
+        return ", ".join(sorted(set(map(str, self.answers))))
+
+
+@contextmanager
+def three_shops(config: Config, folder: Path, products: list[dict], *,
+                delay_ms: int = DELAY_MS) -> Iterator[tuple[Cluster, list[ShopClient]]]:
+    """Three instances of the shop on ``config`` with the exercise as their strategy,
+    stocked with ``products``, each order held ``delay_ms`` in its business delay."""
     folder.mkdir(parents=True, exist_ok=True)
+    config = replace(config, admin_token=TOKEN, strategy="exercise", job_interval_ms=0)
     with Cluster(config, instances=INSTANCES, runtime_dir=folder) as cluster:
         shops = [ShopClient(url, TOKEN, timeout=60) for url in cluster.urls]
-        shops[0].reset([{"sku": "item", "stock": STOCK},
-                        {"sku": "ticket", "kind": "ticket", "seats": SEATS}])
-        shops[0].set_settings(strategy="exercise", business_delay_ms=DELAY_MS,
+        shops[0].reset(products)
+        shops[0].set_settings(strategy="exercise", business_delay_ms=delay_ms,
                               job_interval_ms=0)
-        since = time.time()
+        yield cluster, shops
+
+
+def sell_on_three(config: Config, folder: Path, *, read_holds: bool = False) -> Sold:
+    """BUYERS buyers of an item and as many of a ticket's seats at once, spread over three
+    shop instances, and the audit. ``read_holds``: collect the instances' hold logs too
+    (for a lock's sale, where holds are logged)."""
+    products = [{"sku": "item", "stock": STOCK},
+                {"sku": "ticket", "kind": "ticket", "seats": SEATS}]
+    with three_shops(config, folder, products) as (cluster, shops):
+        since, started = time.time(), time.monotonic()
         answers = _buyers_at_once(shops)
+        seconds = time.monotonic() - started
         audit = shops[0].audit()
-        holds = _overlaps(cluster, since)
+        both_wrote = _overlaps(cluster, since)["both_wrote"] if read_holds else 0
     item, ticket = audit["products"]
+    return Sold(item, ticket, answers, seconds, both_wrote)
+
+
+def flash_sale(grading: Grading) -> tuple[str, bool]:
+    backends = grading.backends(lease_ms=5000)
+    config = Config(database_url=f"sqlite:///{grading.runtime / 'sale' / 'shop.db'}",
+                    redis_url=backends.redis_url, redis_urls=backends.redis_urls,
+                    zk_hosts=backends.zk_hosts, lock_lease_ms=5000, lock_timeout_ms=30_000,
+                    extra_locks=(f"exercise={grading.spec}",))
+    sold = sell_on_three(config, grading.runtime / "sale", read_holds=True)
     observed = _("item: sold %(sold)s of %(stock)s, oversold %(oversold)s; ticket: %(seats_sold)s "
                  "seats of %(seats)s, double-booked %(double)s; overlapping holds that both "
                  "wrote: %(both)s; answers %(answers)s",
-                 sold=item["sold"], stock=STOCK, oversold=item["oversold"],
-                 seats_sold=ticket["sold"], seats=SEATS, double=ticket["double_booked_seats"],
-                 both=holds["both_wrote"], answers=", ".join(sorted(set(map(str, answers)))))
-    passed = (item["oversold"] == 0 and ticket["double_booked_seats"] == 0
-              and ticket["oversold"] == 0 and holds["both_wrote"] == 0
-              and item["sold"] == STOCK and ticket["sold"] == SEATS)
-    return observed, passed
+                 sold=sold.item["sold"], stock=STOCK, oversold=sold.item["oversold"],
+                 seats_sold=sold.ticket["sold"], seats=SEATS,
+                 double=sold.ticket["double_booked_seats"], both=sold.both_wrote,
+                 answers=sold.answers_seen())
+    return observed, sold.correct and sold.both_wrote == 0
 
 
 def _buyers_at_once(shops: list[ShopClient]) -> list:

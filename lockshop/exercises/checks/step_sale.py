@@ -9,18 +9,12 @@ is graded on (``Grading.database_url``): InnoDB's row locks for ``FOR UPDATE``.
 
 from __future__ import annotations
 
-import time
-
-from lockshop.cluster.client import ShopClient
-from lockshop.cluster.launcher import Cluster
 from lockshop.exercises.checks.sale import (
     BUYERS,
-    DELAY_MS,
     INSTANCES,
     SEATS,
     STOCK,
-    TOKEN,
-    _buyers_at_once,
+    sell_on_three,
 )
 from lockshop.exercises.grading import Check, Grading
 from shop.config import Config
@@ -28,32 +22,17 @@ from shop.i18n import _, lazy_gettext
 
 
 def step_sale(grading: Grading) -> tuple[str, bool]:
-    folder = grading.runtime / "sale"
-    folder.mkdir(parents=True, exist_ok=True)
     config = Config(database_url=grading.database_url, lock_timeout_ms=30_000,
-                    admin_token=TOKEN, extra_steps=(f"exercise={grading.spec}",),
-                    strategy="exercise", job_interval_ms=0)
-    with Cluster(config, instances=INSTANCES, runtime_dir=folder) as cluster:
-        shops = [ShopClient(url, TOKEN, timeout=60) for url in cluster.urls]
-        shops[0].reset([{"sku": "item", "stock": STOCK},
-                        {"sku": "ticket", "kind": "ticket", "seats": SEATS}])
-        shops[0].set_settings(strategy="exercise", business_delay_ms=DELAY_MS,
-                              job_interval_ms=0)
-        started = time.monotonic()
-        answers = _buyers_at_once(shops)
-        seconds = time.monotonic() - started
-        audit = shops[0].audit()
-    item, ticket = audit["products"]
+                    extra_steps=(f"exercise={grading.spec}",))
+    sold = sell_on_three(config, grading.runtime / "sale")
     observed = _("item: sold %(sold)s of %(stock)s, oversold %(oversold)s; ticket: "
                  "%(seats_sold)s seats of %(seats)s, double-booked %(double)s; answers "
                  "%(answers)s, in %(seconds).1f s",
-                 sold=item["sold"], stock=STOCK, oversold=item["oversold"],
-                 seats_sold=ticket["sold"], seats=SEATS, double=ticket["double_booked_seats"],
-                 answers=", ".join(sorted(set(map(str, answers)))), seconds=seconds)
-    passed = (item["oversold"] == 0 and ticket["double_booked_seats"] == 0
-              and ticket["oversold"] == 0 and item["sold"] == STOCK
-              and ticket["sold"] == SEATS)
-    return observed, passed
+                 sold=sold.item["sold"], stock=STOCK, oversold=sold.item["oversold"],
+                 seats_sold=sold.ticket["sold"], seats=SEATS,
+                 double=sold.ticket["double_booked_seats"], answers=sold.answers_seen(),
+                 seconds=sold.seconds)
+    return observed, sold.correct
 
 
 #: Lesson C01: without a guard, concurrent read-check-writes sell more than the stock.
