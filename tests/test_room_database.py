@@ -65,7 +65,7 @@ BY_NAME = STUDENT + textwrap.dedent('''
 
 #: Exercise 18 as a hostile student writes it: at import it tries what it must not, says
 #: what it got on its last line, and stops. Formatted with ``other``, another grading's
-#: database; its own URL it reads from its command line (``--database``).
+#: database; its own URL it reads from the file its command line names (``--database-file``).
 HOSTILE = '''\
 import json, os, sys
 import pymysql
@@ -89,7 +89,8 @@ def attempt(connect, query):
         connection.close()
 
 
-own = make_url(sys.argv[sys.argv.index("--database") + 1])
+with open(sys.argv[sys.argv.index("--database-file") + 1]) as given:
+    own = make_url(given.read())
 socket = own.query["unix_socket"]
 mine = dict(unix_socket=socket, user=own.username, password=own.password,
             database=own.database, connect_timeout=3)
@@ -112,6 +113,38 @@ print("PROBES " + json.dumps(found), flush=True)
 os._exit(7)
 '''
 SECRET = "another student's data"
+
+#: Exercise 18 as a greedy student writes it: a statement that would run ``sleep`` s, then
+#: a table filled 4 MB at a time up to ``megabytes``; what it got on its last line.
+GREEDY = '''\
+import json, os, sys, time
+import pymysql
+from sqlalchemy.engine import make_url
+
+with open(sys.argv[sys.argv.index("--database-file") + 1]) as given:
+    own = make_url(given.read())
+connection = pymysql.connect(unix_socket=own.query["unix_socket"], user=own.username,
+                             password=own.password, database=own.database, autocommit=True)
+found = {{}}
+with connection.cursor() as sql:
+    started = time.monotonic()
+    try:
+        sql.execute("SELECT SLEEP({sleep})")
+        found["sleep"] = f"slept {{time.monotonic() - started:.0f}}"
+    except pymysql.MySQLError as error:
+        found["sleep"] = f"stopped {{error.args[0]}} after {{time.monotonic() - started:.0f}}"
+    sql.execute("CREATE TABLE fill (b LONGBLOB)")
+    written = 0
+    try:
+        while written < {megabytes}:
+            sql.execute("INSERT INTO fill VALUES (REPEAT('x', 4 * 1024 * 1024))")
+            written += 4
+        found["disk"] = f"wrote {{written}}"
+    except pymysql.MySQLError as error:
+        found["disk"] = f"stopped {{error.args[0]}} at {{written}}"
+print("PROBES " + json.dumps(found), flush=True)
+os._exit(7)
+'''
 
 
 @pytest.fixture(autouse=True)
@@ -145,9 +178,13 @@ def gradings_left(databases: GradingDatabases) -> tuple[list, list]:
 @pytest.mark.parametrize("source", [REFERENCE, STUDENT], ids=["reference", "student"])
 def test_exercise_18_passes_in_the_sandbox_on_a_database_dropped_after(databases, source):
     seen_during: list[tuple[list, list]] = []
-    outcome = grade_in_sandbox("18", source, "en", databases=databases,
-                               on_check=lambda _check: seen_during.append(
-                                   gradings_left(databases)))
+    command_lines: list[str] = []
+
+    def during(_check) -> None:
+        seen_during.append(gradings_left(databases))
+        command_lines.extend(every_command_line())
+
+    outcome = grade_in_sandbox("18", source, "en", databases=databases, on_check=during)
     assert outcome.passed is True, [check["observed"] for check in outcome.checks] or outcome
     assert outcome.message == "exercise 18 passed: 3 of 3 checks", outcome
     # While it ran, its database and its user were there (one each: this grading's) ...
@@ -155,6 +192,20 @@ def test_exercise_18_passes_in_the_sandbox_on_a_database_dropped_after(databases
     assert len(names) == 1 and users == names, seen_during
     # ... and after it, neither is.
     assert gradings_left(databases) == ([], [])
+    # Its user's password was never on a command line, which any user of the machine reads.
+    assert command_lines and not [line for line in command_lines if "mysql://" in line]
+
+
+def every_command_line() -> list[str]:
+    """What ps shows: every process's command line on the machine."""
+    lines = []
+    for entry in Path("/proc").iterdir():
+        try:
+            lines.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(
+                "utf-8", "replace"))
+        except OSError:  # not a process, or one that just ended
+            continue
+    return lines
 
 
 def test_a_broken_step_fails_in_the_sandbox_naming_its_lesson(databases):
@@ -224,7 +275,7 @@ def test_with_roots_password_empty_it_reads_everything_as_root(tmp_path):
         weak.close()
 
 
-def test_outside_the_sandbox_the_same_code_reaches_the_machines_server(databases):
+def test_outside_the_sandbox_the_same_code_reaches_the_machines_server(databases, tmp_path):
     """The network namespace is the guard: run as a plain process (and as root), the
     hostile code reaches 127.0.0.1:3306, and the room's root through the socket."""
     require(server_error(DEFAULT_SERVERS["mysql"]) is None, "no MariaDB at 127.0.0.1:3306")
@@ -232,9 +283,11 @@ def test_outside_the_sandbox_the_same_code_reaches_the_machines_server(databases
         with closing(databases.server().admin()) as admin, admin.cursor() as sql:
             sql.execute(f"CREATE TABLE `{other.database}`.secrets (secret TEXT)")
             sql.execute(f"INSERT INTO `{other.database}`.secrets VALUES (%s)", (SECRET,))
-        url = own.url.replace(INSIDE_SOCKET_FOLDER, str(own.socket_folder))
+        given = tmp_path / "database-url"
+        given.write_text(own.url.replace(INSIDE_SOCKET_FOLDER, str(own.socket_folder)))
         ran = subprocess.run([sys.executable, "-c", HOSTILE.format(other=other.database),
-                              "--database", url], capture_output=True, text=True, timeout=60)
+                              "--database-file", str(given)], capture_output=True, text=True,
+                             timeout=60)
     found = json.loads(ran.stdout.partition("PROBES ")[2])
     assert found["machine"] == "read ((1,),)", found
     assert SECRET in found["root"], found
@@ -264,3 +317,68 @@ def test_the_room_starts_its_server_with_a_check_of_exercise_18_and_stops_it_wit
         room.close()
     assert process.poll() is not None
     assert not (tmp_path / "room" / "mariadb").exists()
+
+
+# --- a share of the machine --------------------------------------------------------------
+
+MB = 1024 * 1024
+
+
+def test_a_greedy_grading_is_stopped_at_the_servers_caps_and_the_next_one_passes(tmp_path):
+    small = GradingDatabases(tmp_path / "mariadb", disk_bytes=160 * MB, memory_bytes=700 * MB,
+                             statement_seconds=2, quota_bytes=64 * MB)
+    try:
+        found = said(grade_in_sandbox("18", GREEDY.format(sleep=4, megabytes=256), "en",
+                                      databases=small))
+        assert found["sleep"] == "stopped 1969 after 2", found  # max_statement_time
+        # Shut out (its connection killed) a little past its quota; the server lives on.
+        written = re.fullmatch(r"stopped 2013 at (\d+)", found["disk"])
+        assert written and 64 <= int(written.group(1)) <= 96, found
+        server = small.server()
+        assert server.process.poll() is None
+        # Its files are in a tmpfs of the cap, not on the machine's disk ...
+        assert os.path.ismount(small.folder)
+        space = os.statvfs(small.folder)
+        assert space.f_blocks * space.f_frsize == 160 * MB
+        # ... and the server in cgroups of a core and of the memory given.
+        assert cgroup_setting(server.process.pid, "cpu", "cpu.cfs_quota_us") == "100000"
+        assert cgroup_setting(server.process.pid, "memory",
+                              "memory.limit_in_bytes") == str(700 * MB)
+        # The greedy database went with its grading: the next student's is graded.
+        outcome = grade_in_sandbox("18", REFERENCE, "en", databases=small)
+        assert outcome.passed is True, outcome
+        assert small.server() is server
+    finally:
+        small.close()
+    assert not os.path.ismount(small.folder) and not small.folder.exists()
+
+
+def test_with_no_quota_nor_statement_time_it_fills_the_tmpfs_and_the_server_is_made_afresh(
+        tmp_path):
+    uncapped = GradingDatabases(tmp_path / "mariadb", disk_bytes=160 * MB,
+                                memory_bytes=700 * MB, statement_seconds=0, quota_bytes=None)
+    try:
+        found = said(grade_in_sandbox("18", GREEDY.format(sleep=4, megabytes=256), "en",
+                                      databases=uncapped))
+        assert found["sleep"] == "slept 4", found  # 0: no limit
+        # It wrote until the tmpfs was full, and InnoDB stopped the server (the machine's
+        # disk had nothing to do with it) ...
+        written = re.fullmatch(r"stopped 2013 at (\d+)", found["disk"])
+        assert written and int(written.group(1)) > 96, found
+        crashed = uncapped._server  # the one it stopped (server() would make a fresh one)
+        assert crashed.process.poll() is not None
+        # ... and the next grading runs on a fresh one.
+        outcome = grade_in_sandbox("18", REFERENCE, "en", databases=uncapped)
+        assert outcome.passed is True, outcome
+        assert uncapped.server() is not crashed
+    finally:
+        uncapped.close()
+
+
+def cgroup_setting(pid: int, controller: str, name: str) -> str:
+    """A setting of the cgroup ``pid`` is in (cgroup v1)."""
+    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+        _number, controllers, path = line.split(":", 2)
+        if controller in controllers.split(","):
+            return (Path("/sys/fs/cgroup") / controller / path.lstrip("/") / name).read_text().strip()
+    raise LookupError(f"process {pid} is in no {controller} cgroup")

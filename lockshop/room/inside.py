@@ -1,6 +1,6 @@
-"""``python -m lockshop.room.inside EXERCISE_ID SOURCE_FILE --lang zh_CN [--database URL]``: one
-grading, inside the sandbox (``--database``: the database the room made for it, on the
-room's MariaDB, for an exercise graded on one).
+"""``python -m lockshop.room.inside EXERCISE_ID SOURCE_FILE --lang zh_CN [--database-file F]``:
+one grading, inside the sandbox (``--database-file``: a file holding the URL of the database
+the room made for it, on the room's MariaDB, for an exercise graded on one).
 
 It grades the file with the same grader as ``lockshop exercise check`` (its own Redis or
 ZooKeeper, its holder processes and, for the sale, three shop instances: all inside the
@@ -28,6 +28,7 @@ import json
 import logging
 import os
 import sys
+from pathlib import Path
 from typing import IO
 
 
@@ -46,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("exercise")
     parser.add_argument("source")
     parser.add_argument("--lang", default="en")
-    parser.add_argument("--database", default=None)
+    parser.add_argument("--database-file", default=None, type=Path)
     args = parser.parse_args(argv)
     channel = report_channel()
 
@@ -66,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         graded = grader.grade(exercise, args.source,
                               on_result=lambda result: send(result.record()),
-                              database_url=args.database)
+                              database_url=(args.database_file.read_text(encoding="utf-8")
+                                            if args.database_file else None))
     except LockClassError as error:
         send({"error": "load", "message": str(error)})
         return 2

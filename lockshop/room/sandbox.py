@@ -47,6 +47,8 @@ GB = 1 << 30
 NOBODY = 65534
 CGROUPS = Path("/sys/fs/cgroup")
 CONTROLLERS = ("memory", "pids", "cpuacct")
+#: The cpu controller's period: a quota of one period per period is one core.
+CPU_PERIOD_US = 100_000
 #: Where a run's private, writable folder is, inside the sandbox.
 INSIDE_TMP = "/tmp"
 
@@ -306,6 +308,40 @@ class Cgroups:
                     break
                 except OSError:
                     time.sleep(0.02)  # the last killed processes are still leaving
+
+
+class ServerCgroups:
+    """A cpu and a memory cgroup for a long-lived server the gradings use (the room's
+    MariaDB): whatever a grading asks of it, it takes at most ``cpu_cores`` of the
+    machine's CPU and ``memory_bytes`` of its memory."""
+
+    def __init__(self, pid: int, *, cpu_cores: float, memory_bytes: int) -> None:
+        self.folders: dict[str, Path] = {}
+        name = f"lockshop-sandbox-{os.getpid()}-server-{secrets.token_hex(4)}"
+        mine = _own_cgroups()
+        try:
+            for controller in ("cpu", "memory"):
+                self.folders[controller] = _make(controller, mine.get(controller, "/"), name)
+            cpu, memory = self.folders["cpu"], self.folders["memory"]
+            (cpu / "cpu.cfs_period_us").write_text(str(CPU_PERIOD_US))
+            (cpu / "cpu.cfs_quota_us").write_text(str(round(cpu_cores * CPU_PERIOD_US)))
+            (memory / "memory.limit_in_bytes").write_text(str(memory_bytes))
+            for folder in self.folders.values():
+                (folder / "cgroup.procs").write_text(str(pid))  # with all its threads
+        except OSError:
+            self.remove()
+            raise
+
+    def read(self, controller: str, name: str) -> str:
+        return (self.folders[controller] / name).read_text().strip()
+
+    def remove(self) -> None:
+        """Once the server has stopped (a cgroup with a process in it stays)."""
+        for folder in self.folders.values():
+            try:
+                folder.rmdir()
+            except OSError:
+                LOGGER.warning("sandbox: could not remove %s", folder)
 
 
 def _own_cgroups() -> dict[str, str]:

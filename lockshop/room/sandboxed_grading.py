@@ -44,6 +44,8 @@ MAX_LINE = 64 * 1024
 MAX_FIELD = 4000
 #: Where the student's file is, inside the sandbox.
 SUBMISSION = "/tmp/submission"
+#: Beside it, for a grading on the room's MariaDB: its database's URL.
+DATABASE_FILE = "database-url"
 
 
 @dataclass
@@ -95,8 +97,11 @@ def grade_in_sandbox(exercise_id: str, source: str, language: str, *,
                         "not graded: the room's database server did not start (%(error)s)",
                         error=error))
                 mounts.append((account.socket_folder, INSIDE_SOCKET_FOLDER))
-                command += ["--database", account.url]
-            ran = _run(exercise, source, command, mounts, limits, hidden, report)
+                # A file, not the command line: the host's ps shows every user the
+                # sandbox's arguments, and this one holds the grading user's password.
+                command += ["--database-file", f"{SUBMISSION}/{DATABASE_FILE}"]
+            ran = _run(exercise, source, command, mounts, limits, hidden, report,
+                       database_url=account.url if exercise.backend in BACKENDS else None)
         if isinstance(ran, GradingOutcome):
             return ran
         outcome = report.outcome(ran, limits, exercise.id)
@@ -106,14 +111,20 @@ def grade_in_sandbox(exercise_id: str, source: str, language: str, *,
 
 def _run(exercise: registry.Exercise, source: str, command: list[str],
          mounts: list[tuple[Path | str, str]], limits: Limits,
-         hidden: tuple[Path | str, ...], report: _Report) -> sandbox.SandboxRun | GradingOutcome:
-    """The grading in the sandbox, the student's file in a folder of its own (removed after)."""
+         hidden: tuple[Path | str, ...], report: _Report,
+         database_url: str | None = None) -> sandbox.SandboxRun | GradingOutcome:
+    """The grading in the sandbox, the student's file in a folder of its own (removed after),
+    and beside it, for a grading on the room's MariaDB, the URL of its database."""
     folder = Path(tempfile.mkdtemp(prefix="lockshop-grading-"))  # root's, closed (0700)
     try:
         submission = folder / "submission"
         submission.mkdir(mode=0o755)
-        (submission / exercise.file).write_text(source, encoding="utf-8")
-        (submission / exercise.file).chmod(0o644)
+        written = {exercise.file: source}
+        if database_url is not None:
+            written[DATABASE_FILE] = database_url
+        for name, text in written.items():
+            (submission / name).write_text(text, encoding="utf-8")
+            (submission / name).chmod(0o644)  # for nobody, inside; the folder keeps others out
         view = sandbox.python_view(hidden=hidden,
                                    mounts=[(submission, SUBMISSION), *mounts])
         try:
