@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -109,8 +110,20 @@ class MariaDBServer(ServerProcess):
         """A connection as root (through the socket: only uid 0 gets one), autocommit."""
         import pymysql  # the mysql extra: only needed where a server of ours runs
 
-        return pymysql.connect(unix_socket=str(self.socket), user="root", autocommit=True,
-                               connect_timeout=2)
+        connection = pymysql.connect(unix_socket=str(self.socket), user="root",
+                                     autocommit=True, connect_timeout=2, defer_connect=True)
+        # The socket is ours to close when the server is not there (a stopped server):
+        # pymysql leaves the one it makes open when its connect fails.
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(2)
+            sock.connect(str(self.socket))
+        except OSError as error:
+            sock.close()
+            raise pymysql.err.OperationalError(
+                2002, f"Can't connect to MariaDB through {self.socket} ({error})") from None
+        connection.connect(sock)  # on a failure from here on, pymysql closes it
+        return connection
 
     def _install(self, defaults: Path) -> None:
         done = subprocess.run(
