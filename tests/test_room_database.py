@@ -325,25 +325,28 @@ MB = 1024 * 1024
 
 
 def test_a_greedy_grading_is_stopped_at_the_servers_caps_and_the_next_one_passes(tmp_path):
-    small = GradingDatabases(tmp_path / "mariadb", disk_bytes=160 * MB, memory_bytes=700 * MB,
+    # The tmpfs has room for the quota and for what a fast machine writes before the
+    # grading is shut out; not for the 512 MB the greedy grading asks.
+    small = GradingDatabases(tmp_path / "mariadb", disk_bytes=256 * MB, memory_bytes=800 * MB,
                              statement_seconds=2, quota_bytes=64 * MB)
     try:
-        found = said(grade_in_sandbox("18", GREEDY.format(sleep=4, megabytes=256), "en",
+        found = said(grade_in_sandbox("18", GREEDY.format(sleep=4, megabytes=512), "en",
                                       databases=small))
-        assert found["sleep"] == "stopped 1969 after 2", found  # max_statement_time
-        # Shut out (its connection killed) a little past its quota; the server lives on.
+        assert found["sleep"].startswith("stopped 1969 "), found  # max_statement_time
+        # Shut out (its connection killed) past its quota, long before its 512 MB; the
+        # server lives on.
         written = re.fullmatch(r"stopped 2013 at (\d+)", found["disk"])
-        assert written and 64 <= int(written.group(1)) <= 96, found
+        assert written and 64 <= int(written.group(1)) < 256, found
         server = small.server()
         assert server.process.poll() is None
         # Its files are in a tmpfs of the cap, not on the machine's disk ...
         assert os.path.ismount(small.folder)
         space = os.statvfs(small.folder)
-        assert space.f_blocks * space.f_frsize == 160 * MB
+        assert space.f_blocks * space.f_frsize == 256 * MB
         # ... and the server in cgroups of a core and of the memory given.
         assert cgroup_setting(server.process.pid, "cpu", "cpu.cfs_quota_us") == "100000"
         assert cgroup_setting(server.process.pid, "memory",
-                              "memory.limit_in_bytes") == str(700 * MB)
+                              "memory.limit_in_bytes") == str(800 * MB)
         # The greedy database went with its grading: the next student's is graded.
         outcome = grade_in_sandbox("18", REFERENCE, "en", databases=small)
         assert outcome.passed is True, outcome
@@ -360,7 +363,7 @@ def test_with_no_quota_nor_statement_time_it_fills_the_tmpfs_and_the_server_is_m
     try:
         found = said(grade_in_sandbox("18", GREEDY.format(sleep=4, megabytes=256), "en",
                                       databases=uncapped))
-        assert found["sleep"] == "slept 4", found  # 0: no limit
+        assert re.fullmatch(r"slept \d+", found["sleep"]), found  # 0: no limit
         # It wrote until the tmpfs was full, and InnoDB stopped the server (the machine's
         # disk had nothing to do with it) ...
         written = re.fullmatch(r"stopped 2013 at (\d+)", found["disk"])
