@@ -17,16 +17,19 @@ from __future__ import annotations
 
 import threading
 import time
+from contextlib import closing
 
 import pytest
-from sqlalchemy import event
+import redis
+from sqlalchemy import event, select
 
-from helpers import require
+from helpers import require, wait_for
+from locks.redis_support import KEY_PREFIX
 from lockshop.cluster.postgres_servers import PostgresServer, postgres_unavailable
 from shop.jobs.guards import JobGuard
 from shop.jobs.scheduler import JobScheduler
 from shop.store.audit import take_audit
-from shop.store.models import utc_at
+from shop.store.models import JobLock, utc_at
 
 
 @pytest.fixture(params=[pytest.param("postgres", marks=pytest.mark.postgres),
@@ -54,6 +57,18 @@ def hold_the_commit_of_a_reminder(engine) -> tuple[threading.Event, threading.Ev
     return held, go_on
 
 
+def lease_ran_out(request, strategy: str, state) -> bool:
+    """Whether the send_reminders run's guard is free by its lease, as its backend says."""
+    if strategy == "redis":
+        server = request.getfixturevalue("redis_server")
+        with closing(redis.Redis.from_url(server.url)) as client:
+            return client.exists(KEY_PREFIX + "job:send_reminders") == 0
+    with state.engine.connect() as db:  # a plain read: the held commit's row lock allows it
+        until = db.execute(select(JobLock.locked_until)
+                           .where(JobLock.job == "send_reminders")).scalar()
+    return until is not None and until <= utc_at(time.time())
+
+
 # The job_locks row (a transaction strategy), and a lock with a fencing token.
 @pytest.mark.parametrize("strategy", ["atomic", "redis"])
 def test_a_reminder_whose_commit_is_late_is_not_sent_again(request, make_app,
@@ -76,7 +91,10 @@ def test_a_reminder_whose_commit_is_late_is_not_sent_again(request, make_app,
     run_a = threading.Thread(target=fire, args=("a", state_a))
     run_a.start()
     assert held.wait(10), "A's run never reached its commit"
-    time.sleep(0.5)  # A's 300 ms lease must run out while its commit is held up: time
+    # A's 300 ms lease runs out while its commit is held up: the lock's key gone from
+    # Redis, or the job's row in job_locks past its locked_until.
+    wait_for(lambda: lease_ran_out(request, strategy, state_a), timeout=10,
+             message="A's lease to run out")
     run_b = threading.Thread(target=fire, args=("b", state_b))  # the next fire time
     run_b.start()
     run_b.join(2)
