@@ -18,6 +18,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import threading
 from contextlib import closing
 from pathlib import Path
 
@@ -364,18 +365,61 @@ def test_with_no_quota_nor_statement_time_it_fills_the_tmpfs_and_the_server_is_m
         found = said(grade_in_sandbox("18", GREEDY.format(sleep=4, megabytes=256), "en",
                                       databases=uncapped))
         assert re.fullmatch(r"slept \d+", found["sleep"]), found  # 0: no limit
-        # It wrote until the tmpfs was full, and InnoDB stopped the server (the machine's
-        # disk had nothing to do with it) ...
-        written = re.fullmatch(r"stopped 2013 at (\d+)", found["disk"])
-        assert written and int(written.group(1)) > 96, found
-        crashed = uncapped._server  # the one it stopped (server() would make a fresh one)
-        assert crashed.process.poll() is not None
+        # It wrote until the tmpfs was full (the machine's disk had nothing to do with it),
+        # and the server broke: InnoDB stopped it (2013, the connection lost), or it lives
+        # on refusing every write (1114, "the table is full"), dropping the database too ...
+        written = re.fullmatch(r"stopped (2013|1114) at (\d+)", found["disk"])
+        assert written and int(written.group(2)) > 96, found
+        broken = uncapped._server  # server() would make a fresh one
+        if written.group(1) == "2013":
+            assert broken.process.poll() is not None
         # ... and the next grading runs on a fresh one.
         outcome = grade_in_sandbox("18", REFERENCE, "en", databases=uncapped)
         assert outcome.passed is True, outcome
-        assert uncapped.server() is not crashed
+        assert uncapped.server() is not broken
     finally:
         uncapped.close()
+
+
+def test_a_server_that_cannot_drop_a_gradings_database_is_made_afresh_once_its_gradings_end(
+        tmp_path):
+    """The CI's 1114 without filling a disk: a folder in the database's folder that MariaDB
+    did not make, so DROP DATABASE fails (error 1010). The grading still on that server
+    keeps it until it ends; the next one is given a fresh server."""
+    rooms = GradingDatabases(tmp_path / "mariadb")
+    try:
+        with rooms.account() as staying:
+            with rooms.account() as undroppable:
+                spoiled = rooms.server()
+                spoiled_pid = spoiled.process.pid
+                (spoiled.folder / "data" / undroppable.database / "stray").mkdir()
+            # Its drop failed, yet the grading still on the server carries on.
+            assert spoiled.process.poll() is None
+            with closing(spoiled.admin()) as admin, admin.cursor() as sql:
+                sql.execute("SHOW DATABASES")
+                names = {name for (name,) in sql.fetchall()}
+            assert {staying.database, undroppable.database} <= names
+            fresh = {}
+
+            def next_grading():  # in a thread of its own, as a queue's worker runs it
+                with rooms.account() as account:
+                    fresh["server"] = server = rooms.server()
+                    with closing(server.admin()) as admin, admin.cursor() as sql:
+                        sql.execute(r"SHOW DATABASES LIKE 'grading\_%'")
+                        fresh["databases"] = [name for (name,) in sql.fetchall()]
+                    fresh["own"] = account.database
+
+            asking = threading.Thread(target=next_grading)
+            asking.start()
+            asking.join(1.0)
+            assert asking.is_alive()  # the next waits for the grading on it to end ...
+        asking.join(60)
+        assert not asking.is_alive()
+        # ... then gets a fresh server, with none of the old one's databases.
+        assert fresh["server"] is not spoiled and not Path(f"/proc/{spoiled_pid}").exists()
+        assert fresh["databases"] == [fresh["own"]]
+    finally:
+        rooms.close()
 
 
 def cgroup_setting(pid: int, controller: str, name: str) -> str:

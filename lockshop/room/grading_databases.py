@@ -16,8 +16,12 @@ A grading runs hostile code, so each guard below stands between it and something
   ``QUOTA_BYTES`` is shut out at once (its user dropped, its connections killed); the
   server runs in cgroups of ``CPU_CORES`` and ``MEMORY_BYTES``, and its files live in a
   tmpfs of ``DISK_BYTES``, so that what the quota does not see (a temporary table, undo)
-  fills that tmpfs and never the machine's disk. InnoDB stops the server when it cannot
-  write (seen: "Out of disk space in rollback"); the next grading then starts a fresh one.
+  fills that tmpfs and never the machine's disk. A full disk breaks the server in one
+  of two ways, both seen: InnoDB stops it ("Out of disk space in rollback"), or it lives
+  on refusing every write, the DROP DATABASE that would free the room among them
+  ("The table is full"). Either way the next grading starts a fresh one: at once for a
+  stopped server, once the gradings still on it have ended for a server that could not
+  drop a grading's database.
   Hostile queries slow the gradings on this server, not the shop, the room or the other
   gradings' sandboxes.
 
@@ -100,29 +104,45 @@ class GradingDatabases:
         self._server: MariaDBServer | None = None
         self._cgroups: ServerCgroups | None = None
         self._starting = threading.Lock()
+        #: Gradings with an account on the server now, and whether the server must be made
+        #: afresh once they have ended (it could not drop a grading's database).
+        self._in_use = 0
+        self._spoiled = False
+        self._idle = threading.Condition(self._starting)
 
     def server(self) -> MariaDBServer:
         """The server, started on the first call (``StartError`` if it cannot start). It
         is told to stop when the thread that started it ends (``spawn``'s parent-death
         signal): in the room, a queue's worker, which lives as long as the room."""
         with self._starting:
-            if self._server is not None and self._server.process.poll() is not None:
-                LOGGER.error("the room's MariaDB stopped (%s): starting a fresh one",
-                             _last_error(self._server.log_path))
+            return self._current()
+
+    def _current(self) -> MariaDBServer:
+        if self._server is not None and self._server.process.poll() is not None:
+            LOGGER.error("the room's MariaDB stopped (%s): starting a fresh one",
+                         _last_error(self._server.log_path))
+            self._remove()
+        if self._spoiled:
+            # Its data may be what filled its disk: wait for the gradings on it to end
+            # (theirs would fail with it), then start again from nothing.
+            self._idle.wait_for(lambda: self._in_use == 0)
+            if self._spoiled:
+                LOGGER.error("the room's MariaDB could not drop a grading's database: "
+                             "starting a fresh one")
                 self._remove()
-            if self._server is None:
-                self._remove()  # a killed room's leftovers
-                self._mount()
-                server = MariaDBServer(self.folder)
-                try:
-                    server.start()
-                    self._confine(server)
-                except BaseException:
-                    server.remove()
-                    self._unmount()
-                    raise
-                self._server = server
-            return self._server
+        if self._server is None:
+            self._remove()  # a killed room's leftovers
+            self._mount()
+            server = MariaDBServer(self.folder)
+            try:
+                server.start()
+                self._confine(server)
+            except BaseException:
+                server.remove()
+                self._unmount()
+                raise
+            self._server = server
+        return self._server
 
     def _mount(self) -> None:
         """A tmpfs of ``disk_bytes`` for the server's files (root only; else a warning)."""
@@ -149,7 +169,19 @@ class GradingDatabases:
     @contextmanager
     def account(self) -> Iterator[Account]:
         """A database and a user for one grading; both dropped on the way out."""
-        server = self.server()
+        with self._starting:
+            server = self._current()
+            self._in_use += 1
+        try:
+            with self._account_on(server) as account:
+                yield account
+        finally:
+            with self._starting:
+                self._in_use -= 1
+                self._idle.notify_all()
+
+    @contextmanager
+    def _account_on(self, server: MariaDBServer) -> Iterator[Account]:
         account = Account(f"grading_{secrets.token_hex(6)}", secrets.token_urlsafe(24),
                           server.socket_folder)
         name, user = account.database, f"'{account.database}'@'localhost'"
@@ -184,15 +216,17 @@ class GradingDatabases:
                 _shut_out(server, name)
                 return
 
-    @staticmethod
-    def _drop(server: MariaDBServer, account: Account) -> None:
+    def _drop(self, server: MariaDBServer, account: Account) -> None:
         name = account.database
         try:
             _shut_out(server, name)
             with closing(server.admin()) as admin, admin.cursor() as sql:
                 sql.execute(f"DROP DATABASE IF EXISTS `{name}`")
-        except Exception:  # noqa: BLE001 - the verdict stands; leftovers go with the room
+        except Exception:  # noqa: BLE001 - the verdict stands; the server is made afresh
             LOGGER.exception("could not drop the grading database %s", name)
+            with self._starting:
+                if self._server is server:
+                    self._spoiled = True
 
     def close(self) -> None:
         """Stop the server and delete its data (a later grading starts it again)."""
@@ -204,6 +238,7 @@ class GradingDatabases:
         if self._server is not None:
             self._server.remove()
             self._server = None
+        self._spoiled = False
         if self._cgroups is not None:
             self._cgroups.remove()
             self._cgroups = None
