@@ -174,7 +174,10 @@ def test_a_student_checks_exercise_3_reads_what_broke_in_chinese_fixes_it_and_pa
     # The skeleton, in the editor, with Python highlighted: CodeMirror's own classes.
     editor = page.locator("#editor .cm-editor")
     editor.locator(".cm-content", has_text="class TokenLock").wait_for()
-    assert editor.locator(".cm-line span").count() > 10  # highlighted tokens
+    # CodeMirror highlights as it parses, a slice at a time while the page is idle: wait
+    # for its tokens rather than count them at once.
+    page.wait_for_function(
+        "document.querySelectorAll('#editor .cm-editor .cm-line span').length > 10")
     # Tab indents in the editor; it does not move the focus away.
     page.click(".cm-content")
     page.keyboard.press("Control+End")
