@@ -8,6 +8,7 @@ instances for the sale), as a student's ``lockshop exercise check`` does.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -38,6 +39,7 @@ MUTANTS = HERE / "mutants.py"
 TABLE = [
     ("1", "locks.redis_broken:SetnxNoExpiryLock", None),  # the reference of exercise 1
     ("1", f"{MUTANTS}:InProcessLock", "C03"),
+    ("1", f"{MUTANTS}:InProcessTrustedLock", "C03"),
     ("2", "locks.redis_broken:PlainDelLock", None),
     ("2", "locks.redis_broken:SetnxNoExpiryLock", "C09"),
     ("2", "locks.redis_broken:SetnxThenExpireLock", "C10"),
@@ -114,6 +116,12 @@ def test_the_grader_names_the_first_lesson_a_lock_breaks(number, lock, first_fai
         assert graded.lesson == first_failed, report
     if lock in MUST_FAIL:
         assert MUST_FAIL[lock] in {r.lesson for r in graded.results if r.failed}, report
+    if lock.endswith(":InProcessTrustedLock"):
+        # Two holders at once that both wrote, and not for a hold past its lease: the
+        # longest hold, beside the lease, says so.
+        held = re.search(r"both wrote: [1-9]\d*;.*the longest hold: (\d+\.\d) s \(the lease: "
+                         r"15 s\)", failed.observed)
+        assert held and float(held.group(1)) < 15, report
     if failed:
         assert failed.hint and failed.lesson_title and failed.articles
         # The hint the student reads is the cause's when the check is only its symptom.
