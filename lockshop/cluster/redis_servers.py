@@ -61,6 +61,13 @@ class RedisServer(ServerProcess):
         self.stop()
         return self.start()
 
+    def _answers(self, folder: Path) -> bool:
+        """Whether ours answers on its port: not another server that took the port between
+        free_port() and our bind, or while ours was down for a restart (ours would exit,
+        unable to bind, and whoever used it would talk to a stranger's server)."""
+        return _pong(self.port, self.host.address) and \
+            _folder_of(self.port, self.host.address) == os.path.realpath(folder)
+
     def _wait_until_ready(self, log_path: Path, timeout: float = 10.0) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -68,7 +75,7 @@ class RedisServer(ServerProcess):
                 raise StartError(_("redis-server on port %(port)s exited with %(code)s "
                                    "(log: %(log)s)", port=self.port,
                                    code=self.process.returncode, log=log_path))
-            if _pong(self.port, self.host.address):
+            if self._answers(log_path.parent):
                 return
             time.sleep(0.05)
         raise StartError(_("redis-server on port %(port)s did not answer (log: %(log)s)",
@@ -113,6 +120,11 @@ sentinel parallel-syncs shop 1
 
     _wait_until_ready = RedisServer._wait_until_ready
 
+    def _answers(self, folder: Path) -> bool:
+        # A Sentinel has no CONFIG command: its PING will do (it is started once, never
+        # restarted on its port).
+        return _pong(self.port, self.host.address)
+
 
 def _pong(port: int, address: str = "127.0.0.1") -> bool:
     try:
@@ -121,3 +133,20 @@ def _pong(port: int, address: str = "127.0.0.1") -> bool:
             return connection.recv(16).startswith(b"+PONG")
     except OSError:
         return False
+
+
+def _folder_of(port: int, address: str) -> str | None:
+    """The working folder (``CONFIG GET dir``) of the Redis server answering on ``port``."""
+    try:
+        with socket.create_connection((address, port), timeout=0.5) as connection:
+            connection.sendall(b"CONFIG GET dir\r\n")
+            answer = b""
+            while answer.count(b"\r\n") < 5:  # *2, $3, dir, $n, the folder
+                chunk = connection.recv(4096)
+                if not chunk:
+                    return None
+                answer += chunk
+    except OSError:
+        return None
+    parts = answer.split(b"\r\n")
+    return parts[4].decode("utf-8", "replace") if parts[0] == b"*2" else None
