@@ -97,9 +97,10 @@ def _arrive(grading: Grading, name: str, kind: str) -> Party:
 def readers_share(grading: Grading) -> tuple[str, bool]:
     name = grading.fresh_name("readers")
     readers = [Party(grading, name, READ) for _reader in range(READERS)]
-    # Settled: every reader is in, or queued behind another (its session watches a node).
+    # Settled: every reader is in, or queued behind another (its session watches a node),
+    # or has given up (its lock raised).
     grading.until(lambda: all(r.entered.is_set() for r in readers)
-                  or all(r.entered.is_set() or r.watching() for r in readers), seconds=SETTLE)
+                  or all(r.queued() for r in readers), seconds=SETTLE)
     together = sum(r.entered.is_set() for r in readers)
     _finish(*readers)
     return _("%(together)s of %(readers)s readers held the read lock at once",
@@ -123,7 +124,8 @@ def writer_waits_for_readers(grading: Grading) -> tuple[str, bool]:
                   seconds=SETTLE)
     in_beside_first = writer.entered.is_set()
     first.let_go()
-    after = bool(grading.until(writer.entered.is_set, seconds=SETTLE))
+    after = bool(grading.until(lambda: writer.entered.is_set() or writer.job.done(),
+                               seconds=SETTLE)) and writer.entered.is_set()
     _finish(first, second, writer)
     observed = _("the writer got in while both readers read: %(at_once)s; after the reader "
                  "just ahead of it left, while the other still read: %(beside)s; after both "
@@ -150,7 +152,7 @@ def writer_not_starved(grading: Grading) -> tuple[str, bool]:
     writer_in = writer.entered.is_set()
     late_beside_writer = writer_in and late.entered.is_set()
     writer.let_go()
-    grading.until(late.entered.is_set, seconds=SETTLE)
+    grading.until(lambda: late.entered.is_set() or late.job.done(), seconds=SETTLE)
     _finish(first, writer, late)
     if overtook:
         observed = _("a reader that came after the waiting writer got in at once, while the "

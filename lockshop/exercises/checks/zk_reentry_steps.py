@@ -112,7 +112,7 @@ def expired_holder_not_reentered(grading: Grading) -> tuple[str, bool]:
         return again
 
     asking = Background(holder)
-    if not grading.until(held.is_set, seconds=10):
+    if not grading.until(lambda: held.is_set() or asking.done(), seconds=10):
         ask_again.set()
         asking.result(10)  # its error, if it raised one
         return _("the lock could not be taken while free"), False
