@@ -154,7 +154,8 @@ def test_a_lock_cannot_read_the_instructors_files_nor_another_students_source(tm
     token.chmod(0o600)
     # Another student's grading, running now: its folder on this machine, found as the
     # hostile one would have to guess it.
-    other_source = (f"# the other student's {uuid.uuid4().hex}\n"
+    marker = f"# the other student's {uuid.uuid4().hex}\n"
+    other_source = (marker
                     + (HERE / "exercise_locks" / "token_lock.py").read_text()
                     + "\n\nimport time\n"
                     + "while True:  # still being graded while the other looks\n"
@@ -163,10 +164,21 @@ def test_a_lock_cannot_read_the_instructors_files_nor_another_students_source(tm
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         other = pool.submit(grade, other_source, Limits(**{**SMALL.__dict__,
                                                            "wall_seconds": 20.0}))
-        folder = wait_for(lambda: set(Path("/tmp").glob("lockshop-grading-*")) - before,
-                          timeout=30, message="the other student's grading folder")
-        their_file = next(iter(folder)) / "submission" / "token_lock.py"
-        wait_for(their_file.exists, timeout=10)
+
+        def their_source() -> Path | None:
+            """The other student's file: among the gradings begun since (other tests'
+            run beside this one), the one that holds its first line."""
+            for folder in set(Path("/tmp").glob("lockshop-grading-*")) - before:
+                candidate = folder / "submission" / "token_lock.py"
+                try:
+                    if candidate.read_text().startswith(marker):
+                        return candidate
+                except OSError:
+                    continue  # not written yet, or another grading's gone meanwhile
+            return None
+
+        their_file = wait_for(their_source, timeout=30,
+                              message="the other student's file in its grading folder")
         paths = [str(token), "/etc/shadow", str(their_file),
                  str(PROJECT / ".lockshop" / "console" / "admin-token")]
         outcome = grade(hostile(in_acquire=f"""
