@@ -197,6 +197,16 @@ def test_exercise_18_passes_in_the_sandbox_on_a_database_dropped_after(databases
     assert command_lines and not [line for line in command_lines if "mysql://" in line]
 
 
+def test_exercise_22_passes_in_the_sandbox_on_the_rooms_database(databases):
+    """Quartz's lock row: three schedulers and then three shop instances, inside the
+    sandbox, on the grading's own database of the room's server."""
+    source = (Path(__file__).parent / "exercise_locks" / "quartz_guard.py").read_text()
+    outcome = grade_in_sandbox("22", source, "en", databases=databases)
+    assert outcome.passed is True, [check["observed"] for check in outcome.checks] or outcome
+    assert outcome.message == "exercise 22 passed: 4 of 4 checks", outcome
+    assert gradings_left(databases) == ([], [])
+
+
 def every_command_line() -> list[str]:
     """What ps shows: every process's command line on the machine."""
     lines = []

@@ -114,6 +114,10 @@ def grade(exercise: Exercise, spec: str, *, say: Callable[[str], None] = lambda 
                 say("  " + _("your leader election: %(spec)s, on a %(family)s server of the "
                              "grader's own", spec=spec, family=say_reason(exercise.backend,
                                                                           BACKENDS)))
+            elif exercise.writes == JOB_GUARD and exercise.backend in databases.SERVERS:
+                say("  " + _("your job guard: %(spec)s, around the shop's jobs, on a "
+                             "%(database)s database of the grader's own", spec=spec,
+                             database=exercise.backend))
             elif exercise.writes == JOB_GUARD:
                 say("  " + _("your job guard: %(spec)s, around the shop's jobs, on a redis "
                              "server of the grader's own", spec=spec))

@@ -29,6 +29,7 @@ from lockshop.exercises.checks import (
     redis_watch,
     redlock,
     row_locks,
+    row_lock_jobs,
     rw_steps,
     sale,
     step_sale,
@@ -287,6 +288,16 @@ _LIST = (
         (*lockfree_steps.IDEMPOTENT, order_sale.RETRIED),
         "lockshop.exercises.order_references:place_atomic_once", chain="idempotent",
         writes=ORDER_STEP),
+    Exercise(
+        "22", "quartz_guard.py",
+        lazy_gettext("Quartz's lock row: a job guard that decides under SELECT ... FOR UPDATE"),
+        MYSQL, ("A1",),
+        lazy_gettext("Before deciding whether a fire time has run, take the job's row in the "
+                     "lock table with SELECT ... FOR UPDATE, and write your claim in that same "
+                     "transaction: the other schedulers wait at their read, then find the fire "
+                     "time taken and skip it."),
+        row_lock_jobs.ROW_LOCK, "shop.jobs.guards:RowLockGuard", chain="quartz",
+        writes=JOB_GUARD),
 )
 EXERCISES: dict[str, Exercise] = {exercise.id: exercise for exercise in _LIST}
 

@@ -30,11 +30,12 @@ checked, not fenced.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from contextlib import suppress
 from datetime import datetime
 
-from sqlalchemy import Connection, Update, update
+from sqlalchemy import Connection, Engine, Update, insert, select, update
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from locks import DistributedLock, LockError, LockLost
@@ -166,6 +167,77 @@ class TableGuard(JobGuard):
     def _ours(self):
         return (JobLock.fire_time == self.fire_time) & (
             JobLock.instance == self.state.config.instance)
+
+
+class RowLockGuard(JobGuard):
+    """Quartz's clustered JobStore: one scheduler at a time decides, through a row lock.
+
+    Article A1 ("想办法"): Quartz keeps a cluster's schedulers from firing a trigger
+    twice with the database's own lock. Before it decides whether a fire time has run,
+    a scheduler takes ``SELECT ... FOR UPDATE`` on a row of its lock table, and holds it
+    until its decision is committed. Here the row is the job's in ``job_locks``:
+
+        1. BEGIN; SELECT fire_time FROM job_locks WHERE job = :job FOR UPDATE
+           (InnoDB locks the row, found through its primary key: every other
+           scheduler's same SELECT waits here until we commit)
+        2. if the row names this fire time or a later one: COMMIT, and skip
+        3. UPDATE job_locks SET fire_time = :ours, instance = :me; COMMIT (the commit
+           lets the next scheduler in, to read our fire time and skip)
+
+    The row must exist before anyone locks it: ``FOR UPDATE`` on a row that is not there
+    locks a gap, and gap locks do not exclude one another (Quartz inserts its lock rows
+    when it starts; ``make_lock_row`` does it here). Without ``FOR UPDATE`` every
+    scheduler reads the old fire time, and each runs the job (lesson C41).
+
+    No lease: a row lock lasts as long as its transaction, which ends with the decision.
+    As in ``TableGuard``, the row's fire time is the run's fencing token: each write of
+    the run commits only while the row still names it (``ensure_held``). Made as a guard
+    plugged in by name is (``shop.jobs.custom``); exercise 22 grades it. The decision
+    takes the business delay: the window a lab or a grader holds open.
+    """
+
+    name = "row lock"
+
+    def __init__(self, state, job: str, fire_time: datetime, settings: ClusterSettings,
+                 clock: Callable[[], float]) -> None:
+        self.state, self.job, self.fire_time = state, job, fire_time
+        self.instance = state.config.instance
+        self.deciding_s = settings.business_delay_ms / 1000
+
+    def take(self) -> bool:
+        make_lock_row(self.state.engine, self.job)
+        with self.state.engine.begin() as db:
+            # 1. the row lock, and the read that decides, in one transaction
+            last = db.scalar(select(JobLock.fire_time).where(JobLock.job == self.job)
+                             .with_for_update())
+            # 2. this fire time, or a later one, has run: skip
+            if last >= self.fire_time:
+                return False
+            self.deciding()
+            # 3. claim the fire time; the commit, at the end of the block, lets go of the row
+            db.execute(update(JobLock).where(JobLock.job == self.job)
+                       .values(fire_time=self.fire_time, instance=self.instance))
+        return True
+
+    def deciding(self) -> None:
+        """Deciding, and starting the job: the business delay, between the read and the
+        write (the window every other scheduler's read would fall into, unlocked)."""
+        time.sleep(self.deciding_s)
+
+    def ensure_held(self, db: Connection) -> None:
+        ours = (JobLock.fire_time == self.fire_time) & (JobLock.instance == self.instance)
+        _hold_row(db, JobLock, self.job, ours, f"job:{self.job}",
+                  "a later fire time has taken the job's row")
+
+
+def make_lock_row(engine: Engine, job: str) -> None:
+    """The job's row in ``job_locks``, inserted once (by whichever scheduler comes first),
+    naming no fire time yet."""
+    never = utc_at(0)
+    with suppress(IntegrityError), engine.begin() as db:
+        if db.scalar(select(JobLock.job).where(JobLock.job == job)) is None:
+            db.execute(insert(JobLock).values(job=job, fire_time=never, locked_until=never,
+                                              instance=""))
 
 
 class LeaderGuard(JobGuard):

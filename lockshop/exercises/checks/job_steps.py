@@ -59,7 +59,7 @@ def one_run_takes_it(grading: Grading) -> tuple[str, bool]:
     each with a shop state of its own): one takes the guard, the other skips; once it is
     given back, the next fire time's run takes it."""
     grading.redis().flushdb()
-    a, b = _two_instances(grading, LONG_LEASE_MS, LONG_LEASE_MS)
+    a, b = shop_states(grading, (LONG_LEASE_MS, LONG_LEASE_MS))
     try:
         settings = a.settings()
         fire_time = utc_at(time.time())
@@ -79,7 +79,7 @@ def one_run_takes_it(grading: Grading) -> tuple[str, bool]:
         later.ended.wait(30)
         took_later = later.outcome != "skipped"
     finally:
-        _close(a, b)
+        close_states(a, b)
     yes, no = _("yes"), _("no")
     observed = _("took the guard: run A %(a)s, run B %(b)s; after it was given back, the "
                  "next fire time's run %(later)s", a=yes if took[0] else no,
@@ -105,13 +105,17 @@ def _run_the_cluster(grading: Grading) -> dict:
 
     folder = grading.runtime / "jobs"
     folder.mkdir(parents=True, exist_ok=True)
-    config = Config(database_url=f"sqlite:///{folder / 'shop.db'}",
-                    redis_url=grading.redis_server.url, lock_lease_ms=CLUSTER_LEASE_MS,
-                    admin_token=TOKEN, strategy="redis", job_interval_ms=0,
+    # A database's exercise (22) runs on the grading's database, with no Redis: its
+    # unpaid orders come one by one, under no lock.
+    redis_url = grading.redis_server.url if grading.redis_server else None
+    strategy = "redis" if redis_url else "none"
+    config = Config(database_url=grading.database_url or f"sqlite:///{folder / 'shop.db'}",
+                    redis_url=redis_url, lock_lease_ms=CLUSTER_LEASE_MS,
+                    admin_token=TOKEN, strategy=strategy, job_interval_ms=0,
                     extra_guards=(f"{GUARD}={grading.spec}",), job_guard=GUARD)
     with Cluster(config, instances=INSTANCES, runtime_dir=folder) as cluster:
         admin = ShopClient(cluster.urls[0], TOKEN, timeout=60)
-        place_unpaid_orders(cluster.urls, admin, "redis", job_guard=GUARD)
+        place_unpaid_orders(cluster.urls, admin, strategy, job_guard=GUARD)
         before = admin.audit()
         after = run_jobs(admin, fire_times=2, delay_ms=DELAY_MS)
         runs = admin.get("/api/admin/jobs")["runs"]
@@ -169,7 +173,7 @@ def late_write_refused(grading: Grading) -> tuple[str, bool]:
 
     # The cluster's job locks are gone with it; none of them may still be in Redis.
     grading.redis().flushdb()
-    a, b = _two_instances(grading, SHORT_LEASE_MS, LONG_LEASE_MS)
+    a, b = shop_states(grading, (SHORT_LEASE_MS, LONG_LEASE_MS))
     try:
         settings = a.settings()
         a_read, a_go_on = threading.Event(), threading.Event()
@@ -210,7 +214,7 @@ def late_write_refused(grading: Grading) -> tuple[str, bool]:
             run.ended.wait(30)
         jobs = take_audit(a.sessions).jobs
     finally:
-        _close(a, b)
+        close_states(a, b)
     observed = _("A: %(a)s; B: %(b)s; reminders %(sent)s for %(orders)s customers, "
                  "duplicates %(twice)s", a=run_a.said(),
                  b=run_b[0].said(), sent=jobs.reminders, orders=ORDERS,
@@ -219,32 +223,40 @@ def late_write_refused(grading: Grading) -> tuple[str, bool]:
                       and jobs.reminders == ORDERS and jobs.duplicate_reminders == 0)
 
 
-def _two_instances(grading: Grading, a_lease_ms: int, b_lease_ms: int
-                   ) -> tuple[ShopState, ShopState]:
-    """Shops A and B in the grader's process, on one new database and the grader's Redis,
-    selling with the Redis lock; ORDERS unpaid orders, due for a reminder at once."""
+def shop_states(grading: Grading, leases_ms: tuple[int, ...], *,
+                business_delay_ms: int | None = None) -> list[ShopState]:
+    """A shop per lease in ``leases_ms`` (A, B, ...), in the grader's process, on one new
+    database (the grading's own, for a database's exercise) and the grader's Redis if it
+    has one, selling with its lock (else with none: the orders come one by one); ORDERS
+    unpaid orders, due for a reminder at once; ``business_delay_ms``, when given, is
+    their business delay (a guard's ``deciding()`` waits it)."""
     from lockshop.workshop.labs.jobs import ORDERS
     from shop.app import create_app
     from shop.orders.order_path import OrderRequest
     from shop.store.models import ProductKind
     from shop.store.products import ProductSpec, reset_products
 
-    url = f"sqlite:///{grading.runtime / (grading.fresh_name('jobs') + '.db')}"
+    url = grading.database_url or \
+        f"sqlite:///{grading.runtime / (grading.fresh_name('jobs') + '.db')}"
+    redis_url = grading.redis_server.url if grading.redis_server else None
+    strategy = "redis" if redis_url else "none"
 
     def instance(called: str, lease_ms: int) -> ShopState:
-        config = Config(database_url=url, redis_url=grading.redis_server.url, instance=called,
-                        lock_lease_ms=lease_ms, strategy="redis", job_interval_ms=0)
+        config = Config(database_url=url, redis_url=redis_url, instance=called,
+                        lock_lease_ms=lease_ms, strategy=strategy, job_interval_ms=0)
         return create_app(config).extensions["lockshop"]
 
-    a, b = instance("A", a_lease_ms), instance("B", b_lease_ms)
-    reset_products(a.sessions, (ProductSpec("x", "Item", ProductKind.ITEM, stock=10),))
+    states = [instance(called, lease_ms) for called, lease_ms in zip("ABCDEF", leases_ms)]
+    first = states[0]
+    reset_products(first.sessions, (ProductSpec("x", "Item", ProductKind.ITEM, stock=10),))
     for _order in range(ORDERS):
-        a.place_order(OrderRequest(1))
-    a.change_settings(strategy="redis", reminder_after_ms=0)
-    return a, b
+        first.place_order(OrderRequest(1))
+    delay = {} if business_delay_ms is None else {"business_delay_ms": business_delay_ms}
+    first.change_settings(strategy=strategy, reminder_after_ms=0, **delay)
+    return states
 
 
-def _close(*states: ShopState) -> None:
+def close_states(*states: ShopState) -> None:
     for state in states:
         state.strategies.close()
         state.engine.dispose()

@@ -1,0 +1,88 @@
+"""Exercise 22, Quartz's lock row, on the machine's MariaDB: the reference and a student's
+guard pass; a guard that reads without the row lock, one that lets the lock go before it
+writes its claim, and one that claims without reading are each caught on lesson C41.
+
+The race is forced, not hoped for: three schedulers pass a barrier together, and each
+guard spends 300 ms deciding between its read and its write
+(lockshop/exercises/checks/row_lock_jobs.py).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import require
+from lockshop import exercises
+from lockshop.cluster.scratch import DEFAULT_SERVERS, server_error
+from lockshop.exercises import grader
+from lockshop.exercises.registry import JOB_GUARD, MYSQL
+
+pytestmark = [pytest.mark.cluster, pytest.mark.mysql]
+
+HERE = Path(__file__).parent / "exercise_locks"
+MISTAKES = HERE / "quartz_mistakes.py"
+
+#: guard -> the lessons whose checks must fail (empty: it passes).
+TABLE = [
+    ("shop.jobs.guards:RowLockGuard", ()),  # the reference
+    (f"{HERE / 'quartz_guard.py'}:QuartzGuard", ()),  # a student's solution
+    # All three schedulers read "not run", and all three run each fire time.
+    (f"{MISTAKES}:ReadsWithoutLock", ("C41", "C04", "C05")),
+    (f"{MISTAKES}:ClaimsInAnotherTransaction", ("C41", "C04", "C05")),
+    # Each takes its turn through the lock, and none looks: every one runs. (Each claim
+    # also fences the run before it, so whether the stock comes back, C42, depends on
+    # which runs' writes came before the next claim.)
+    (f"{MISTAKES}:ClaimsWithoutLooking", ("C41", "C04", "C05")),
+]
+
+
+@pytest.fixture(autouse=True)
+def _mariadb():
+    error = server_error(DEFAULT_SERVERS["mysql"])
+    require(error is None, f"MariaDB at {DEFAULT_SERVERS['mysql']} is not usable ({error})")
+
+
+def test_exercise_22_practises_quartzs_lock_row_on_mariadb():
+    exercise = exercises.find("22")
+    assert (exercise.backend, exercise.writes) == (MYSQL, JOB_GUARD)
+    assert exercise.lessons[0] == "C41" and {"C04", "C05"} <= set(exercise.lessons)
+
+
+@pytest.mark.parametrize(("guard", "failing"), TABLE,
+                         ids=[g.rpartition(":")[2] for g, _ in TABLE])
+def test_the_grader_names_the_lesson_a_quartz_guard_breaks(guard, failing):
+    exercise = exercises.find("22")
+    graded = grader.grade(exercise, guard)
+    report = "\n".join(line for r in graded.results for line in r.lines())
+    assert len(graded.results) == len(exercise.checks()), report
+    failed = {r.lesson for r in graded.results if r.failed}
+    if not failing:
+        assert graded.passed, report
+        assert "ran the fire time: " in report and "the next fire time's run: yes" in report
+        return
+    assert set(failing) <= failed <= {*failing, "C42"}, report
+    assert graded.lesson == "C41", report
+    first = graded.first_failed
+    assert "FOR UPDATE" in first.hint and first.lesson_title and first.articles, report
+    assert "TODO" not in report and "raised" not in report, report
+    # Every scheduler ran the fire time that only one should have.
+    assert first.observed.startswith("ran the fire time: A yes, B yes, C yes;"), report
+
+
+def test_an_untouched_skeleton_says_its_todo_and_nothing_ran(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "lockshop.cli", "exercise", "start", "22",
+                           str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    done = subprocess.run([sys.executable, "-m", "lockshop.cli", "exercise", "check", "22",
+                           "quartz_guard.py"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "LANGUAGE": "en"})
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "not written yet: TODO 1: SELECT fire_time FROM job_locks" in done.stdout
+    assert "Nothing ran" in done.stdout and "on a mysql database of the grader's own" in \
+        done.stdout
+    assert "exercise 22 not passed" in done.stdout
