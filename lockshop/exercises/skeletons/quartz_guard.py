@@ -7,11 +7,13 @@ decision is committed: the other schedulers' same SELECT waits, then reads the
 decision. Without the row lock, every scheduler reads "not run yet", and each
 runs the job (lesson C41).
 
-The lock row here is the job's row in the table job_locks (one per job); its
-fire_time column says which fire time ran last. Every shop instance fires the
+The lock row here is the job's row in the table job_locks (one per job): its
+fire_time says which fire time was claimed last, and its locked_until until when
+that claim holds the job (a run still going on). Every shop instance fires the
 same jobs at the same wall-clock times; at each fire time, on each instance, the
 scheduler makes a guard and calls take() once: True runs the job now, False
-skips this fire time (another instance has it). Complete take().
+skips this fire time (another instance has it). After the run it calls
+give_back(), which ends the hold. Complete take().
 
 Check it:   ./run exercise check 22 quartz_guard.py
 (the grader makes a MariaDB database of its own: three schedulers reach one fire
@@ -27,25 +29,30 @@ What you may use:
     self.job        the job's name: "expire_unpaid" or "send_reminders"
     self.fire_time  this run's fire time (a datetime, the same on every instance)
     self.instance   this shop instance's name
+    self.now()      the time now, as the table keeps it
+    self.held_until() until when a claim made now holds the job (the lease)
     self.deciding() the slow part between the read and the write: the grader holds
                     schedulers here, keep it there
-The job's row is there before take() reads it (make_lock_row, already called).
+The job's row is there before take() reads it (make_lock_row, already called);
+give_back() and ensure_held() are given (TableGuard's: the claim fences the run).
 """
+
+import time
 
 from sqlalchemy import text  # noqa: F401 - for take()
 
-from shop.jobs.guards import JobGuard, RowLockGuard, make_lock_row
+from shop.jobs.guards import TableGuard, make_lock_row
+from shop.store.models import utc_at
 
 
-class QuartzGuard(JobGuard):
+class QuartzGuard(TableGuard):
     """One run per fire time in the cluster: the decision taken under the job's row lock."""
 
     name = "exercise"
 
     def __init__(self, state, job, fire_time, settings, clock) -> None:
+        super().__init__(state, job, fire_time, "exercise", clock)
         self.engine = state.engine
-        self.job = job
-        self.fire_time = fire_time
         self.instance = state.config.instance
         self.deciding_s = settings.business_delay_ms / 1000
 
@@ -54,17 +61,24 @@ class QuartzGuard(JobGuard):
         make_lock_row(self.engine, self.job)
         # TODO 1 (A1; C41): in ONE transaction (with self.engine.begin() as db:), in
         # this order:
-        #   read the row's fire_time with SELECT ... FOR UPDATE (through its primary key)
-        #   if it is this fire time or a later one, it has run: return False
+        #   read the row's fire_time and locked_until with SELECT ... FOR UPDATE
+        #   (through its primary key)
+        #   if fire_time is this fire time or a later one (it was claimed), or
+        #   locked_until is after self.now() (a run still holds the job): return False
         #   self.deciding()
-        #   UPDATE the row: fire_time = this fire time, instance = this instance
+        #   UPDATE the row: fire_time = this fire time, locked_until = self.held_until(),
+        #   instance = this instance
         #   return True
         # The commit, at the end of the block, is what lets the next scheduler in.
         raise NotImplementedError("TODO 1: SELECT fire_time FROM job_locks WHERE job = :job "
                                   "FOR UPDATE, decide, UPDATE, in one transaction")
 
-    # Given: deciding() waits the business delay (the grader's window), and each of the
-    # run's writes commits only while the row still names this fire time and this
-    # instance (a later fire time that claimed the row fences this run).
-    deciding = RowLockGuard.deciding
-    ensure_held = RowLockGuard.ensure_held
+    def deciding(self) -> None:
+        """Deciding, and starting the job: the grader's window (the business delay)."""
+        time.sleep(self.deciding_s)
+
+    def now(self):
+        return utc_at(self._clock())
+
+    def held_until(self):
+        return utc_at(self._clock() + self._lease_s)

@@ -5,10 +5,11 @@
 持有到它的决定提交为止：其他调度器同样的 SELECT 在这里等待，然后读到这个决定。
 没有行锁时，每个调度器都读到“还没执行”，每个都去执行任务（知识点 C41）。
 
-这里的锁行是任务在 job_locks 表里的那一行（每个任务一行）；它的 fire_time 列记着
-最近执行过的触发时刻。每个店铺实例都在同样的时刻触发同样的任务；每个触发时刻，在
-每个实例上，调度器新建一个守卫，调用一次 take()：返回 True 就立即执行任务，返回
-False 就跳过这个触发时刻（别的实例在执行）。请补全 take()。
+这里的锁行是任务在 job_locks 表里的那一行（每个任务一行）：它的 fire_time 记着最近
+被认领的触发时刻，locked_until 记着这次认领占住任务到什么时候（还有一次执行没结束）。
+每个店铺实例都在同样的时刻触发同样的任务；每个触发时刻，在每个实例上，调度器新建
+一个守卫，调用一次 take()：返回 True 就立即执行任务，返回 False 就跳过这个触发时刻
+（别的实例在执行）。执行完之后它调用 give_back()，结束占用。请补全 take()。
 
 检查：      ./run exercise check 22 quartz_guard.zh.py
 （评分程序自己建一个 MariaDB 数据库：3 个调度器同时到达同一个触发时刻，然后 3 个
@@ -23,24 +24,29 @@ False 就跳过这个触发时刻（别的实例在执行）。请补全 take()�
     self.job        任务名："expire_unpaid" 或 "send_reminders"
     self.fire_time  这次执行的触发时刻（datetime，每个实例上都一样）
     self.instance   这个店铺实例的名字
+    self.now()      现在的时间，按表里保存的格式
+    self.held_until() 现在做的认领最多占住任务到什么时候（租约）
     self.deciding() 读和写之间耗时的那一段：评分程序把调度器拦在这里，请保留它
-任务的那一行在 take() 读它之前已经存在（make_lock_row 已经调用过）。
+任务的那一行在 take() 读它之前已经存在（make_lock_row 已经调用过）；give_back() 和
+ensure_held() 已经写好（来自 TableGuard：认领同时把这次执行隔离开）。
 """
+
+import time
 
 from sqlalchemy import text  # noqa: F401 - take() 要用
 
-from shop.jobs.guards import JobGuard, RowLockGuard, make_lock_row
+from shop.jobs.guards import TableGuard, make_lock_row
+from shop.store.models import utc_at
 
 
-class QuartzGuard(JobGuard):
+class QuartzGuard(TableGuard):
     """每个触发时刻在集群里只执行一次：在任务的行锁下做决定。"""
 
     name = "exercise"
 
     def __init__(self, state, job, fire_time, settings, clock) -> None:
+        super().__init__(state, job, fire_time, "exercise", clock)
         self.engine = state.engine
-        self.job = job
-        self.fire_time = fire_time
         self.instance = state.config.instance
         self.deciding_s = settings.business_delay_ms / 1000
 
@@ -48,17 +54,23 @@ class QuartzGuard(JobGuard):
         """这个实例执行这个触发时刻就返回 True；跳过就返回 False。"""
         make_lock_row(self.engine, self.job)
         # TODO 1（A1；C41）：在同一个事务里（with self.engine.begin() as db:），按这个顺序：
-        #   用 SELECT ... FOR UPDATE 读这一行的 fire_time（通过主键找到它）
-        #   如果它是这个触发时刻或更晚的，说明已经执行过：return False
+        #   用 SELECT ... FOR UPDATE 读这一行的 fire_time 和 locked_until（通过主键找到它）
+        #   如果 fire_time 是这个触发时刻或更晚的（已被认领），或者 locked_until 晚于
+        #   self.now()（还有一次执行占着任务）：return False
         #   self.deciding()
-        #   UPDATE 这一行：fire_time = 这个触发时刻，instance = 这个实例
+        #   UPDATE 这一行：fire_time = 这个触发时刻，locked_until = self.held_until()，
+        #   instance = 这个实例
         #   return True
         # 块结束时的提交，才让下一个调度器进来。
         raise NotImplementedError("TODO 1：在一个事务里 SELECT fire_time FROM job_locks "
                                   "WHERE job = :job FOR UPDATE，做决定，再 UPDATE")
 
-    # 已经写好：deciding() 等待业务延迟（评分程序的窗口）；任务的每次写入，只有这一行
-    # 仍然记着这个触发时刻和这个实例时才提交（更晚的触发时刻占了这一行，就把这次执行
-    # 挡在外面）。
-    deciding = RowLockGuard.deciding
-    ensure_held = RowLockGuard.ensure_held
+    def deciding(self) -> None:
+        """做决定、启动任务：评分程序的窗口（业务延迟）。"""
+        time.sleep(self.deciding_s)
+
+    def now(self):
+        return utc_at(self._clock())
+
+    def held_until(self):
+        return utc_at(self._clock() + self._lease_s)
