@@ -223,13 +223,11 @@ def late_write_refused(grading: Grading) -> tuple[str, bool]:
                       and jobs.reminders == ORDERS and jobs.duplicate_reminders == 0)
 
 
-def shop_states(grading: Grading, leases_ms: tuple[int, ...], *,
-                business_delay_ms: int | None = None) -> list[ShopState]:
+def shop_states(grading: Grading, leases_ms: tuple[int, ...]) -> list[ShopState]:
     """A shop per lease in ``leases_ms`` (A, B, ...), in the grader's process, on one new
     database (the grading's own, for a database's exercise) and the grader's Redis if it
     has one, selling with its lock (else with none: the orders come one by one); ORDERS
-    unpaid orders, due for a reminder at once; ``business_delay_ms``, when given, is
-    their business delay (a guard's ``deciding()`` waits it)."""
+    unpaid orders, due for a reminder at once."""
     from lockshop.workshop.labs.jobs import ORDERS
     from shop.app import create_app
     from shop.orders.order_path import OrderRequest
@@ -251,8 +249,7 @@ def shop_states(grading: Grading, leases_ms: tuple[int, ...], *,
     reset_products(first.sessions, (ProductSpec("x", "Item", ProductKind.ITEM, stock=10),))
     for _order in range(ORDERS):
         first.place_order(OrderRequest(1))
-    delay = {} if business_delay_ms is None else {"business_delay_ms": business_delay_ms}
-    first.change_settings(strategy=strategy, reminder_after_ms=0, **delay)
+    first.change_settings(strategy=strategy, reminder_after_ms=0)
     return states
 
 
@@ -269,13 +266,15 @@ class JobRun:
 
     def __init__(self, grading: Grading, state: ShopState, fire_time, settings, *,
                  sleep=time.sleep, keep: bool = False,
-                 start: threading.Barrier | None = None) -> None:
+                 start: threading.Barrier | None = None, guard_class: type | None = None
+                 ) -> None:
         self.outcome: int | str | BaseException = "running"
         self.done = threading.Event()  # the job's work is over (or was never begun)
         self.ended = threading.Event()  # and its guard given back: the thread is gone
         self._release = threading.Event()
         self._keep = keep
         self._start = start
+        self._guard_class = guard_class or grading.lock_class  # the student's, by default
         args = (grading, state, fire_time, settings, sleep)
         threading.Thread(target=self._run_to_the_end, args=args, daemon=True,
                          name="job run").start()
@@ -290,7 +289,7 @@ class JobRun:
     def _run(self, grading: Grading, state: ShopState, fire_time, settings, sleep) -> None:
         from shop.jobs.tasks import JobContext, send_reminders
         try:
-            guard = grading.lock_class(state, JOB, fire_time, settings, time.time)
+            guard = self._guard_class(state, JOB, fire_time, settings, time.time)
             if self._start is not None:
                 self._start.wait(10)
             if not guard.take():

@@ -2,15 +2,18 @@
 
 Three schedulers (three shop states in the grader's process, each with its own
 connections to the grading's database) reach one fire time at once, past a
-barrier. Each guard's ``take()`` reads whether the fire time has run, then
-spends ``DECIDING_MS`` deciding (``deciding()``) before it writes its claim: far
-longer than the barrier's spread, so that without a row lock all three have read
-"not run" before any writes, and all three run. With ``SELECT ... FOR UPDATE`` on
+barrier. Each guard's ``take()`` reads whether the fire time has run, then is
+held ``DECIDING_MS`` in ``deciding()`` before it writes its claim (the grader
+sets ``deciding_s`` on a subclass of the student's guard): far longer than the
+barrier's spread, so that without a row lock all three have read "not run"
+before any writes, and all three run. With ``SELECT ... FOR UPDATE`` on
 the job's row, the second and the third wait at their read for the first's
 commit, then read its fire time and skip.
 
 Then the shop's own jobs, on three instances on that database, with the guard
-plugged in: ``job_steps``' cluster run, which exercise 15 reads too.
+plugged in as the shop would run it (deciding at once): ``job_steps``' cluster
+run, which exercise 15 reads too. Held there too, a decision would start its run
+past half the interval, and the scheduler would skip it as too late.
 """
 
 from __future__ import annotations
@@ -33,21 +36,23 @@ DECIDING_MS = 300
 
 
 def schedulers_at_once(grading: Grading) -> tuple[str, bool]:
-    states = shop_states(grading, (job_steps.LONG_LEASE_MS,) * SCHEDULERS,
-                         business_delay_ms=DECIDING_MS)
+    states = shop_states(grading, (job_steps.LONG_LEASE_MS,) * SCHEDULERS)
+    # The student's guard, held DECIDING_MS in its deciding(): the shop's decides at once.
+    held = type(grading.lock_class.__name__, (grading.lock_class,),
+                {"deciding_s": DECIDING_MS / 1000})
     try:
         settings = states[0].settings()
         fire_time = int(time.time())  # whole seconds: the next fire time is one later
         at_once = threading.Barrier(SCHEDULERS)
-        runs = [JobRun(grading, state, utc_at(fire_time), settings, start=at_once)
-                for state in states]
+        runs = [JobRun(grading, state, utc_at(fire_time), settings, start=at_once,
+                       guard_class=held) for state in states]
         for run in runs:
             run.ended.wait(30)
         raised = [run.said() for run in runs if isinstance(run.outcome, BaseException)]
         if raised:  # (a TODO raises, to be said in the skeleton's own words)
             return raised[0], False
         took = [run.outcome != "skipped" for run in runs]
-        later = JobRun(grading, states[1], utc_at(fire_time + 1), settings)
+        later = JobRun(grading, states[1], utc_at(fire_time + 1), settings, guard_class=held)
         later.ended.wait(30)
         if isinstance(later.outcome, BaseException):
             return later.said(), False

@@ -26,7 +26,7 @@
     self.instance   这个店铺实例的名字
     self.now()      现在的时间，按表里保存的格式
     self.held_until() 现在做的认领最多占住任务到什么时候（租约）
-    self.deciding() 读和写之间耗时的那一段：评分程序把调度器拦在这里，请保留它
+    self.deciding() 读和写之间耗时的那一段：评分程序在检查里把调度器拦在这里，请保留它
 任务的那一行在 take() 读它之前已经存在（make_lock_row 已经调用过）；give_back() 和
 ensure_held() 已经写好（来自 TableGuard：认领同时把这次执行隔离开）。
 """
@@ -43,12 +43,13 @@ class QuartzGuard(TableGuard):
     """每个触发时刻在集群里只执行一次：在任务的行锁下做决定。"""
 
     name = "exercise"
+    #: deciding() 耗时多久：店铺里为零；评分程序在它的检查里设置。
+    deciding_s = 0.0
 
     def __init__(self, state, job, fire_time, settings, clock) -> None:
         super().__init__(state, job, fire_time, "exercise", clock)
         self.engine = state.engine
         self.instance = state.config.instance
-        self.deciding_s = settings.business_delay_ms / 1000
 
     def take(self) -> bool:
         """这个实例执行这个触发时刻就返回 True；跳过就返回 False。"""
@@ -66,7 +67,7 @@ class QuartzGuard(TableGuard):
                                   "WHERE job = :job FOR UPDATE，做决定，再 UPDATE")
 
     def deciding(self) -> None:
-        """做决定、启动任务：评分程序的窗口（业务延迟）。"""
+        """做决定，在读和写之间：评分程序的窗口。"""
         time.sleep(self.deciding_s)
 
     def now(self):
