@@ -24,12 +24,15 @@ from shop.i18n import _, lazy_gettext
 
 #: How long an inner call may wait for its own lock before it is said to have queued.
 INNER_TIMEOUT = 0.5
+#: How long another owner waits for the lock after the holder's last release.
+AFTER_RELEASE_S = 5.0
 
 
-def _asks(grading: Grading, factory, name: str) -> bool:
-    """Another owner (this thread) tries once, and lets go if it got in."""
-    lock = factory.lock(name)
-    taken = lock.acquire(blocking=False)
+def _asks(grading: Grading, factory, name: str, patience: float = 0.0) -> bool:
+    """Another owner (this thread) tries once, or waits up to ``patience`` seconds, and
+    lets go if it got in."""
+    lock = factory.lock(name, timeout=patience)
+    taken = lock.acquire(blocking=patience > 0)
     if taken:
         grading.release_quietly(lock, LockError)
     return taken
@@ -80,7 +83,10 @@ def inner_release_keeps(grading: Grading) -> tuple[str, bool]:
         inner.release()
         during = grading.in_thread(_asks, grading, elsewhere, name)
         outer.release()
-        after = grading.in_thread(_asks, grading, elsewhere, name)
+        # A release may return before the server has deleted the node (the project's
+        # lock deletes an uncontended hold's node without waiting): the other owner
+        # waits for it, as a queued one would, rather than looking once.
+        after = grading.in_thread(_asks, grading, elsewhere, name, AFTER_RELEASE_S)
         return True, during, after
 
     entered, during, after = grading.in_thread(nested)
