@@ -33,6 +33,8 @@ from shop.i18n import N_, _
 PROBE_LEASE_MS = 100_000
 #: How far off the lease may be before it is called the wrong unit (a factor of 1000).
 UNIT_FACTOR = 100
+#: What PTTL answers for a key that is not there.
+NO_KEY = -2
 #: How long a probe may take before the grader gives up on it (and says nothing).
 PROBE_SECONDS = 20.0
 #: A value no lock of the student's would write: "another owner" for the probes.
@@ -79,6 +81,12 @@ def lease_units(grading: Grading) -> str | None:
     factory.client.after = None
     if lock is not None:
         grading.release_quietly(lock)
+    if lock is not None and ttls and all(ttl == NO_KEY for ttl in ttls):
+        # It said yes, yet its key was gone at each look, right after each write: a lease
+        # of a few milliseconds, run out before a busy machine let the grader look.
+        return _("given self.lease_ms = %(lease)s, the key your acquire set was already gone "
+                 "when the grader looked right after: a lease of a few milliseconds, seconds "
+                 "where PX (or PEXPIRE) wants milliseconds", lease=PROBE_LEASE_MS)
     if not left:
         return None  # no expiry at all: C09's mistake, which C09 names itself
     ttl = left[-1]
