@@ -323,17 +323,27 @@ def test_watchdog_holds_through_a_section_longer_than_the_lease_and_stops_after(
                                                                               factory):
     made = factory("redis_watchdog")
     client = redis.Redis.from_url(redis_server.url)
-    before = locks.metrics.snapshot().get("redis_watchdog", {}).get("renewals", 0)
+    def renewals() -> int:
+        return locks.metrics.snapshot().get("redis_watchdog", {}).get("renewals", 0)
+
+    before = renewals()
+
+    def renewals_since() -> int:
+        return renewals() - before
+
     lock = made.lock("long")
     lock.acquire()
-    time.sleep(LEASE_MS * 3 / 1000)  # a section three leases long: time is the point
+    # A section three leases long: the watchdog renews every third of a lease, so nine
+    # renewals seen are three leases gone by with the lock still ours.
+    wait_for(lambda: renewals_since() >= 9, timeout=LEASE_MS * 10 / 1000,
+             message="nine renewals (three leases) while the section runs")
     lock.ensure_held()
     assert client.get("lockshop:lock:long").decode() == lock.token
     lock.release()
-    renewals = locks.metrics.snapshot()["redis_watchdog"]["renewals"] - before
-    assert renewals >= 5  # every third of a lease
+    renewed = renewals_since()
+    assert renewed >= 9  # every third of a lease
     time.sleep(LEASE_MS / 1000)  # a lease's time, in which a live watchdog would renew
-    assert locks.metrics.snapshot()["redis_watchdog"]["renewals"] - before == renewals
+    assert renewals_since() == renewed
     assert client.exists("lockshop:lock:long") == 0
 
 
