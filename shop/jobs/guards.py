@@ -140,19 +140,28 @@ class TableGuard(JobGuard):
     def __init__(self, state, job: str, fire_time: datetime, strategy: str,
                  clock: Callable[[], float]) -> None:
         self.state, self.job, self.fire_time, self.name = state, job, fire_time, strategy
+        self.instance = state.config.instance
         self._clock = clock
         self._lease_s = state.config.lock_lease_ms / 1000
 
     def take(self) -> bool:
         """False when the row is held, or this fire time (or a later one) was taken."""
-        me, clock = self.state.config.instance, self._clock()
-        now, until = utc_at(clock), utc_at(clock + self._lease_s)
+        now, until = self.now(), self.held_until()
         return _claim_row(self.state.sessions, JobLock, self.job,
                           update(JobLock)
                           .where(JobLock.locked_until <= now, JobLock.fire_time < self.fire_time)
-                          .values(fire_time=self.fire_time, locked_until=until, instance=me),
+                          .values(fire_time=self.fire_time, locked_until=until,
+                                  instance=self.instance),
                           JobLock(job=self.job, fire_time=self.fire_time, locked_until=until,
-                                  instance=me))
+                                  instance=self.instance))
+
+    def now(self) -> datetime:
+        """The time now, as the table keeps it."""
+        return utc_at(self._clock())
+
+    def held_until(self) -> datetime:
+        """Until when a claim made now holds the job, at most: the lease."""
+        return utc_at(self._clock() + self._lease_s)
 
     def ensure_held(self, db: Connection) -> None:
         _hold_row(db, JobLock, self.job, self._ours, f"job:{self.job}",
@@ -161,12 +170,11 @@ class TableGuard(JobGuard):
     def give_back(self) -> None:
         with self.state.sessions.begin() as session:
             session.execute(update(JobLock).where(JobLock.job == self.job, self._ours)
-                            .values(locked_until=utc_at(self._clock())))
+                            .values(locked_until=self.now()))
 
     @property
     def _ours(self):
-        return (JobLock.fire_time == self.fire_time) & (
-            JobLock.instance == self.state.config.instance)
+        return (JobLock.fire_time == self.fire_time) & (JobLock.instance == self.instance)
 
 
 class RowLockGuard(TableGuard):
@@ -205,7 +213,6 @@ class RowLockGuard(TableGuard):
     def __init__(self, state, job: str, fire_time: datetime, settings: ClusterSettings,
                  clock: Callable[[], float]) -> None:
         super().__init__(state, job, fire_time, "row lock", clock)
-        self.instance = state.config.instance
 
     def take(self) -> bool:
         make_lock_row(self.state.engine, self.job)
@@ -228,13 +235,6 @@ class RowLockGuard(TableGuard):
         """Deciding, between the read and the write: the window every other scheduler's
         read would fall into, unlocked."""
         time.sleep(self.deciding_s)
-
-    def now(self) -> datetime:
-        return utc_at(self._clock())
-
-    def held_until(self) -> datetime:
-        """Until when a claim made now holds the job, at most: the lease."""
-        return utc_at(self._clock() + self._lease_s)
 
 
 def make_lock_row(engine: Engine, job: str) -> None:

@@ -44,7 +44,6 @@ import time
 from sqlalchemy import text
 
 from shop.jobs.guards import TableGuard, make_lock_row
-from shop.store.models import utc_at
 
 
 class QuartzGuard(TableGuard):
@@ -57,7 +56,6 @@ class QuartzGuard(TableGuard):
     def __init__(self, state, job, fire_time, settings, clock) -> None:
         super().__init__(state, job, fire_time, "exercise", clock)
         self.engine = state.engine
-        self.instance = state.config.instance
 
     def take(self) -> bool:
         """True when this instance runs this fire time; False to skip it."""
@@ -78,9 +76,3 @@ class QuartzGuard(TableGuard):
     def deciding(self) -> None:
         """Deciding, between the read and the write: the grader's window."""
         time.sleep(self.deciding_s)
-
-    def now(self):
-        return utc_at(self._clock())
-
-    def held_until(self):
-        return utc_at(self._clock() + self._lease_s)

@@ -105,10 +105,7 @@ def _run_the_cluster(grading: Grading) -> dict:
 
     folder = grading.runtime / "jobs"
     folder.mkdir(parents=True, exist_ok=True)
-    # A database's exercise (22) runs on the grading's database, with no Redis: its
-    # unpaid orders come one by one, under no lock.
-    redis_url = grading.redis_server.url if grading.redis_server else None
-    strategy = "redis" if redis_url else "none"
+    redis_url, strategy = _orders_lock(grading)
     config = Config(database_url=grading.database_url or f"sqlite:///{folder / 'shop.db'}",
                     redis_url=redis_url, lock_lease_ms=CLUSTER_LEASE_MS,
                     admin_token=TOKEN, strategy=strategy, job_interval_ms=0,
@@ -225,9 +222,8 @@ def late_write_refused(grading: Grading) -> tuple[str, bool]:
 
 def shop_states(grading: Grading, leases_ms: tuple[int, ...]) -> list[ShopState]:
     """A shop per lease in ``leases_ms`` (A, B, ...), in the grader's process, on one new
-    database (the grading's own, for a database's exercise) and the grader's Redis if it
-    has one, selling with its lock (else with none: the orders come one by one); ORDERS
-    unpaid orders, due for a reminder at once."""
+    database (the grading's own, for a database's exercise), selling as ``_orders_lock``
+    says; ORDERS unpaid orders, due for a reminder at once."""
     from lockshop.workshop.labs.jobs import ORDERS
     from shop.app import create_app
     from shop.orders.order_path import OrderRequest
@@ -236,8 +232,7 @@ def shop_states(grading: Grading, leases_ms: tuple[int, ...]) -> list[ShopState]
 
     url = grading.database_url or \
         f"sqlite:///{grading.runtime / (grading.fresh_name('jobs') + '.db')}"
-    redis_url = grading.redis_server.url if grading.redis_server else None
-    strategy = "redis" if redis_url else "none"
+    redis_url, strategy = _orders_lock(grading)
 
     def instance(called: str, lease_ms: int) -> ShopState:
         config = Config(database_url=url, redis_url=redis_url, instance=called,
@@ -251,6 +246,15 @@ def shop_states(grading: Grading, leases_ms: tuple[int, ...]) -> list[ShopState]
         first.place_order(OrderRequest(1))
     first.change_settings(strategy=strategy, reminder_after_ms=0)
     return states
+
+
+def _orders_lock(grading: Grading) -> tuple[str | None, str]:
+    """The grader's Redis and the strategy the shops' unpaid orders are placed with: its
+    lock, or, for a database's exercise (22), which has no Redis, none (they come one by
+    one)."""
+    if grading.redis_server is None:
+        return None, "none"
+    return grading.redis_server.url, "redis"
 
 
 def close_states(*states: ShopState) -> None:

@@ -36,7 +36,6 @@ import time
 from sqlalchemy import text  # noqa: F401 - take() 要用
 
 from shop.jobs.guards import TableGuard, make_lock_row
-from shop.store.models import utc_at
 
 
 class QuartzGuard(TableGuard):
@@ -49,7 +48,6 @@ class QuartzGuard(TableGuard):
     def __init__(self, state, job, fire_time, settings, clock) -> None:
         super().__init__(state, job, fire_time, "exercise", clock)
         self.engine = state.engine
-        self.instance = state.config.instance
 
     def take(self) -> bool:
         """这个实例执行这个触发时刻就返回 True；跳过就返回 False。"""
@@ -69,9 +67,3 @@ class QuartzGuard(TableGuard):
     def deciding(self) -> None:
         """做决定，在读和写之间：评分程序的窗口。"""
         time.sleep(self.deciding_s)
-
-    def now(self):
-        return utc_at(self._clock())
-
-    def held_until(self):
-        return utc_at(self._clock() + self._lease_s)
