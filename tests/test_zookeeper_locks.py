@@ -182,6 +182,9 @@ def release_warnings_of_a_node_deleted_behind_its_holder(open_zk, inspector, cap
         threading.Thread(target=release_once_queued).start()
     else:
         first.release()
+        # Its delete is sent, not waited for: gone from the server before the next asks,
+        # or that one would queue behind it, and its hold would count as contended.
+        wait_for(lambda: not inspector.get_children(first.parent))
     assert lock.acquire()
     inspector.delete(lock.node)
     lock.release()
