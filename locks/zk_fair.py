@@ -84,7 +84,6 @@ class ZkFairLock(QueueLockBase):
         #: The nodes that must go before the lock is ours, as we last saw them:
         #: [] nothing (it is ours), None we must look again (step 2).
         self.ahead: list[str] | None = None
-        self._waited = False  # we had to queue for this hold
 
     def blockers(self, children: list[str], mine: str) -> list[str]:
         """The nodes that must go before we may hold the lock, in queue order.
@@ -100,7 +99,6 @@ class ZkFairLock(QueueLockBase):
         if self.node is None:
             # 1. n = create(l + "/lock-", EPHEMERAL|SEQUENTIAL) and 2. C = getChildren(l),
             # sent together (see the module's docstring); its czxid is our fencing token.
-            self._waited = False
             self.factory.ensure_path(self.parent)
             with self.factory.orphans.delete_if_unanswered(self.parent, self.guid):
                 created = self.factory.send(self.client.create_async,
@@ -108,8 +106,9 @@ class ZkFairLock(QueueLockBase):
                                             self.owner.encode(), ephemeral=True,
                                             sequence=True, include_data=True)
                 listed = self.factory.send(self.client.get_children_async, self.parent)
-                self._created(*created.get(timeout=OPERATION_TIMEOUT))
+                # The list is answered after the create: waiting for it first wakes us once.
                 children = listed.get(timeout=OPERATION_TIMEOUT)
+                self._created(*created.get(timeout=OPERATION_TIMEOUT))
         elif self.ahead is None:
             # 2. C = getChildren(l) again, the second look: the node we watched went,
             # but it may have been a waiter giving up, with the holder still ahead.
@@ -125,13 +124,12 @@ class ZkFairLock(QueueLockBase):
             self.ahead = self.blockers(sorted(children, key=sequence), mine)
         if self.ahead:
             return False
-        self._start_hold(contended=self._waited)
+        self._start_hold()
         return True
 
     def _wait_for_release(self, seconds: float) -> None:
         if self.ahead is None:
             return  # our node went with our session: 1. queue again, at once
-        self._waited = True
         # 5. if exists(p, true) wait for watch event
         woken = Wakeup()
         predecessor = f"{self.parent}/{self.ahead[-1]}"
@@ -159,8 +157,7 @@ class ZkFairLock(QueueLockBase):
             return  # an inner release of a re-entered lock: we still hold it
         # Unlock: 1. delete(n), handing the lock over when our hold was exclusive.
         try:
-            self._delete_own_node(self._hand_over if self.hands_over else None,
-                                  wait=hold.contended)
+            self._delete_own_node(self._hand_over if self.hands_over else None)
         except NoNodeError:
             raise LockLost(self.name, "our node is gone: the ZooKeeper session ended") from None
 

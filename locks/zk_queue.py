@@ -47,8 +47,6 @@ class Hold:
     node: str
     session_id: int
     fencing_token: int
-    #: Its acquire had to wait: the release waits for ZooKeeper's answer.
-    contended: bool = False
     count: int = 1
 
 
@@ -86,8 +84,8 @@ class QueueLockBase(ZooKeeperLockBase):
                                                            hold.fencing_token)
         return True
 
-    def _start_hold(self, contended: bool) -> None:
-        self._hold = Hold(self.node, self.session_id, self._fencing_token, contended)
+    def _start_hold(self) -> None:
+        self._hold = Hold(self.node, self.session_id, self._fencing_token)
         self.factory.held_by_owner[self._hold_key] = self._hold
 
     def _end_hold(self) -> Hold | None:

@@ -50,7 +50,7 @@ from kazoo.protocol.states import ZnodeStat
 
 from .base import DistributedLock
 from .registry import Backends, LockFactory, Strategy
-from .zk_client import UNREACHABLE, new_client
+from .zk_client import UNREACHABLE, new_client, run_inline
 from .zk_orphans import Orphans
 
 log = logging.getLogger("locks.zookeeper")
@@ -99,27 +99,20 @@ class ZooKeeperLockBase(DistributedLock):
         self.session_id = stat.ephemeralOwner
         self._fencing_token = stat.czxid
 
-    def _delete_own_node(self, request: Callable | None = None, *, wait: bool = False) -> None:
+    def _delete_own_node(self, request: Callable | None = None) -> None:
         """Send the delete of our node; raise ``NoNodeError`` if it went with our session.
 
         ``request(node)`` sends it (default: a plain delete) and answers
         kazoo's ``IAsyncResult``: of a delete, or of a transaction that
         deletes (``zk_fair``'s hand-over).
 
-        Uncontended, we do not wait for the answer: ZooKeeper applies one
-        session's requests in order, so anything we send next sees the node
-        gone, and other clients see it as soon as the server has applied it,
-        whether or not we have heard back. The answer is checked in the
-        background: if it is lost with the connection, the node is deleted on
-        reconnection.
-
-        With ``wait`` (the hold was contended: someone is likely waiting for
-        this very delete), we wait for the answer. Our waiting is not what
-        the next holder waits for, but it lets kazoo's connection thread send
-        the delete *now*: otherwise it goes out only once this thread stops
-        for something else, after whatever the caller does next (in the
-        benchmark, a tenth to a fifth of a millisecond on every hand-off).
-        The caller is going to the back of the queue anyway.
+        We do not wait for the answer: ZooKeeper applies one session's
+        requests in order, so anything we send next sees the node gone, and
+        other clients see it as soon as the server has applied it, whether or
+        not we have heard back. The request leaves at once, from this thread
+        (``zk_client``). The answer is checked as it is read, on kazoo's
+        connection thread: if it is lost with the connection, the node is
+        deleted on reconnection.
         """
         node, self.node = self.node, None
         session = self.session_id
@@ -133,11 +126,7 @@ class ZooKeeperLockBase(DistributedLock):
             parent, _, child = node.rpartition("/")
             self.factory.orphans.delete_later(parent, child, session)  # still ours, still there
             raise
-        if wait:
-            sent.wait(OPERATION_TIMEOUT)
-            self.factory.check_delete(sent, node, session)
-        else:
-            sent.rawlink(lambda result: self.factory.check_delete(result, node, session))
+        sent.rawlink(run_inline(lambda result: self.factory.check_delete(result, node, session)))
 
 
 class ZooKeeperFactory(LockFactory):
@@ -207,8 +196,8 @@ class ZooKeeperFactory(LockFactory):
         return request(*args, **kwargs)
 
     def check_delete(self, result, node: str, session: int) -> None:
-        """The answer to a delete: one we did not wait for (on kazoo's callback
-        thread), or one we waited for at most ``OPERATION_TIMEOUT``."""
+        """The answer to a delete we did not wait for (on kazoo's connection thread:
+        it only logs, or asks ``orphans`` to delete the node later)."""
         try:
             outcome = result.get(timeout=0)
             # A transaction answers with a list, holding the error of an operation that failed.
