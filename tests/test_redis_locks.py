@@ -420,6 +420,10 @@ def test_fair_lock_waiter_that_gives_up_holding_a_wake_up_passes_it_on(redis_ser
     free while that waiter sleeps out its fallback (200 ms), or its whole timeout."""
     made = factory("redis_fair", lease_ms=60_000)
     holder = made.lock("told")
+    # The releaser's threshold decides: out of reach, the release frees the lock and
+    # tells the head "try now". (At the default 20 ms, a head queued 20 ms before the
+    # release, as on a busy machine, would be handed the lock instead: CI, once.)
+    holder.starving_after_ms = 3_600_000
     assert holder.acquire(blocking=False)
     quitter, behind = made.lock("told"), made.lock("told")
     assert not quitter._try_acquire() and not behind._try_acquire()  # both queued
