@@ -14,8 +14,9 @@ kazoo's ``Lock`` is used as its documentation shows: one object per process,
 acquired and released again and again (a new one per section would add a
 round trip to check its parent path). It runs twice: on a client as kazoo
 makes it, and on the client our locks use (``locks.zk_client``: the same
-kazoo, waiting with ``poll``). The first is what a kazoo user gets; the
-second compares the recipes alone, on equal clients.
+kazoo, sending from the caller's thread and waiting with ``poll``). The
+first is what a kazoo user gets; the second compares the recipes alone, on
+equal clients.
 """
 
 from __future__ import annotations
