@@ -46,22 +46,23 @@ def place_unpaid_orders(urls: list[str], admin: ShopClient, strategy: str, **set
             raise RuntimeError(f"an unpaid order for the jobs was refused: {answer}")
 
 
-def run_jobs(admin: ShopClient, fire_times: int = 2, delay_ms: int = 200, **settings) -> dict:
-    """Let the jobs fire ``fire_times`` times (each expires and reminds every order at once);
-    the audit after.
+def run_jobs(admin: ShopClient, fire_times: int = 2, delay_ms: int = 200,
+             interval_ms: int = INTERVAL_MS, **settings) -> dict:
+    """Let the jobs fire ``fire_times`` times, every ``interval_ms`` (each expires and
+    reminds every order at once); the audit after.
 
     The jobs are switched on and off halfway between fire times: each instance
     notices a switch at its next tick, and a switch close to a fire time would
     have some instances count that fire time and others not.
     """
-    interval = INTERVAL_MS / 1000
+    interval = interval_ms / 1000
     now = time.time()
     switch_on = now - now % interval + interval / 2
     if switch_on < now + 0.1:
         switch_on += interval
     time.sleep(switch_on - now)
     admin.set_settings(business_delay_ms=delay_ms, unpaid_expiry_ms=0, reminder_after_ms=0,
-                       job_interval_ms=INTERVAL_MS, **settings)
+                       job_interval_ms=interval_ms, **settings)
     time.sleep(max(0.0, switch_on + fire_times * interval - time.time()))
     admin.set_settings(job_interval_ms=0)
     time.sleep(0.6)  # let the last runs finish
