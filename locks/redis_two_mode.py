@@ -64,6 +64,8 @@ shows the queue the same way):
 * ``lockshop:wake:<token>``    one list per waiter, to block on with ``BLPOP``.
 
 acquire (one Lua script)
+    0. nobody queues: take a free lock as ``redis`` does, ``SET NX`` (Go's
+       mutex calls it the fast path), and skip the rest;
     1. a lock handed to us as our wait ran out: collect it;
     2. drop waiters at the head whose "alive until" has passed (they gave up
        or crashed, and would block everyone behind them);
@@ -79,8 +81,9 @@ wait
     token there means the lock is ours already; "try now" means it was freed.
     Every waiter wakes at least every ``fallback_poll`` to say it is alive.
 release (one Lua script)
-    compare-and-check as ``redis``; then hand the lock to a starving head, or
-    free it and wake the head if it sleeps.
+    compare-and-check as ``redis``; nobody queues: delete it, as ``redis``;
+    otherwise hand the lock to a starving head, or free it and wake the head
+    if it sleeps.
 
 How it fails: as ``redis``, a holder paused past its lease overlaps the next
 holder, and the fencing token refuses the late write. A holder whose lease
@@ -128,11 +131,11 @@ local woken = '{WOKEN_PREFIX}' .. name      -- the head that is awake, asking by
 local fence = '{FENCE_PREFIX}' .. name      -- the lock's fence counter
 local epoch = '{FENCE_EPOCH}'  -- the epoch of every fence counter
 local function wake_list(waiter) return '{WAKE_PREFIX}' .. waiter end
-"""
+""" + NEXT_FENCING_TOKEN_FUNCTION
 
-# Shared by the scripts, after their names: the clock, how long a waiter has waited,
-# the dead-head purge, leaving the queue, waking a sleeping head, and the next fencing
-# token.
+# Shared by the scripts, after their names (and the next fencing token) and their fast
+# paths: the clock, how long a waiter has waited, the dead-head purge, leaving the
+# queue, and waking a sleeping head.
 _PRELUDE = """
 local t = redis.call("TIME")
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
@@ -163,7 +166,7 @@ local function wake_unless_awake(woken, head, lease_ms, alive_ms)
         redis.call("PEXPIRE", wake_list(head), lease_ms)
     end
 end
-""" + NEXT_FENCING_TOKEN_FUNCTION
+"""
 
 
 class TwoModeRedisLock(RedisLock):
@@ -188,6 +191,12 @@ class TwoModeRedisLock(RedisLock):
     local wake = wake_list(token)  -- our own wake list
     local alive_ms = tonumber(ARGV[3])
     local starving_after_ms = tonumber(ARGV[4])
+    -- 0. Nobody queues: a free lock is ours at once, as in the redis strategy. Every
+    -- step below is for waiters; a lock nobody waits for need not pay for them.
+    if redis.call("EXISTS", queue) == 0
+            and redis.call("SET", lock, token, "NX", "PX", lease_ms) then
+        return next_fencing_token(fence, epoch)
+    end
     """ + _PRELUDE + """
     -- 1. Handed to us just as our BLPOP timed out: collect it, do not queue again.
     local holder = redis.call("GET", lock)
@@ -229,10 +238,14 @@ class TwoModeRedisLock(RedisLock):
     local lease_ms = ARGV[2]
     local alive_ms = tonumber(ARGV[3])
     local starving_after_ms = tonumber(ARGV[4])
-    """ + _PRELUDE + """
     if redis.call("GET", lock) ~= token then
         return 0
     end
+    if redis.call("EXISTS", queue) == 0 then  -- nobody queues: as the redis strategy
+        redis.call("DEL", lock)
+        return 1
+    end
+    """ + _PRELUDE + """
     local head = purge_dead_heads(queue, waiting, since)
     if head and waited(since, head) >= starving_after_ms then
         -- Starvation mode: hand the lock over; the head holds it before it wakes.
