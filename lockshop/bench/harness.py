@@ -15,8 +15,9 @@ Two measures, for any lock that can be put behind one tiny interface
 
 Each figure is the median of three rounds, the kinds taking turns (for
 contended, the whole median round, but with the lost increments of every
-round; uncontended, each round is itself taken in ten turns of every kind). A family module gives ``lock_maker(kind, endpoints)`` for its peers
-and raw loops; our own strategies are opened by name from ``locks``.
+round; uncontended, each round is itself taken in ten turns of every kind).
+A family module gives ``lock_maker(kind, endpoints)`` for its peers and raw
+loops; our own strategies are opened by name from ``locks``.
 Figures are printed and written as JSON; tests never assert them.
 """
 
