@@ -87,49 +87,66 @@ class UnfencedTableLock(TableLock):
         return True
 
 
+#: The race's lease: long enough for the second buyer's whole order on a loaded machine
+#: (at 300 ms, a busy one ran past it and lost its own lock before the commit).
+RACE_LEASE_MS = 1500
+
+
+@pytest.fixture
+def race_factory(open_lock_factory, database_url):
+    return open_lock_factory("table", database_url=database_url, lease_ms=RACE_LEASE_MS)
+
+
 class UnfencedFactory:
     def __init__(self, factory):
         self.factory = factory
 
     def lock(self, name, *, timeout=5.0):
-        return UnfencedTableLock(name, engine=self.factory.engine, lease_ms=300,
+        return UnfencedTableLock(name, engine=self.factory.engine, lease_ms=RACE_LEASE_MS,
                                  strategy="table", timeout=timeout)
 
 
-def paused_holder_race(sessions, table_factory, guard) -> list[str]:
-    """A holder pauses past its lease; a second buyer takes over and writes first. The
-    lease is read from the row the lock keeps in ``table_factory``'s table."""
+def paused_holder_race(sessions, race_factory, guard) -> list[str]:
+    """A holder pauses past its lease; a second buyer takes over and writes first.
+
+    The first holder's business delay (up to 20 leases) ends when the second
+    buyer is done, so the order is the same on a machine of any speed. The lease
+    is read from the row the lock keeps in ``race_factory``'s table.
+    """
     reset_products(sessions, (ProductSpec("x", "x", ProductKind.ITEM, stock=10),))
     outcomes: list[str] = []
+    second_is_done = threading.Event()
 
-    def buy(delay_ms: int) -> None:
+    def buy(who: str, delay_ms: int) -> None:
         try:
             place_order(engine_of(sessions), guard, OrderRequest(1),
-                        OrderContext("test", "table", delay_ms, lock_timeout_ms=5000))
-            outcomes.append(f"sold after {delay_ms} ms")
+                        OrderContext("test", "table", delay_ms, lock_timeout_ms=5000),
+                        sleep=second_is_done.wait)  # a delay cut short by the second
+            outcomes.append(f"{who} sold")
         except StaleWriteRejected:
-            outcomes.append("stale write rejected")
+            outcomes.append(f"{who}'s stale write rejected")
 
-    slow = threading.Thread(target=buy, args=(900,))  # paused 900 ms, lease 300 ms
-    slow.start()
-    wait_for(lease_ran_out(table_factory, "product:1"), message="the slow holder's lease to end")
-    buy(0)
-    slow.join()
+    paused = threading.Thread(target=buy, args=("paused", RACE_LEASE_MS * 20))
+    paused.start()
+    wait_for(lease_ran_out(race_factory, "product:1"), message="the paused holder's lease to end")
+    buy("second", 0)
+    second_is_done.set()
+    paused.join()
     return outcomes
 
 
-def test_fencing_rejects_the_paused_holders_write(sessions, table_factory):
-    outcomes = paused_holder_race(sessions, table_factory, table_factory)
-    assert sorted(outcomes) == ["sold after 0 ms", "stale write rejected"]
+def test_fencing_rejects_the_paused_holders_write(sessions, race_factory):
+    outcomes = paused_holder_race(sessions, race_factory, race_factory)
+    assert sorted(outcomes) == ["paused's stale write rejected", "second sold"]
     product = take_audit(sessions).products[0]
     assert (product.sold, product.remaining, product.stale_writes_rejected) == (1, 9, 1)
     assert product.correct
 
 
-def test_without_fencing_the_paused_holder_overwrites(sessions, table_factory):
+def test_without_fencing_the_paused_holder_overwrites(sessions, race_factory):
     # The negative control: same pause, no token, and a sale's decrement is lost.
-    outcomes = paused_holder_race(sessions, table_factory, UnfencedFactory(table_factory))
-    assert sorted(outcomes) == ["sold after 0 ms", "sold after 900 ms"]
+    outcomes = paused_holder_race(sessions, race_factory, UnfencedFactory(race_factory))
+    assert sorted(outcomes) == ["paused sold", "second sold"]
     product = take_audit(sessions).products[0]
     assert (product.sold, product.remaining, product.lost_updates) == (2, 9, 1)
     assert not product.correct
