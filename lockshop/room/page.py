@@ -3,6 +3,7 @@
     GET /room/                     the page: join, the exercises, an editor, Check, the board
     GET /room/static/...           its script and style, and the editor (CodeMirror, vendored)
     GET /room/i18n.js              the shop's script that gives the page's scripts their words
+    GET /room/dom.js               the shop's script that builds elements, strings as text
 
 The page only draws and sends: everything it does goes through the room's JSON API
 under ``/room/api`` (``lockshop/room/api.py``), which a script can use as well. A
@@ -22,7 +23,8 @@ from flask import Blueprint, render_template, send_from_directory, url_for
 
 import shop
 
-#: The shop's catalog loader for scripts (``i18n._()``), which the console's pages use too.
+#: The shop's scripts every page uses, the console's too: the catalog loader
+#: (``i18n._()``) and ``element()``, which shows strings as text.
 SHOP_SCRIPTS = Path(shop.__file__).resolve().parent / "web" / "static"
 #: Where the page lives; the API is under it, at ``api``.
 PREFIX = "/room"
@@ -41,5 +43,9 @@ def blueprint() -> Blueprint:
     @page.get("/i18n.js")
     def i18n_script():
         return send_from_directory(SHOP_SCRIPTS, "i18n.js", mimetype="text/javascript")
+
+    @page.get("/dom.js")
+    def dom_script():
+        return send_from_directory(SHOP_SCRIPTS, "dom.js", mimetype="text/javascript")
 
     return page

@@ -64,15 +64,6 @@ async function act(what, action) {
   }
 }
 
-function element(tag, attributes, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attributes || {})) {
-    if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
-    else if (value !== false && value !== null && value !== undefined) node.setAttribute(key, value);
-  }
-  node.append(...children.filter(c => c !== null && c !== undefined));
-  return node;
-}
 const button = (label, onclick, extra) => element("button", {type: "button", onclick, ...extra}, label);
 
 // --- role ---------------------------------------------------------------------------

@@ -58,17 +58,6 @@ async function call(path, {method = "GET", body, text = false, cache = "no-store
   throw new Answer(response.status, message);
 }
 
-function element(tag, attributes, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attributes || {})) {
-    if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
-    else if (value !== false && value !== null && value !== undefined) node.setAttribute(key, value);
-  }
-  // Strings become text nodes: never parsed as HTML.
-  node.append(...children.filter(child => child !== null && child !== undefined));
-  return node;
-}
-
 function problem(text) {
   const box = document.getElementById("problem");
   box.textContent = text || "";
