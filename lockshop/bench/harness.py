@@ -40,6 +40,7 @@ import redis
 import locks
 from locks import Backends
 from lockshop.bench.output import say, write_json
+from lockshop.bench.turns import overall, take_turns
 from lockshop.table import format_table
 from shop.i18n import ENGLISH, N_, _, join, language
 
@@ -129,27 +130,21 @@ def close_opened() -> None:
 def uncontended(kinds: tuple[str, ...], endpoints: Endpoints,
                 seconds: float) -> dict[str, float]:
     """Each kind's pairs per second in one round of ``seconds`` each, the kinds taking
-    turns of a tenth of that.
+    ``UNCONTENDED_TURNS`` turns (``lockshop.bench.turns`` says why)."""
+    def one_pair(make: Maker, name: str) -> Callable[[], None]:
+        def pair() -> None:
+            acquire, release = make(name)
+            acquire()
+            release()
+        return pair
 
-    A shared machine's speed drifts within a round: one kind after another, a
-    full round apart, two equal locks measured 0.90 to 1.26 of each other. In
-    turns of a tenth, every kind meets the same drift.
-    """
-    makes = {kind: (lock_maker(kind, endpoints), f"bench-{uuid.uuid4().hex[:8]}")
-             for kind in kinds}
-    pairs = dict.fromkeys(kinds, 0)
     try:
-        for _turn in range(UNCONTENDED_TURNS):
-            for kind, (make, name) in makes.items():
-                deadline = time.perf_counter() + seconds / UNCONTENDED_TURNS
-                while time.perf_counter() < deadline:
-                    acquire, release = make(name)
-                    acquire()
-                    release()
-                    pairs[kind] += 1
+        pairs = {kind: one_pair(lock_maker(kind, endpoints), f"bench-{uuid.uuid4().hex[:8]}")
+                 for kind in kinds}
+        turns = take_turns(pairs, seconds, UNCONTENDED_TURNS)
     finally:
         close_opened()
-    return {kind: count / seconds for kind, count in pairs.items()}
+    return {kind: overall(turns_of_kind).per_second for kind, turns_of_kind in turns.items()}
 
 
 def _contended_worker(kind: str, endpoints: Endpoints, name: str, ready,

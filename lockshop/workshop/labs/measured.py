@@ -9,15 +9,17 @@ from __future__ import annotations
 import re
 import threading
 import time
+from collections.abc import Callable
 
 import redis
 
+from lockshop.bench.turns import overall, take_turns
 from lockshop.cluster.zookeeper_servers import four_letter_word
 from lockshop.workshop.staging.record import Lab
 from shop.i18n import N_, _, yes_no
 
 SECONDS = 1.0
-#: How many turns the locks of a comparison take, one after another (see below).
+#: How many turns the locks of a comparison take (``lockshop.bench.turns`` says why).
 TURNS = 10
 
 
@@ -31,32 +33,13 @@ def per_second(name: str, rate: float) -> str:
     return _("%(name)s %(rate)s pairs/s", name=name, rate=f"{rate:,.0f}")
 
 
-def pairs_in_turns(factories: dict, seconds: float = SECONDS) -> dict[str, tuple[int, float]]:
-    """Uncontended acquire + release pairs, one thread, with each factory's lock in turn,
-    for about ``seconds`` each: each lock's (pairs, seconds it ran).
-
-    The locks take ``TURNS`` turns of ``seconds / TURNS``. One lock after
-    another, a second each, a stall of the machine (another program, a busy
-    disk) slows only the lock running then: a lab once measured Redis at a
-    fortieth of its usual rate, behind SQLite. In turns, every lock meets it.
-    """
-    pairs = dict.fromkeys(factories, 0)
-    spent = dict.fromkeys(factories, 0.0)
-    for _turn in range(TURNS):
-        for name, factory in factories.items():
-            started = time.monotonic()
-            while time.monotonic() - started < seconds / TURNS:
-                lock = factory.lock("product:1")
-                lock.acquire()
-                lock.release()
-                pairs[name] += 1
-            spent[name] += time.monotonic() - started
-    return {name: (pairs[name], spent[name]) for name in factories}
-
-
-def rates(counted: dict[str, tuple[int, float]]) -> dict[str, float]:
-    """Pairs per second, from ``pairs_in_turns``'s counts."""
-    return {name: pairs / seconds for name, (pairs, seconds) in counted.items()}
+def one_pair(factory) -> Callable[[], None]:
+    """One uncontended acquire + release of product:1 with ``factory``'s lock."""
+    def pair() -> None:
+        lock = factory.lock("product:1")
+        lock.acquire()
+        lock.release()
+    return pair
 
 
 def stage_cost(run) -> None:
@@ -67,11 +50,12 @@ def stage_cost(run) -> None:
                                            "machine's servers",
                                            seconds=f"{SECONDS:g}", turns=TURNS))
     url = f"sqlite:///{run.parts.folder(run.lab.name) / 'locks.db'}"
-    figures = rates(pairs_in_turns({
-        "redis": run.open_locks("redis", redis_url=redis_server.url),
-        "zk_fair": run.open_locks("zk_fair", zk_hosts=zk.address),
-        "table (SQLite)": run.open_locks("table", database_url=url),
-    }))
+    turns = take_turns({
+        "redis": one_pair(run.open_locks("redis", redis_url=redis_server.url)),
+        "zk_fair": one_pair(run.open_locks("zk_fair", zk_hosts=zk.address)),
+        "table (SQLite)": one_pair(run.open_locks("table", database_url=url)),
+    }, SECONDS, TURNS)
+    figures = {name: overall(turns_of_lock).per_second for name, turns_of_lock in turns.items()}
     fastest = max(figures, key=figures.get)
     run.check(_("lock and unlock product:1 as fast as one thread can, with each lock"),
               expected=_("Redis the fastest (memory, one round trip each way)"),
@@ -93,21 +77,25 @@ def stage_zookeeper_writes(run) -> None:
                                     "%(seconds)s s of lock + unlock, and compare the rate "
                                     "with Redis's", seconds=f"{SECONDS:g}"))
     factory = run.open_locks("zk_fair", zk_hosts=zk.address)
-    pairs_in_turns({"zk_fair": factory}, 0.2)  # the lock's parent node exists before counting
+    zk_pair = one_pair(factory)
+    take_turns({"zk_fair": zk_pair}, 0.2, TURNS)  # the lock's parent node exists first
     before = _zxid(zk.port)
     # Redis's turns write nothing to ZooKeeper: the count is zk_fair's alone.
-    counted = pairs_in_turns({"zk_fair": factory,
-                              "redis": run.open_locks("redis", redis_url=redis_server.url)})
+    turns = take_turns({
+        "zk_fair": zk_pair,
+        "redis": one_pair(run.open_locks("redis", redis_url=redis_server.url)),
+    }, SECONDS, TURNS)
+    on_zookeeper, on_redis = overall(turns["zk_fair"]), overall(turns["redis"])
     time.sleep(0.2)  # the last delete's answer is not waited for
     writes = _zxid(zk.port) - before
-    pairs = counted["zk_fair"][0]
+    pairs = on_zookeeper.times
     run.check(_("%(pairs)s lock + unlock pairs on zk_fair", pairs=pairs),
               expected=_("two writes each (create, then delete), each a quorum write that "
                          "ZooKeeper fsyncs before it answers"),
               observed=_("%(writes)s transactions: %(per_pair)s per pair", writes=writes,
                          per_pair=f"{writes / pairs:.2f}"),
               agrees=abs(writes / pairs - 2) < 0.05)
-    zk_rate, redis_rate = rates(counted).values()
+    zk_rate, redis_rate = on_zookeeper.per_second, on_redis.per_second
     run.check(_("the same loop on Redis"),
               expected=_("Redis faster: frequent locking loads ZooKeeper's write path"),
               observed=_("zk_fair %(zk)s pairs/s, redis %(redis)s pairs/s",
@@ -232,32 +220,16 @@ def stage_watch_release(run) -> None:
         lua.acquire()
         lua.release()
 
-    rates = _best_rates({"WATCH/MULTI": by_watch, "Lua": by_lua})
+    # The best turn of each: a busy machine slows whichever runs at a bad moment, and
+    # the best turn is what that way costs.
+    turns = take_turns({"WATCH/MULTI": by_watch, "Lua": by_lua}, seconds=0.5, turns=10)
+    rates = {name: max(turn.per_second for turn in of_way) for name, of_way in turns.items()}
     run.check(_("lock and release in a loop, each way in turn, ten turns of 50 ms (the "
                 "best turn of each counts; the lock is SET NX PX both times)"),
               expected=_("Lua cheaper: one round trip to release, against three (WATCH, GET, "
                          "MULTI/DEL/EXEC) with no conflict at all"),
               observed=listed(per_second(name, rate) for name, rate in rates.items()),
               agrees=rates["Lua"] > rates["WATCH/MULTI"])
-
-
-def _best_rates(actions: dict, batches: int = 10, seconds: float = 0.05) -> dict[str, float]:
-    """Each action's best rate over short batches taken in turn: a busy machine slows
-    whichever runs at a bad moment, so one long run each would compare moments, not ways;
-    the best batch of each is what that way costs."""
-    best = dict.fromkeys(actions, 0.0)
-    for _batch in range(batches):
-        for name, action in actions.items():
-            best[name] = max(best[name], _rate(action, seconds))
-    return best
-
-
-def _rate(action, seconds: float = 0.5) -> float:
-    done, started = 0, time.monotonic()
-    while time.monotonic() - started < seconds:
-        action()
-        done += 1
-    return done / (time.monotonic() - started)
 
 
 def _zxid(port: int) -> int:
