@@ -1,9 +1,9 @@
 // How the pages' scripts build what they show: element("td", {class: "n"}, text).
 //
-// base.html loads this with i18n.js, for the console's page; the room's page gets it
-// at /room/dom.js. Children that are strings become text nodes, never parsed as
-// HTML: a name, a message or a lock's source that a student sent is shown as the
-// characters it is, whatever it holds. Attributes named on... are listeners.
+// The console's page loads it from here; the room's page gets it at /room/dom.js.
+// Children that are strings become text nodes, never parsed as HTML: a name, a
+// message or a lock's source that a student sent is shown as the characters it
+// is, whatever it holds. Attributes named on... are listeners.
 function element(tag, attributes, ...children) {
   const node = document.createElement(tag);
   for (const [key, value] of Object.entries(attributes || {})) {
