@@ -103,7 +103,7 @@ def test_a_server_restarted_while_a_connection_sat_idle_is_found_out(scripts, re
     assert scripts.run(ECHO, args=["after"]) == b"after"  # loaded again, on a fresh one
 
 
-def _echo_many(url: str, scripts: DirectScripts, tag: str, results) -> None:
+def _echo_many(scripts: DirectScripts, tag: str, results) -> None:
     wrong = 0
     for n in range(300):
         if scripts.run(ECHO, args=[f"{tag}{n}"]) != f"{tag}{n}".encode():
@@ -115,9 +115,9 @@ def test_a_forked_child_does_not_talk_on_its_parents_sockets(scripts, redis_serv
     scripts.run(ECHO, args=["parent"])  # the parent has an idle connection
     results = multiprocessing.get_context("fork").Queue()
     child = multiprocessing.get_context("fork").Process(
-        target=_echo_many, args=(redis_server.url, scripts, "child", results))
+        target=_echo_many, args=(scripts, "child", results))
     child.start()
-    _echo_many(redis_server.url, scripts, "parent", results)
+    _echo_many(scripts, "parent", results)
     child.join(30)
     assert child.exitcode == 0
     assert sorted(results.get(timeout=5) for _ in range(2)) == [("child", 0), ("parent", 0)]
