@@ -40,7 +40,7 @@ import redis
 import locks
 from locks import Backends
 from lockshop.bench.output import say, write_json
-from lockshop.bench.turns import overall, take_turns
+from lockshop.bench.turns import SideBySide, overall, side_by_side, take_turns
 from lockshop.table import format_table
 from shop.i18n import ENGLISH, N_, _, join, language
 
@@ -55,6 +55,8 @@ Maker = Callable[[str], tuple[Callable[[], object], Callable[[], object]]]
 ROUNDS = 3
 #: An uncontended round is taken in this many turns of every kind (see ``uncontended``).
 UNCONTENDED_TURNS = 10
+#: Two kinds measured side by side (``uncontended_side_by_side``) take this many turns.
+SIDE_BY_SIDE_TURNS = 300
 #: What ``lock_maker`` opened in this process, closed by ``close_opened``.
 _opened: list[Callable[[], object]] = []
 
@@ -127,24 +129,39 @@ def close_opened() -> None:
         _opened.pop()()
 
 
+def _one_pair(kind: str, endpoints: Endpoints) -> Callable[[], None]:
+    """One acquire+release of a new ``kind`` lock, on a name of its own."""
+    make, name = lock_maker(kind, endpoints), f"bench-{uuid.uuid4().hex[:8]}"
+
+    def pair() -> None:
+        acquire, release = make(name)
+        acquire()
+        release()
+    return pair
+
+
 def uncontended(kinds: tuple[str, ...], endpoints: Endpoints,
                 seconds: float) -> dict[str, float]:
     """Each kind's pairs per second in one round of ``seconds`` each, the kinds taking
     ``UNCONTENDED_TURNS`` turns (``lockshop.bench.turns`` says why)."""
-    def one_pair(make: Maker, name: str) -> Callable[[], None]:
-        def pair() -> None:
-            acquire, release = make(name)
-            acquire()
-            release()
-        return pair
-
     try:
-        pairs = {kind: one_pair(lock_maker(kind, endpoints), f"bench-{uuid.uuid4().hex[:8]}")
-                 for kind in kinds}
+        pairs = {kind: _one_pair(kind, endpoints) for kind in kinds}
         turns = take_turns(pairs, seconds, UNCONTENDED_TURNS)
     finally:
         close_opened()
     return {kind: overall(turns_of_kind).per_second for kind, turns_of_kind in turns.items()}
+
+
+def uncontended_side_by_side(kind: str, peer: str, endpoints: Endpoints,
+                             seconds: float) -> SideBySide:
+    """``kind``'s uncontended pairs per second over ``peer``'s, in
+    ``SIDE_BY_SIDE_TURNS`` turns of both (and of ``peer`` again, the control),
+    ``seconds`` each: fine enough to tell two locks a few per cent apart."""
+    try:
+        return side_by_side(_one_pair(kind, endpoints), _one_pair(peer, endpoints),
+                            _one_pair(peer, endpoints), seconds, SIDE_BY_SIDE_TURNS)
+    finally:
+        close_opened()
 
 
 def _contended_worker(kind: str, endpoints: Endpoints, name: str, ready,
