@@ -10,8 +10,8 @@ labs (C23, C37, C43) all count this way.
 Ten turns of a tenth of a second are enough to rank locks, not to tell two
 locks a few per cent apart: ``redis`` measured against itself that way came out
 at 0.95 to 1.05 of itself, as wide as a goal of "within 5%". ``side_by_side``
-is the finer instrument: two actions alone, in hundreds of turns of a few
-milliseconds, their order turned each time, and the one measured against
+is the finer instrument: two actions alone, in hundreds of turns of some
+twenty milliseconds, their order turned each time, and the one measured against
 itself as a control that says how far to trust the figure (within 1% here).
 """
 
@@ -70,8 +70,8 @@ def side_by_side(ours: Callable[[], object], theirs: Callable[[], object],
     ``theirs_again`` is a second ``theirs`` of its own (a lock on a name of its
     own, say), run in the same turns. In each turn, ``ours`` is counted against
     the mean of the two, and ``theirs_again`` against ``theirs``: the control.
-    Every other turn runs them in the opposite order, so none is always first
-    after the others. Each figure is the median over the turns: a turn a stall
+    Every other turn runs them in the opposite order, so that neither ``ours``
+    nor ``theirs_again`` always goes first. Each figure is the median over the turns: a turn a stall
     of the machine fell on changes it little.
     """
     order = [("ours", ours), ("theirs", theirs), ("theirs again", theirs_again)]
