@@ -7,7 +7,7 @@ fortieth of its usual rate, behind SQLite. In short turns, every lock meets
 the same stalls. The benchmarks (``harness.uncontended``) and the measured
 labs (C23, C37, C43) all count this way.
 
-Ten turns of a tenth of a second are enough to rank locks, not to tell two
+Ten turns of a fraction of a second are enough to rank locks, not to tell two
 locks a few per cent apart: ``redis`` measured against itself that way came out
 at 0.95 to 1.05 of itself, as wide as a goal of "within 5%". ``side_by_side``
 is the finer instrument: two actions alone, in hundreds of turns of some
