@@ -35,6 +35,7 @@ TABLE = [
     ("10", f"{HERE / 'queued_lock.py'}:QueuedLock", None),  # a student's solution
     ("10", "locks.redis_lock:RedisLock", "C34"),  # the polling lock
     ("10", f"{QUEUE}:QueuesButPolls", "C34"),
+    ("10", f"{QUEUE}:ListensOnTheWrongList", "C34"),
     ("10", f"{QUEUE}:LeavesItsQueueEntry", "C38"),
     ("11", "locks.redlock:Redlock", None),  # the reference
     ("11", f"{HERE / 'majority_lock.py'}:MajorityLock", None),  # a student's solution

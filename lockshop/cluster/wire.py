@@ -63,6 +63,13 @@ class WatchedRedis(redis.Redis):
         self.sent = 0
         #: Of those, the ones that wait in the server (``BLOCKING``).
         self.blocking = 0
+        #: Of those, the ones that ended with something to take (a wake-up), not at their
+        #: timeout.
+        self.woken = 0
+        #: Called just before a command that waits in the server is sent.
+        self.before_blocking: Callable[[], None] | None = None
+        #: A command sent on this client is waiting in the server now.
+        self.in_blocking_wait = False
         self._guard = threading.Lock()
 
     @classmethod
@@ -73,7 +80,17 @@ class WatchedRedis(redis.Redis):
         return client
 
     def execute_command(self, *args, **options):
-        answer = super().execute_command(*args, **options)
+        blocking = str(args[0]).upper() in BLOCKING
+        if blocking and self.before_blocking is not None:
+            self.before_blocking()
+        self.in_blocking_wait = blocking
+        try:
+            answer = super().execute_command(*args, **options)
+        finally:
+            self.in_blocking_wait = False
+        if blocking and answer is not None:
+            with self._guard:
+                self.woken += 1
         self.saw(args)
         return answer
 

@@ -20,3 +20,13 @@ class QueuesButPolls(FairRedisLock):
     again every 2 ms to 50 ms, as the polling lock does (C34)."""
 
     _wait_for_release = DistributedLock._wait_for_release  # sleep, with backoff
+
+
+class ListensOnTheWrongList(FairRedisLock):
+    """Queued, handed over in order, but a waiter blocks on a list nobody pushes to (its
+    name misspelt): it learns that the lock is its own only when its 0.2 s fallback runs
+    out (C34). A grader that timed the wake-up let it through in 2 runs of 6."""
+
+    def __init__(self, name: str, **options) -> None:
+        super().__init__(name, **options)
+        self.wake = "lockshop:wakeup:" + self.token
