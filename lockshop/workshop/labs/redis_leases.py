@@ -28,6 +28,8 @@ from shop.i18n.lock_errors import named, say_reason
 #: Short leases, so that a lab waits fractions of a second for them to run out.
 LEASE_MS = 200
 SLOW_LEASE_MS = 1000
+#: The lease of B and C in C11 and C12: longer than the lab, never the one that runs out.
+OTHERS_LEASE_MS = 30_000
 KEY = "lockshop:lock:product:1"
 
 
@@ -177,12 +179,19 @@ class ThreeOwners:
     and a shop database to sell from: the cast of C11 and C12, and the checks of what
     the two labs have in common once A's lease has run out."""
 
-    def __init__(self, run, strategy: str, **backends) -> None:
+    def __init__(self, run, strategy: str, *, lease_ms: int, **backends) -> None:
         self.run = run
         self.server, = run.parts.redis()
-        factory = run.open_locks(strategy, redis_url=self.server.url, **backends)
+        factory = run.open_locks(strategy, redis_url=self.server.url, lease_ms=lease_ms,
+                                 **backends)
+        # Only A's lease is the lesson. B's and C's last the whole lab, so that B still
+        # holds when A releases however slow the machine (B once lost a 200 ms lease
+        # before A's release on a loaded one).
+        others = run.open_locks(strategy, redis_url=self.server.url,
+                                lease_ms=OTHERS_LEASE_MS, **backends)
         self.sessions = run.shop_database()
-        self.a, self.b, self.c = (factory.lock("product:1") for _ in range(3))
+        self.a = factory.lock("product:1")
+        self.b, self.c = others.lock("product:1"), others.lock("product:1")
 
     def key_exists(self) -> bool:
         return bool(server_client(self.server).exists(KEY))
@@ -232,6 +241,7 @@ class ThreeOwners:
             self.run.check(action, expected=_("C is refused: B alone holds it and sells the "
                                               "one unit"),
                            observed=observed, agrees=not both and oversold == 0)
+        server_client(self.server).delete(KEY)  # B's or C's long lease: the next half starts free
 
 
 # --- C15: a holder paused past its lease, and the fencing token -----------------------------
