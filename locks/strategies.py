@@ -180,7 +180,7 @@ REDIS_FAIR = register(Strategy(
 REDIS_TWO_MODE = register(Strategy(
     name="redis_two_mode", family="redis",
     summary=N_("Two modes, as Go's mutex: a free lock goes to whoever asks first while no "
-            "waiter has waited 5 ms; past that, release hands it to the head of the queue."),
+            "waiter has waited 50 ms; past that, release hands it to the head of the queue."),
     correct_across_instances=True, factory="locks.redis_two_mode:TwoModeRedisFactory",
     requires=("redis",),
     failure_mode=N_("As redis: a holder paused past its lease; fencing rejects its write."),

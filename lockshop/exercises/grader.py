@@ -23,6 +23,7 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
+from locks import LockError
 from locks.custom import (
     LockClassError,
     absolute_target,
@@ -39,7 +40,7 @@ from lockshop.exercises.registry import ELECTION, JOB_GUARD, ORDER_STEP, Exercis
 from lockshop.exercises.results import CheckResult, Grade
 from lockshop.invoked import lockshop_command
 from shop.i18n import _
-from shop.i18n.lock_errors import BACKENDS, say_reason
+from shop.i18n.lock_errors import BACKENDS, say_lock_error, say_reason
 from shop.jobs.custom import load_guard_class
 from shop.orders.custom_steps import OrderStep, load_order_step
 
@@ -64,8 +65,9 @@ def resolve(spec: str, exercise: Exercise) -> tuple[type, str]:
             raise LockClassError(_(
                 "%(target)s: %(name)s is a %(family)s lock; exercise %(id)s is a %(wanted)s "
                 "exercise (start from its skeleton: %(lockshop)s exercise start %(id)s)",
-                target=target, name=written.__name__, family=requires[0], id=exercise.id,
-                wanted=exercise.lock_family, lockshop=lockshop_command()))
+                target=target, name=written.__name__,
+                family=say_reason(requires[0], BACKENDS), id=exercise.id,
+                wanted=say_reason(exercise.lock_family, BACKENDS), lockshop=lockshop_command()))
     return written, f"{target}:{class_name or written.__name__}"
 
 
@@ -220,8 +222,10 @@ def run_check(check: Check, grading: Grading, *, source: Path) -> CheckResult:
         result.hint = _("Nothing ran: your lock stopped at its TODO, which is still there. "
                         "Write that part first, then check again.")
     else:
+        # A lock error's own text is the locks package's English: said in the reader's words.
+        message = say_lock_error(value) if isinstance(value, LockError) else value
         result.observed = _("your lock raised %(error)s: %(message)s%(where)s",
-                            error=type(value).__name__, message=value,
+                            error=type(value).__name__, message=message,
                             where=_where(value, source))
     result.status = "not applicable" if not result.applies else \
         "passed" if result.passed else "failed"

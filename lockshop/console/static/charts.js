@@ -106,7 +106,9 @@ function holdTimeline(container, rows, red, from, to) {
   }
   rows.forEach((row, index) => {
     const rowTop = top + index * rowHeight;
-    svg.append(svgElement("text", {x: 4, y: rowTop + rowHeight / 2 + 4, class: "row-name"}, row.name));
+    // An instance's row is its name; the labs' row is a word, said in the reader's language.
+    const rowName = row.name === "labs" ? i18n._("labs") : row.name;
+    svg.append(svgElement("text", {x: 4, y: rowTop + rowHeight / 2 + 4, class: "row-name"}, rowName));
     // Holds open at once in one row (locks of different products, or many buyers
     // without a lock) share it in lanes: the first free lane, as many as it takes.
     const lanes = [], placed = [];

@@ -23,7 +23,7 @@ from lockshop.cluster.zookeeper_sessions import end_session
 from lockshop.cluster.holder import wait_until_available
 from lockshop.exercises.grading import Check, Grading
 from shop.config import Config
-from shop.i18n import _, lazy_gettext
+from shop.i18n import _, lazy_gettext, yes_no
 
 CANDIDATES = 3
 #: Shop instances that fire the jobs (as the jobs labs have them).
@@ -134,7 +134,7 @@ def one_leader_at_a_time(grading: Grading) -> tuple[str, bool]:
                  "then between %(after_fewest)s and %(after_most)s at once",
                  fewest=fewest, most=most, watched=WATCH_S, leader=_said(answers[leader]),
                  others=", ".join(_said(a) for n, a in enumerate(answers) if n != leader),
-                 took=took, successor=bool(successor), after_fewest=after_fewest,
+                 took=took, successor=yes_no(successor), after_fewest=after_fewest,
                  after_most=after_most)
     return observed, (fewest == most == 1 and confirmed and bool(successor)
                       and after_fewest == after_most == 1)
@@ -164,8 +164,8 @@ def expired_leader_steps_down(grading: Grading) -> tuple[str, bool]:
                  "after: %(after)s; another candidate led after %(took).2f s: %(successor)s; "
                  "the old leader's is_leader() turned false: %(stepped)s; leaders at once "
                  "then: between %(fewest)s and %(most)s", before=_said(before),
-                 after=_said(right_after), took=took, successor=bool(successor),
-                 stepped=stepped_down, fewest=fewest, most=most)
+                 after=_said(right_after), took=took, successor=yes_no(successor),
+                 stepped=yes_no(stepped_down), fewest=fewest, most=most)
     return observed, (before == PASSES and right_after == REFUSED and bool(successor)
                       and stepped_down and fewest == most == 1)
 

@@ -24,7 +24,7 @@ from lockshop.exercises.grading import (
     NotApplicable,
 )
 from lockshop.cluster.wire import SCRIPTS
-from shop.i18n import _, lazy_gettext
+from shop.i18n import _, lazy_gettext, yes_no
 
 
 # --- C09, C10: a holder that dies --------------------------------------------------------
@@ -184,7 +184,7 @@ def reenters(grading: Grading) -> tuple[str, bool]:
 
     again, other, waited = grading.in_thread(holder_asks_again)
     return (_("asked again: %(again)s after %(waited).2f s; another owner got in: %(other)s",
-              again=again, waited=waited, other=other),
+              again=yes_no(again), waited=waited, other=yes_no(other)),
             again and waited < 0.3 and not other)
 
 
@@ -213,7 +213,8 @@ def inner_release_keeps(grading: Grading) -> tuple[str, bool]:
     if not entered:
         return _("the holder could not enter twice"), False
     return _("after the inner release another owner got in: %(during)s; after the outer "
-             "release: %(after)s", during=during, after=after), not during and after
+             "release: %(after)s", during=yes_no(during), after=yes_no(after)), \
+        not during and after
 
 
 def two_owners_at_once(grading: Grading) -> tuple[str, bool]:
@@ -226,7 +227,7 @@ def two_owners_at_once(grading: Grading) -> tuple[str, bool]:
     go.set()
     a_in = bool(asking.result(10))
     window = _("A paused after its first read; ") if paused.is_set() else ""
-    return window + _("A holds: %(a)s, B holds: %(b)s", a=a_in, b=b_in), a_in != b_in
+    return window + _("A holds: %(a)s, B holds: %(b)s", a=yes_no(a_in), b=yes_no(b_in)), a_in != b_in
 
 
 def recycled_thread(grading: Grading) -> tuple[str, bool]:

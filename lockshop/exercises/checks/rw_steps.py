@@ -16,7 +16,7 @@ import time
 
 from lockshop.exercises.checks.zookeeper_steps import ephemerals, watches
 from lockshop.exercises.grading import CHECK_SECONDS, Background, Check, Grading
-from shop.i18n import _, lazy_gettext
+from shop.i18n import _, lazy_gettext, yes_no
 
 READ, WRITE = "read", "write"
 READERS = 3
@@ -129,7 +129,8 @@ def writer_waits_for_readers(grading: Grading) -> tuple[str, bool]:
     _finish(first, second, writer)
     observed = _("the writer got in while both readers read: %(at_once)s; after the reader "
                  "just ahead of it left, while the other still read: %(beside)s; after both "
-                 "left: %(after)s", at_once=in_at_once, beside=in_beside_first, after=after)
+                 "left: %(after)s", at_once=yes_no(in_at_once), beside=yes_no(in_beside_first),
+                 after=yes_no(after))
     return observed, not in_at_once and not in_beside_first and after
 
 
@@ -161,8 +162,8 @@ def writer_not_starved(grading: Grading) -> tuple[str, bool]:
     else:
         observed = _("the later reader waited; the writer got in when the first reader left: "
                      "%(writer)s; the later reader held beside the writer: %(beside)s; it got "
-                     "in after the writer: %(after)s", writer=writer_in,
-                     beside=late_beside_writer, after=late.entered.is_set())
+                     "in after the writer: %(after)s", writer=yes_no(writer_in),
+                     beside=yes_no(late_beside_writer), after=yes_no(late.entered.is_set()))
     return observed, (not overtook and writer_in and not late_beside_writer
                       and late.entered.is_set())
 

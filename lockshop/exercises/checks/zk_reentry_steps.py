@@ -20,7 +20,7 @@ from locks import LockError
 from lockshop.cluster.thread_ids import given_a_dead_threads_id
 from lockshop.cluster.zookeeper_sessions import end_session
 from lockshop.exercises.grading import CHECK_SECONDS, Background, Check, Grading
-from shop.i18n import _, lazy_gettext
+from shop.i18n import _, lazy_gettext, yes_no
 
 #: How long an inner call may wait for its own lock before it is said to have queued.
 INNER_TIMEOUT = 0.5
@@ -63,7 +63,8 @@ def same_owner_again(grading: Grading) -> tuple[str, bool]:
     again, waited, sibling, other = grading.in_thread(holder)
     observed = _("asked again: %(again)s after %(waited).2f s; another thread of the same "
                  "process (the same session) got in: %(sibling)s; another process got in: "
-                 "%(other)s", again=again, waited=waited, sibling=sibling, other=other)
+                 "%(other)s", again=yes_no(again), waited=waited, sibling=yes_no(sibling),
+                 other=yes_no(other))
     return observed, again and waited < INNER_TIMEOUT and not sibling and not other
 
 
@@ -93,7 +94,8 @@ def inner_release_keeps(grading: Grading) -> tuple[str, bool]:
     if not entered:
         return _("the holder could not enter twice"), False
     return _("after the inner release another owner got in: %(during)s; after the outer "
-             "release: %(after)s", during=during, after=after), not during and after
+             "release: %(after)s", during=yes_no(during), after=yes_no(after)), \
+        not during and after
 
 
 # --- C29: an expired session's holder is not the holder any more -------------------------------
@@ -133,7 +135,7 @@ def expired_holder_not_reentered(grading: Grading) -> tuple[str, bool]:
         grading.in_thread(grading.release_quietly, other, LockError)
     observed = _("after the holder's session expired another owner got in: %(other)s; the "
                  "old holder then asked again (an inner call) and got in too: %(again)s",
-                 other=other is not None, again=again)
+                 other=yes_no(other is not None), again=yes_no(again))
     return observed, other is not None and not again
 
 

@@ -18,7 +18,7 @@ from locks import LockError, LockLost
 from lockshop.cluster.zookeeper_sessions import end_session
 from lockshop.cluster.zookeeper_servers import four_letter_word
 from lockshop.exercises.grading import Background, Check, Grading
-from shop.i18n import N_, _, lazy_gettext
+from shop.i18n import N_, _, lazy_gettext, yes_no
 
 WAITERS = 5
 #: What ensure_held() did (marked here, said in the reader's language).
@@ -138,7 +138,7 @@ def expired_session_is_not_held(grading: Grading) -> tuple[str, bool]:
         other.release()
     observed = _("while held: %(before)s; after its session expired: %(after)s; another owner "
                  "then got in: %(other)s", before=_(before), after=_(after),
-                 other=other is not None)
+                 other=yes_no(other is not None))
     return observed, before == PASSES and after == RAISES_LOCK_LOST and other is not None
 
 
@@ -238,7 +238,7 @@ def look_again_and_leave(grading: Grading) -> tuple[str, bool]:
     observed = _("the waiter that gave up returned %(quit)s and left %(left)s node(s) behind; "
                  "the waiter behind it walked in while the holder held: %(walked)s; after the "
                  "release it got the lock: %(got)s", quit=quitter.result, left=len(left_behind),
-                 walked=bool(walked_in), got=patient.result)
+                 walked=yes_no(walked_in), got=yes_no(patient.result is True))
     return observed, (quitter.result is False and not left_behind and not walked_in
                       and patient.result is True)
 
