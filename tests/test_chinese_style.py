@@ -445,3 +445,191 @@ def test_exercise_start_under_zh_writes_the_chinese_skeleton_and_the_grader_says
     assert "它退出了（状态码 1）：还没有写：TODO 1：" in said
     english = re.compile(r"\b[a-z]{2,}(?: [a-z]{2,}){3}\b")
     assert [line for line in said.splitlines() if english.search(prose(line))] == []
+
+
+# --- English left in the catalog's Chinese ---------------------------------------------------
+
+#: What is code in a catalog's Chinese sentence though nothing marks it: an ASCII-quoted
+#: literal, a command line, an SQL statement or a Redis command up to the next Chinese, a
+#: call, a dotted name.
+CODE_IN_SENTENCE = re.compile(
+    r'"[^"\n]*"'
+    f"|(?:\\./run|\\0|lockshop|apt-get|redis-cli)(?: [^\\s，。；：（）、{CJK}]+)+"
+    f"|\\b(?:SELECT|UPDATE|DELETE|INSERT|SET|HINCRBY|WHERE|LINDEX)\\b[^{CJK}，。；（）]*"
+    r"|[\w.]+\((?:[^()]|\([^()]*\))*\)"
+    r"|\b\w+(?:\.\w+)+")
+#: A word, not part of an identifier, a path, an option or an assignment.
+WORD = re.compile(r"(?<![\w\-./:=$@#\\])[A-Za-z]+(?:-[A-Za-z]+)*(?![\w\-(=\[/])")
+#: Names a Chinese engineer writes in English: products, libraries, headers, keys.
+KEPT_IN_ENGLISH = frozenset("""
+    Redis Redlock Lua ZooKeeper MariaDB PostgreSQL SQLite Sentinel Redisson Curator Quartz
+    Python Java Go Tomcat Debian Locust Gradescope Markdown GitHub kazoo pottery redis-py
+    Authorization Bearer Content-Type Idempotency-Key Retry-After X-Room-Code X-Student
+    Ctrl-C Esc Tab Candidate Lock True False None""".split())
+#: Words of code, commands, settings and values a Chinese sentence names as they are.
+CODE_WORDS = frozenset("""
+    acquire release raise sleep reentrant entries started elapsed now owner name job token
+    version rowcount quantity sku pipeline since lesson null true false pending code
+    create delete fsync zxid znode mutex initdb mariadbd mariadb-install-db postgres
+    redis-server root en start check package database shop machine lockshop
+    none redis atomic sqlite postgresql mysql""".split())
+
+
+def english_words(text: str) -> list[str]:
+    """The English words of a Chinese sentence outside its code, not allowed above. An
+    identifier (ALLCAPS, camelCase, snake_case, one letter) is code and passes."""
+    return [word for word in WORD.findall(CODE_IN_SENTENCE.sub("\0", prose(text)))
+            if len(word) > 1 and not word.isupper() and not re.search(r"[a-z][A-Z]", word)
+            and word not in KEPT_IN_ENGLISH | CODE_WORDS]
+
+
+def test_the_catalog_s_chinese_has_no_english_left():
+    left = [f"{line.where}: {english_words(line.text)}: {line.text[:80]}"
+            for line in catalog_lines() if HAN.search(line.text) and english_words(line.text)]
+    assert left == []
+
+
+@pytest.mark.parametrize(("text", "left"), [
+    ("实际：你的锁抛出了 LockLost：lost while held: the lease expired", ["lost", "while", "held",
+                                                                     "the", "lease", "expired"]),
+    ("“实验”（Labs）列表 → C11 → “运行”（Run）", ["Labs", "Run"]),
+    ("使用评分程序自己的 redis 服务器 (instances)", ["instances"]),
+    ("检查已中断（interrupted, check again）", ["interrupted", "again"]),
+])
+def test_english_left_in_a_chinese_sentence_is_found(text, left):
+    assert english_words(text) == left
+
+
+@pytest.mark.parametrize("text", [
+    "用 `SET k v NX PX 300` 加锁", "%(lockshop)s exercise check %(id)s %(file)s",
+    "UPDATE products SET stock = stock - :q WHERE stock >= :q，只在改动了一行时才卖出",
+    "self.run(script, keys=[self.key], args=[self.token])：在 Lua 里核对并删除",
+    "raise LockLost(self.name, \"not the leader\")", "redis-py 的 Lock，Redis 服务器",
+    "is_leader() 返回 True", "ensure_held() 抛出 LockLost", "持有者是 host:pid:线程号",
+])
+def test_code_names_and_identifiers_in_a_chinese_sentence_pass(text):
+    assert english_words(text) == []
+
+
+# --- True and False in a Chinese sentence -------------------------------------------------------
+
+def _bool_shaped(node: ast.expr, names: set[str]) -> bool:
+    """An expression that is a bool as written: a comparison, ``not``, ``bool()``, a name
+    bound to one of these in the same function, and ``and``/``or`` of them."""
+    if isinstance(node, ast.Compare) or (isinstance(node, ast.UnaryOp)
+                                         and isinstance(node.op, ast.Not)):
+        return True
+    if isinstance(node, ast.BoolOp):
+        return all(_bool_shaped(value, names) for value in node.values)
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, bool)
+    if isinstance(node, ast.Call):
+        return getattr(node.func, "id", "") in ("bool", "isinstance", "any", "all")
+    return isinstance(node, ast.Name) and node.id in names
+
+
+def booleans_said(source: str, where: str) -> list[str]:
+    """Every ``_()`` or ``lazy_gettext()`` given a bool to format: Python says it True or
+    False, in the middle of a Chinese sentence too. ``yes_no()`` says it in the language."""
+    found = []
+    for function in ast.walk(ast.parse(source)):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        names: set[str] = set()
+        for node in ast.walk(function):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                    and isinstance(node.targets[0], ast.Name) and _bool_shaped(node.value, names):
+                names.add(node.targets[0].id)
+        for node in ast.walk(function):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") in (
+                    "_", "lazy_gettext"):
+                found += [f"{where}:{node.lineno}: {keyword.arg}={ast.unparse(keyword.value)}"
+                          for keyword in node.keywords if _bool_shaped(keyword.value, names)]
+    return found
+
+
+def test_what_the_grader_and_the_labs_observe_says_yes_or_no_not_true_or_false():
+    files = sorted([*(ROOT / "lockshop" / "exercises").rglob("*.py"),
+                    *(ROOT / "lockshop" / "workshop").rglob("*.py")])
+    assert len(files) > 40
+    assert [said for path in files for said in booleans_said(
+        path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))] == []
+
+
+def test_a_bool_given_to_the_catalog_is_found():
+    source = ('def check(grading):\n    a_in = bool(grading.take())\n'
+              '    b_in = grading.other() is not None\n'
+              '    return _("A holds: %(a)s, B holds: %(b)s", a=a_in, b=b_in),'
+              ' _("%(n)s left", n=len(grading.left)), _("%(x)s", x=yes_no(a_in))\n')
+    assert booleans_said(source, "x.py") == ["x.py:4: a=a_in", "x.py:4: b=b_in"]
+
+
+def test_a_check_s_observation_says_yes_and_no_in_chinese():
+    from shop.i18n import yes_no
+
+    with language(CHINESE):
+        said = _("A holds: %(a)s, B holds: %(b)s", a=yes_no(True), b=yes_no(False))
+    assert said == "A 持有锁：是，B 持有锁：否"
+
+
+# --- a LockLost's reasons, where a Chinese reader meets them --------------------------------------
+
+#: ``LockLost(self.name, "reason")`` as a skeleton's comment or docstring tells the student
+#: to raise it.
+LOCK_LOST_REASON = re.compile(r"LockLost\(self\.name, \"([^\"]*)\"\)")
+
+
+def test_a_chinese_skeleton_s_lock_lost_reasons_are_the_english_ones_the_catalog_says():
+    """The reason a student's lock raises reaches the board and every reader: the English
+    one, listed in shop.i18n.lock_errors, is said in each reader's language; a Chinese one
+    would reach an English reader as it is. The English and Chinese skeletons ask for the
+    same reasons."""
+    from shop.i18n.lock_errors import REASONS, say_reason
+
+    shapes = {re.sub(r"%\(\w+\)s", "%(x)s", template) for template in REASONS}
+    asked = {}
+    for exercise in EXERCISES.values():
+        chinese = skeleton_path(exercise, CHINESE).read_text(encoding="utf-8")
+        english = skeleton_path(exercise, "en").read_text(encoding="utf-8")
+        reasons = LOCK_LOST_REASON.findall(chinese)
+        assert sorted(set(reasons)) == sorted(set(LOCK_LOST_REASON.findall(english))), \
+            exercise.file
+        asked.update({reason: exercise.file for reason in reasons})
+    assert len(asked) >= 3
+    assert {reason: file for reason, file in asked.items() if reason not in shapes} == {}
+    with language(CHINESE):
+        assert [reason for reason in asked if say_reason(reason) == reason] == []
+
+
+def test_the_grader_says_a_lock_error_in_the_reader_s_language(tmp_path):
+    """Not ``LockLost：lost while held: the lease expired``: the catalog's words."""
+    from locks import LockLost
+    from lockshop.exercises.grader import run_check
+    from lockshop.exercises.grading import Check
+
+    def loses_its_lock(grading) -> tuple[str, bool]:
+        raise LockLost("timeout-2", "the lease expired")
+
+    check = Check("C11", "A releases", "refused", "compare first", loses_its_lock)
+    with language(CHINESE):
+        observed = run_check(check, None, source=tmp_path / "token_lock.py").observed
+    assert observed == "你的锁抛出了 LockLost：持有期间丢失了锁 timeout-2：锁过期了"
+    assert english_words(observed) == []
+
+
+def test_the_verdict_line_reads_as_chinese():
+    """The line every student reads last: '12 项检查中通过 8 项', not '12 项检查通过 8 项'."""
+    from lockshop.exercises.results import CheckResult, Grade
+
+    def result(lesson: str, passed: bool) -> CheckResult:
+        return CheckResult(lesson, "a step", "right", "seen", passed, "a hint",
+                           status="passed" if passed else "failed")
+
+    failed = Grade("4", "reentrant_lock.py:ReentrantLock", seconds=5.0,
+                   results=[result("C13", True), result("C49", False), result("C27", True)])
+    passed = Grade("4", "reentrant_lock.py:ReentrantLock", seconds=5.0,
+                   results=[result("C13", True), result("C27", True)])
+    with language(CHINESE):
+        assert failed.summary() == ("  => 练习 4 未通过：3 项检查中通过 2 项；"
+                                    "第一个未通过的知识点：C49（用时 5 秒）")
+        assert passed.summary() == "  => 练习 4 通过：2/2 项检查全部通过（用时 5 秒）"

@@ -8,11 +8,11 @@ LeaderLatch）：
     参选：在组的父节点下创建一个临时顺序（EPHEMERAL SEQUENTIAL）节点；
     查看：列出子节点：你的序号最小，你就是领导者；
     等待：否则监听紧挨在你前面的节点；它消失后再看一次。
-    领导：直到你的会话结束（你的节点随之消失：下一个成为领导者），
+    任职：保持领导者身份，直到你的会话结束（你的节点随之消失：下一个成为领导者），
           或者你被停下（删除你的节点：下一个立即成为领导者）。
 
 领导者写入任务结果之前，店铺会调用 ``ensure_leader()``：暂停时间超过会话超时的
-领导者已经被取代，它必须从 ZooKeeper 得知这一点，而不是相信自己的内存（A4，
+领导者已经被取代，它必须去问 ZooKeeper，不能只信本地内存里的状态（A4，
 Curator 的警告；知识点 C22）。
 
 检查：      ./run exercise check 14 election.py
@@ -74,26 +74,27 @@ class Election(Candidate):
         # TODO 1（参选）：如果 self.node 是 None，或者 self.session 不是 our_session()
         # （它过期了，我们的节点随之消失），就把 self.parent + "/candidate-" 创建为临时顺序
         # 节点；把路径保存在 self.node，把会话保存在 self.session。
-        # TODO 2（查看、领导）：列出子节点，按 sequence() 排序。我们的序号最小：
-        # self.leading = True，只要会话还是 self.session、也没有被停下，就一直领导
+        # TODO 2（查看、任职）：列出子节点，按 sequence() 排序。我们的序号最小：
+        # self.leading = True，只要会话还是 self.session、也没有被停下，就一直保持领导者身份
         # （循环调用 self._stop.wait(0.1)）；然后 self.leading = False，返回。
         # TODO 3（等待）：否则用 exists(..., watch=) 监听紧挨在我们前面的节点，等它消失，
         # 最多等一秒（监听唤不醒 self._stop.wait：用一个 threading.Event）；然后返回：
         # 下一轮会再看一次。
-        raise NotImplementedError("TODO 1, 2 和 3：用顺序节点参选，序号最小时领导，"
+        raise NotImplementedError("TODO 1, 2 和 3：用顺序节点参选，序号最小时成为领导者，"
                                   "否则监听紧挨在前面的节点")
 
     def is_leader(self) -> bool:
-        """不问服务器，我们是否是领导者（调度器每个触发时刻都会问）。"""
-        # TODO 4：我们在领导，并且当前会话仍是我们节点所属的会话。
-        raise NotImplementedError("TODO 4：is_leader：在领导，并且还在节点所属的会话上")
+        """只看本地状态（不访问服务器），判断我们是否是领导者（调度器每个触发时刻都会问）。"""
+        # TODO 4：我们正担任领导者，并且当前会话仍是我们节点所属的会话。
+        raise NotImplementedError("TODO 4：is_leader：正担任领导者，并且还在节点所属的会话上")
 
     def ensure_leader(self) -> None:
         """除非 ZooKeeper 确认我们仍是领导者，否则抛出 LockLost。"""
         # TODO 5（A4；C22）：问服务器：我们的节点还在，它的 stat.ephemeralOwner 是
         # our_session()，并且它是子节点中序号最小的。否则，以及遇到任何 KazooException
-        # （过期的会话会返回一个）时，raise LockLost(self.name, "not the leader")。
-        raise NotImplementedError("TODO 5：ensure_leader：问 ZooKeeper，不要相信你的内存")
+        # （过期的会话会返回一个）时，raise LockLost(self.name, "not the leader")
+        # （原因用英文写：界面会按读者的语言显示）。
+        raise NotImplementedError("TODO 5：ensure_leader：要问 ZooKeeper，不能只信本地内存里的状态")
 
     def _step_down(self) -> None:
         """被停下了：退出选举，让下一个候选者立即成为领导者。"""

@@ -47,7 +47,8 @@ class EphemeralLock(ZooKeeperLockBase):
     def _release(self) -> None:
         """释放锁。"""
         # TODO 3：删除 self.path。如果它已经不在了（NoNodeError），说明我们的会话已经
-        # 结束，锁可能已被别人持有：raise LockLost(self.name, "会话已结束")。
+        # 结束，锁可能已被别人持有：raise LockLost(self.name, "session ended")
+        # （原因用英文写：界面会按读者的语言显示）。
         raise NotImplementedError("TODO 3：删除 self.path")
 
     def _still_held(self) -> bool:

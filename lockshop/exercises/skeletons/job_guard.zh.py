@@ -43,7 +43,7 @@ class JobLockGuard(JobGuard):
         self.lock = None
 
     def take(self) -> bool:
-        """这个实例执行这个触发时刻就返回 True；跳过就返回 False。"""
+        """由本实例执行这个触发时刻的任务就返回 True；跳过就返回 False。"""
         # TODO 1：在 self.lock 里生成任务的锁：整个集群共用一把（它该放在哪里？），
         # 按任务命名；只尝试一次，不等待，返回是否拿到。
         raise NotImplementedError("TODO 1：生成任务的锁，只尝试一次")

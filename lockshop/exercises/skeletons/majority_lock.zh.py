@@ -56,7 +56,8 @@ class MajorityLock(RedlockBase):
     def _release(self) -> None:
         """在每台服务器上归还锁；持有它的不到多数时抛出 LockLost。"""
         # TODO 2：在每台服务器上执行 COMPARE_AND_DELETE；数回答 1 的台数；不到
-        # self.quorum 台就 raise LockLost(self.name, "the lease expired")。
+        # self.quorum 台就 raise LockLost(self.name, "the lease expired")
+        # （原因用英文写：界面会按读者的语言显示）。
         raise NotImplementedError("TODO 2：在每台服务器上核对并删除")
 
     def _still_held(self) -> bool:

@@ -52,7 +52,7 @@ class OptimisticStep(OrderStep):
                 version, stock = self.read_version_and_stock(db, request.product_id)
                 free = free_seats(db, request.product_id) if kind is ProductKind.TICKET else []
             seat = check_fits(request, kind, stock, free)
-            business_delay(context, sleep)  # 竞争窗口：其间别的买家可能写入
+            business_delay(context, sleep)  # 竞态窗口：其间别的买家可能写入
             with database.begin() as db:
                 new_stock = stock - request.quantity
                 if self.write_if_unchanged(db, request.product_id, version, new_stock):

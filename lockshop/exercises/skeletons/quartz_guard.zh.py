@@ -11,7 +11,7 @@
 一个守卫，调用一次 take()：返回 True 就立即执行任务，返回 False 就跳过这个触发时刻
 （别的实例在执行）。执行完之后它调用 give_back()，结束占用。请补全 take()。
 
-检查：      ./run exercise check 22 quartz_guard.zh.py
+检查：      ./run exercise check 22 quartz_guard.py
 （评分程序自己建一个 MariaDB 数据库：3 个调度器同时到达同一个触发时刻，然后 3 个
 店铺实例装上你的守卫触发任务）
 
@@ -50,7 +50,7 @@ class QuartzGuard(TableGuard):
         self.engine = state.engine
 
     def take(self) -> bool:
-        """这个实例执行这个触发时刻就返回 True；跳过就返回 False。"""
+        """由本实例执行这个触发时刻的任务就返回 True；跳过就返回 False。"""
         make_lock_row(self.engine, self.job)
         # TODO 1（A1；C41）：在同一个事务里（with self.engine.begin() as db:），按这个顺序：
         #   用 SELECT ... FOR UPDATE 读这一行的 fire_time 和 locked_until（通过主键找到它）

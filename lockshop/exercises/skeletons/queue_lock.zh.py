@@ -65,7 +65,7 @@ class QueueLock(ZooKeeperLockBase):
 
     def _release(self) -> None:
         # TODO 4：删除 self.node 并把它设为 None（遇到 NoNodeError：会话已经结束：
-        # raise LockLost(self.name, "会话已结束")）。
+        # raise LockLost(self.name, "session ended")；原因用英文写：界面会按读者的语言显示）。
         raise NotImplementedError("TODO 4：删除你的节点")
 
     def _gave_up(self) -> None:

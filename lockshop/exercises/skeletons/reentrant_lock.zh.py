@@ -49,7 +49,7 @@ class ReentrantLock(RedisLockBase):
     def _release(self) -> None:
         """释放一次：次数减一；减到 0 时锁才真正释放。"""
         # TODO 3：执行 RELEASE；返回负数说明锁已经过期：
-        # raise LockLost(self.name, "锁已过期")。
+        # raise LockLost(self.name, "the lease expired")（原因用英文写：界面会按读者的语言显示）。
         raise NotImplementedError("TODO 2 和 3：写出 RELEASE 并执行它；哈希里没有我们的"
                                   "所有者时抛出 LockLost")
 

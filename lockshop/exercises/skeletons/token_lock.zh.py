@@ -3,7 +3,7 @@
 文章 A0 第 2.2 节（“互斥性”）和 A2（唯一标识，避免客户端误删别人的锁）：A 的
 锁已经过期而它还在执行业务，B 拿到了锁，接着 A 执行完，用 DEL 删掉的却是 B 的锁。
 C 随即进来，B 和 C 同时持有锁（知识点 C11）。先用 GET 核对唯一标识再 DEL，是
-两条命令，中间有空隙：锁可能恰好在这个空隙里过期（知识点 C12）。Lua 脚本在服务器
+两条命令，中间有竞态窗口：锁可能恰好在这个窗口里过期（知识点 C12）。Lua 脚本在服务器
 上一步执行完：在脚本里核对并删除。
 
 检查：      ./run exercise check 3 token_lock.py
@@ -41,6 +41,7 @@ class TokenLock(RedisLockBase):
     def _release(self) -> None:
         """释放锁，但只在锁仍属于我们时释放；否则抛出 LockLost。"""
         # TODO 3：用 keys=[self.key]、args=[self.token] 执行 RELEASE；如果什么也没删，
-        # 说明锁已经过期：raise LockLost(self.name, "锁已过期")。
+        # 说明锁已经过期：raise LockLost(self.name, "the lease expired")
+        # （原因用英文写：界面会按读者的语言显示）。
         raise NotImplementedError("TODO 2 和 3：写出 RELEASE（在 Lua 里核对并删除），"
                                   "再用 self.run 执行它")

@@ -1,8 +1,8 @@
 """练习 9：带唯一标识的锁，释放时不用 Lua，改用 WATCH、GET、MULTI/DEL/EXEC。
 
 文章 A2 “释放锁时验证唯一标识”：释放时由客户端自己核对唯一标识。先 GET 再 DEL
-是两条命令，中间有空隙（知识点 C12）：锁可能恰好在这个空隙里过期，被另一个客户端
-拿到，这时 DEL 删掉的就是别人的锁。WATCH 用乐观的办法堵住这个空隙：一条连接
+是两条命令，中间有竞态窗口（知识点 C12）：锁可能恰好在这个窗口里过期，被另一个客户端
+拿到，这时 DEL 删掉的就是别人的锁。WATCH 用乐观的办法关上这个窗口：一条连接
 WATCH 了某个键之后，只要这个键在 WATCH 之后被改动过，这条连接接下来的 EXEC
 就会被拒绝（redis-py 抛出 redis.WatchError）。被拒绝只说明键变过，不说明键现在
 是谁的：要重新读一遍，再做判断（知识点 C37）。
@@ -40,7 +40,7 @@ class WatchLock(RedisLockBase):
     def _release(self) -> None:
         """归还锁，只在锁仍是自己的时候；否则抛出 LockLost。"""
         # TODO 1（A2）：在一个循环里，用同一个 pipeline：WATCH self.key；GET 它；如果
-        # 键里不是 self.token，就 raise LockLost(self.name, "the lease expired")；否则
+        # 键里不是 self.token，就 raise LockLost(self.name, "the lease expired")（原因用英文写：界面会按读者的语言显示）；否则
         # MULTI、DEL、EXEC，然后返回。EXEC 被拒绝（redis.WatchError）时回到循环开头：
         # 重新 WATCH、重新 GET，再做判断。
         raise NotImplementedError("TODO 1：用 WATCH、GET、MULTI/DEL/EXEC 释放锁，EXEC "

@@ -15,7 +15,7 @@
     locks.watchdog.LeaseWatchdog(name, renew, interval)：一个线程，每隔 interval 秒
         调用一次 renew()，直到调用 .stop()，或者 renew() 返回 False（这时
         .lost_reason 说明原因）。你也可以自己写这个线程。
-    self.held       在 _release 里，这是该对象的最后一次释放时为 False
+    self.held       在 _release 里，如果这是该对象的最后一次释放，它为 False
 """
 
 from locks import LockLost  # noqa: F401
