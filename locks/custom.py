@@ -99,8 +99,8 @@ def load_class(spec: str, base: type, kind: str, halves=lambda found: set()) -> 
 
 def import_target(target: str):
     """The module ``target`` names (a file, or ``package.module``); ``LockClassError``
-    saying why when it cannot be imported. For classes of other kinds loaded the same
-    way (a job guard: ``shop.jobs.custom``)."""
+    saying why when it cannot be imported. For what a file gives that is not a class
+    (an order step may be a function: ``shop.orders.custom_steps``)."""
     return _import(target)
 
 

@@ -1,13 +1,5 @@
 """A Redis lock whose waiters queue, sleep until told, and never starve.
 
-Keys, for a lock named ``<name>``:
-
-* ``lockshop:lock:<name>``      the holder's token, with a lease (as ``RedisLock``);
-* ``lockshop:queue:<name>``     a list: the waiters' tokens, in arrival order;
-* ``lockshop:waiting:<name>``   a hash: waiter token -> "alive until" (ms);
-* ``lockshop:since:<name>``     a hash: waiter token -> when it joined the queue (ms);
-* ``lockshop:wake:<token>``     one list per waiter, to block on with ``BLPOP``.
-
 Two modes, as Go's ``sync.Mutex`` has them. Normally a free lock goes to
 whoever asks first, even past the queue ("barging"): the process that just
 released it is often the fastest to ask again, which keeps throughput high.
@@ -34,86 +26,38 @@ release (one Lua script)
     delete the key and push a plain wake-up to the head ("try now").
 
 Exactly one waiter wakes per release (no herd), and none waits much longer
-than ``starving_after_ms`` plus a few critical sections. The scripts build
-the wake key from a prefix, so this lock is for a single Redis server, not
-Redis Cluster.
+than ``starving_after_ms`` plus a few critical sections. The queue's keys, the
+steps of its upkeep the scripts share with ``redis_two_mode`` (the clock, the
+dead-head purge, leaving) and the waiting in Python are in
+``support/redis_queue.py``; like its scripts, this lock is for a single Redis
+server, not Redis Cluster.
 """
 
 from __future__ import annotations
 
-from .errors import LockLost
-from .redis_lock import RedisLock
-from .redis_support import (
-    FENCE_EPOCH,
-    FENCE_PREFIX,
-    NEXT_FENCING_TOKEN_FUNCTION,
-    QUEUE_PREFIX,
-    SINCE_PREFIX,
-    TRY_NOW,
-    WAITING_PREFIX,
-    WAKE_PREFIX,
-    RedisFactory,
-)
-
-# Shared by the scripts, after their names: the clock, the dead-head purge, leaving the
-# queue, and the next fencing token.
-_PRELUDE = """
-local t = redis.call("TIME")
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
-local function purge_dead_heads(queue, waiting, since)
-    while true do
-        local head = redis.call("LINDEX", queue, 0)
-        if not head then return nil end
-        if tonumber(redis.call("HGET", waiting, head) or "0") >= now then return head end
-        redis.call("LPOP", queue)
-        redis.call("HDEL", waiting, head)
-        redis.call("HDEL", since, head)
-    end
-end
-local function starving(since, head, starving_after_ms)
-    return head and now - tonumber(redis.call("HGET", since, head) or now) > starving_after_ms
-end
-local function leave(queue, waiting, since, token)
-    redis.call("LREM", queue, 0, token)
-    redis.call("HDEL", waiting, token)
-    redis.call("HDEL", since, token)
-end
-""" + NEXT_FENCING_TOKEN_FUNCTION
+from .redis_support import RedisFactory
+from .support.redis_queue import QUEUE_NAMES, QUEUE_STEPS, QueuedRedisLock
 
 
-class FairRedisLock(RedisLock):
-    #: Longest sleep without a signal; also how often a waiter says it is alive.
-    fallback_poll = 0.2
-
+class FairRedisLock(QueuedRedisLock):
     #: A head waiter that has waited this long is handed the lock (no more barging).
     starving_after_ms = 20
 
     # Returns our fencing token if we got the lock, else 0 (and we are queued).
-    ACQUIRE = """
-    local lock = KEYS[1]      -- the holder's token, with a lease
-    local queue = KEYS[2]     -- the waiters' tokens, in arrival order
-    local waiting = KEYS[3]   -- waiter token -> alive until (ms)
-    local since = KEYS[4]     -- waiter token -> when it joined the queue (ms)
-    local fence = KEYS[5]     -- the lock's fence counter
-    local epoch = KEYS[6]     -- the epoch of every fence counter
-    local wake = KEYS[7]      -- our own wake list
-    local token = ARGV[1]     -- our token
-    local lease_ms = ARGV[2]
-    local alive_ms = tonumber(ARGV[3])
-    local starving_after_ms = tonumber(ARGV[4])
-    """ + _PRELUDE + """
+    ACQUIRE = QUEUE_NAMES + QUEUE_STEPS + """
+    local wake = wake_list(token)  -- our own wake list
     if redis.call("GET", lock) == token then
         -- Handed to us just as our BLPOP timed out: collect it, do not queue again
         -- (a stale queue entry would later be handed a lock nobody takes).
         local handed = redis.call("LPOP", wake)  -- our fencing token, or 0: "try now"
-        leave(queue, waiting, since, token)
+        leave(token)
         if handed and tonumber(handed) ~= 0 then return tonumber(handed) end
         return next_fencing_token(fence, epoch)
     end
-    local head = purge_dead_heads(queue, waiting, since)
-    local blocked = head and head ~= token and starving(since, head, starving_after_ms)
+    local head = purge_dead_heads()
+    local blocked = head and head ~= token and waited(head) > starving_after_ms
     if redis.call("EXISTS", lock) == 0 and not blocked then
-        leave(queue, waiting, since, token)
+        leave(token)
         redis.call("SET", lock, token, "PX", lease_ms)
         return next_fencing_token(fence, epoch)
     end
@@ -126,29 +70,18 @@ class FairRedisLock(RedisLock):
     """
 
     # Returns 1 if released (and maybe handed over), 0 if the lock was not ours.
-    RELEASE = """
-    local lock = KEYS[1]      -- the holder's token, with a lease
-    local queue = KEYS[2]     -- the waiters' tokens, in arrival order
-    local waiting = KEYS[3]   -- waiter token -> alive until (ms)
-    local since = KEYS[4]     -- waiter token -> when it joined the queue (ms)
-    local fence = KEYS[5]     -- the lock's fence counter
-    local epoch = KEYS[6]     -- the epoch of every fence counter
-    local token = ARGV[1]     -- our token
-    local lease_ms = ARGV[2]
-    local wake_prefix = ARGV[3]  -- a waiter's wake list is this and its token
-    local starving_after_ms = tonumber(ARGV[4])
-    """ + _PRELUDE + """
+    RELEASE = QUEUE_NAMES + QUEUE_STEPS + """
     if redis.call("GET", lock) ~= token then
         return 0
     end
-    local head = purge_dead_heads(queue, waiting, since)
+    local head = purge_dead_heads()
     if not head then
         redis.call("DEL", lock)
         return 1
     end
-    local wake = wake_prefix .. head
-    if starving(since, head, starving_after_ms) then
-        leave(queue, waiting, since, head)
+    local wake = wake_list(head)
+    if waited(head) > starving_after_ms then
+        leave(head)
         redis.call("SET", lock, head, "PX", lease_ms)
         redis.call("RPUSH", wake, next_fencing_token(fence, epoch))  -- "you hold it"
     else
@@ -160,70 +93,31 @@ class FairRedisLock(RedisLock):
     """
 
     # Returns 1 if the lock was handed to us meanwhile (the caller passes it on).
-    LEAVE_QUEUE = """
-    local lock = KEYS[1]      -- the holder's token, with a lease
-    local queue = KEYS[2]     -- the waiters' tokens, in arrival order
-    local waiting = KEYS[3]   -- waiter token -> alive until (ms)
-    local since = KEYS[4]     -- waiter token -> when it joined the queue (ms)
-    local wake = KEYS[5]      -- our own wake list
-    local token = ARGV[1]     -- our token
-    local wake_prefix = ARGV[2]  -- a waiter's wake list is this and its token
-    local lease_ms = ARGV[3]
-    redis.call("LREM", queue, 0, token)
-    redis.call("HDEL", waiting, token)
-    redis.call("HDEL", since, token)
-    redis.call("DEL", wake)
+    LEAVE_QUEUE = QUEUE_NAMES + QUEUE_STEPS + """
+    leave(token)
+    redis.call("DEL", wake_list(token))
     if redis.call("GET", lock) == token then return 1 end
     -- A free lock: the "try now" we were sent, unused, was all that would have taken
     -- it. The new head is told in our stead.
     local head = redis.call("LINDEX", queue, 0)
     if head and redis.call("EXISTS", lock) == 0 then
-        redis.call("RPUSH", wake_prefix .. head, 0)  -- "try now"
-        redis.call("PEXPIRE", wake_prefix .. head, lease_ms)
+        redis.call("RPUSH", wake_list(head), 0)  -- "try now"
+        redis.call("PEXPIRE", wake_list(head), lease_ms)
     end
     return 0
     """
 
-    def __init__(self, name: str, **options) -> None:
-        super().__init__(name, **options)
-        self.queue = QUEUE_PREFIX + name
-        self.waiting = WAITING_PREFIX + name
-        self.since = SINCE_PREFIX + name
-        self.wake = WAKE_PREFIX + self.token
-        self._fair_keys = [self.key, self.queue, self.waiting, self.since,
-                           FENCE_PREFIX + name, FENCE_EPOCH]
-        self._handed_fencing_token: int | None = None
-
     def _try_acquire(self) -> bool:
-        if self._handed_fencing_token is not None:  # handed over while we waited
-            self._fencing_token, self._handed_fencing_token = self._handed_fencing_token, None
+        if self._was_handed_over():  # handed over while we waited
             return True
-        alive_ms = int(self.fallback_poll * 1000 * 3)
-        fencing_token = self.run(self.ACQUIRE, keys=[*self._fair_keys, self.wake], args=[
-            self.token, self.lease_ms, alive_ms, self.starving_after_ms])
+        fencing_token = self.run_script(self.ACQUIRE)
         if not fencing_token:
             return False
-        self._fencing_token = int(fencing_token)
+        self._fencing_token = fencing_token
         return True
 
     def _wait_for_release(self, seconds: float) -> None:
-        message = self.client.blpop([self.wake], timeout=min(seconds, self.fallback_poll))
-        if message:
-            fencing_token = int(message[1])
-            if fencing_token != TRY_NOW:  # handed over: we hold it already
-                self._handed_fencing_token = fencing_token
-            self._metrics.record(self.strategy, "wakeup")
-
-    def _gave_up(self) -> None:
-        handed = self.run(self.LEAVE_QUEUE, args=[self.token, WAKE_PREFIX, self.lease_ms],
-                          keys=[self.key, self.queue, self.waiting, self.since, self.wake])
-        if handed:  # it arrived as we gave up: pass it on rather than sit on it
-            self._release()
-
-    def _release(self) -> None:
-        if not self.run(self.RELEASE, keys=self._fair_keys, args=[
-                self.token, self.lease_ms, WAKE_PREFIX, self.starving_after_ms]):
-            raise LockLost(self.name, f"the {self.lease_ms} ms lease expired before release")
+        self._sleep_until_told(seconds)
 
 
 class FairRedisFactory(RedisFactory):

@@ -53,15 +53,9 @@ client-side sleep, not a ``BLPOP`` timeout (Redis checks a blocked client's
 timeout on its clock tick, every 100 ms on an idle server at the default
 ``hz 10``).
 
-Keys, for a lock named ``<name>`` (shared with ``redis_fair``, so the console
-shows the queue the same way):
-
-* ``lockshop:lock:<name>``     the holder's token, with a lease (as ``redis``);
-* ``lockshop:queue:<name>``    the waiters' tokens, in arrival order;
-* ``lockshop:waiting:<name>``  waiter token -> "alive until" (ms);
-* ``lockshop:since:<name>``    waiter token -> when it joined the queue (ms);
-* ``lockshop:woken:<name>``    the head that is awake, asking again by itself;
-* ``lockshop:wake:<token>``    one list per waiter, to block on with ``BLPOP``.
+Keys: the queue's, as ``redis_fair``'s (``support/redis_queue.py`` lists them, and
+the console shows the queue from them), and one of its own,
+``lockshop:woken:<name>``, the head that is awake, asking again by itself.
 
 acquire (one Lua script)
     0. nobody queues: take a free lock as ``redis`` does, ``SET NX`` (Go's
@@ -101,65 +95,19 @@ not Redis Cluster.
 
 from __future__ import annotations
 
-from .errors import LockLost
-from .redis_lock import RedisLock
-from .redis_support import (
-    FENCE_EPOCH,
-    FENCE_PREFIX,
-    KEY_PREFIX,
-    NEXT_FENCING_TOKEN_FUNCTION,
-    QUEUE_PREFIX,
-    SINCE_PREFIX,
-    TRY_NOW,
-    WAITING_PREFIX,
-    WAKE_PREFIX,
-    RedisFactory,
-)
+from .redis_support import RedisFactory
+from .support.redis_queue import QUEUE_NAMES, QUEUE_STEPS, QueuedRedisLock
 
 WOKEN_PREFIX = "lockshop:woken:"
 
-# Every script is given the lock's key (KEYS[1]) alone and finds the others from the
-# lock's name: seven names fewer to encode and send per call, which an uncontended
-# acquire and release feel (a quarter of their client's CPU, measured).
-_KEYS = f"""
-local lock = KEYS[1]  -- the holder's token, with a lease
-local name = string.sub(lock, {len(KEY_PREFIX) + 1})
-local queue = '{QUEUE_PREFIX}' .. name      -- the waiters' tokens, in arrival order
-local waiting = '{WAITING_PREFIX}' .. name  -- waiter token -> alive until (ms)
-local since = '{SINCE_PREFIX}' .. name      -- waiter token -> when it joined the queue (ms)
-local woken = '{WOKEN_PREFIX}' .. name      -- the head that is awake, asking by itself
-local fence = '{FENCE_PREFIX}' .. name      -- the lock's fence counter
-local epoch = '{FENCE_EPOCH}'  -- the epoch of every fence counter
-local function wake_list(waiter) return '{WAKE_PREFIX}' .. waiter end
-""" + NEXT_FENCING_TOKEN_FUNCTION
-
-# Shared by the scripts, after their names (and the next fencing token) and their fast
-# paths: the clock, how long a waiter has waited, the dead-head purge, leaving the
-# queue, and waking a sleeping head.
-_PRELUDE = """
-local t = redis.call("TIME")
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
-local function waited(since, waiter)
-    return now - tonumber(redis.call("HGET", since, waiter) or now)
+# The awake head: its key, leaving the queue (it is no longer the awake head), and
+# waking a head that sleeps. After the queue's steps.
+_AWAKE_HEAD = f"""
+local woken = '{WOKEN_PREFIX}' .. name  -- the head that is awake, asking by itself
+local function leave_queue(waiter)
+    if leave(waiter) and redis.call("GET", woken) == waiter then redis.call("DEL", woken) end
 end
-local function purge_dead_heads(queue, waiting, since)
-    local head = redis.call("LINDEX", queue, 0)
-    while head and tonumber(redis.call("HGET", waiting, head) or "0") < now do
-        redis.call("LPOP", queue)
-        redis.call("HDEL", waiting, head)
-        redis.call("HDEL", since, head)
-        head = redis.call("LINDEX", queue, 0)
-    end
-    return head
-end
-local function leave(queue, waiting, since, woken, waiter)
-    if redis.call("HDEL", waiting, waiter) == 1 then
-        redis.call("LREM", queue, 0, waiter)
-        redis.call("HDEL", since, waiter)
-        if redis.call("GET", woken) == waiter then redis.call("DEL", woken) end
-    end
-end
-local function wake_unless_awake(woken, head, lease_ms, alive_ms)
+local function wake_unless_awake(head)
     if redis.call("GET", woken) ~= head then
         redis.call("SET", woken, head, "PX", alive_ms)
         redis.call("RPUSH", wake_list(head), 0)  -- "try now"
@@ -169,7 +117,7 @@ end
 """
 
 
-class TwoModeRedisLock(RedisLock):
+class TwoModeRedisLock(QueuedRedisLock):
     """Barging while no waiter starves; hand-off to the head of the queue once one does."""
 
     #: A head of the queue that has waited this long switches the lock to starvation
@@ -179,39 +127,31 @@ class TwoModeRedisLock(RedisLock):
     starving_after_ms = 50
     #: How often the awake head of the queue asks again (redis-py's ``Lock``: 0.1 s).
     head_poll = 0.005
-    #: Longest sleep without a signal; also how often a waiter says it is alive.
-    fallback_poll = 0.2
 
     # Returns our fencing token if we got the lock; 0 if we are queued and sleep until
     # told; -n if we are the awake head and starve in n ms (ask again before then).
-    ACQUIRE = """
-    """ + _KEYS + """
-    local token = ARGV[1]     -- our token
-    local lease_ms = ARGV[2]
-    local wake = wake_list(token)  -- our own wake list
-    local alive_ms = tonumber(ARGV[3])
-    local starving_after_ms = tonumber(ARGV[4])
+    ACQUIRE = QUEUE_NAMES + """
     -- 0. Nobody queues: a free lock is ours at once, as in the redis strategy. Every
     -- step below is for waiters; a lock nobody waits for need not pay for them.
     if redis.call("EXISTS", queue) == 0
             and redis.call("SET", lock, token, "NX", "PX", lease_ms) then
         return next_fencing_token(fence, epoch)
     end
-    """ + _PRELUDE + """
+    """ + QUEUE_STEPS + _AWAKE_HEAD + """
     -- 1. Handed to us just as our BLPOP timed out: collect it, do not queue again.
     local holder = redis.call("GET", lock)
     if holder == token then
-        local handed = redis.call("LPOP", wake)  -- our fencing token, or 0: "try now"
-        leave(queue, waiting, since, woken, token)
+        local handed = redis.call("LPOP", wake_list(token))  -- our fencing token, or 0
+        leave_queue(token)
         if handed and tonumber(handed) ~= 0 then return tonumber(handed) end
         return next_fencing_token(fence, epoch)
     end
     -- 2. and 3. Starvation mode: the head has waited too long, and only it may take
     -- a free lock. Normal mode: anyone may.
-    local head = purge_dead_heads(queue, waiting, since)
-    local starving = head and waited(since, head) >= starving_after_ms
+    local head = purge_dead_heads()
+    local starving = head and waited(head) >= starving_after_ms
     if not holder and (not starving or head == token) then
-        leave(queue, waiting, since, woken, token)
+        leave_queue(token)
         redis.call("SET", lock, token, "PX", lease_ms)
         return next_fencing_token(fence, epoch)
     end
@@ -223,7 +163,7 @@ class TwoModeRedisLock(RedisLock):
     redis.call("HSET", waiting, token, now + alive_ms)
     for _, key in ipairs({queue, waiting, since}) do redis.call("PEXPIRE", key, alive_ms) end
     -- 5. The head, not starving yet: awake, it asks again by itself; releases leave it be.
-    local starves_in = starving_after_ms - waited(since, token)
+    local starves_in = starving_after_ms - waited(token)
     if (head or token) == token and starves_in > 0 then
         redis.call("SET", woken, token, "PX", alive_ms)
         return -starves_in
@@ -232,12 +172,7 @@ class TwoModeRedisLock(RedisLock):
     """
 
     # Returns 1 if released (handed over, or freed), 0 if the lock was not ours.
-    RELEASE = """
-    """ + _KEYS + """
-    local token = ARGV[1]     -- our token
-    local lease_ms = ARGV[2]
-    local alive_ms = tonumber(ARGV[3])
-    local starving_after_ms = tonumber(ARGV[4])
+    RELEASE = QUEUE_NAMES + """
     if redis.call("GET", lock) ~= token then
         return 0
     end
@@ -245,11 +180,11 @@ class TwoModeRedisLock(RedisLock):
         redis.call("DEL", lock)
         return 1
     end
-    """ + _PRELUDE + """
-    local head = purge_dead_heads(queue, waiting, since)
-    if head and waited(since, head) >= starving_after_ms then
+    """ + QUEUE_STEPS + _AWAKE_HEAD + """
+    local head = purge_dead_heads()
+    if head and waited(head) >= starving_after_ms then
         -- Starvation mode: hand the lock over; the head holds it before it wakes.
-        leave(queue, waiting, since, woken, head)
+        leave_queue(head)
         redis.call("SET", lock, head, "PX", lease_ms)
         redis.call("RPUSH", wake_list(head), next_fencing_token(fence, epoch))  -- "you hold it"
         redis.call("PEXPIRE", wake_list(head), lease_ms)
@@ -257,52 +192,32 @@ class TwoModeRedisLock(RedisLock):
     end
     -- Normal mode: free it; an awake head will find it by itself, a sleeping one is told.
     redis.call("DEL", lock)
-    if head then wake_unless_awake(woken, head, lease_ms, alive_ms) end
+    if head then wake_unless_awake(head) end
     return 1
     """
 
     # Returns 1 if the lock was handed to us meanwhile (the caller passes it on).
-    LEAVE_QUEUE = """
-    """ + _KEYS + """
-    local token = ARGV[1]     -- our token
-    local lease_ms = ARGV[2]
-    local alive_ms = tonumber(ARGV[3])
-    """ + _PRELUDE + """
-    leave(queue, waiting, since, woken, token)
+    LEAVE_QUEUE = QUEUE_NAMES + QUEUE_STEPS + _AWAKE_HEAD + """
+    leave_queue(token)
     redis.call("DEL", wake_list(token))
     if redis.call("GET", lock) == token then return 1 end
     -- A free lock: we may have been the one told to try, or the awake head. Nobody
     -- else is coming for it; the new head is told in our stead.
-    local head = purge_dead_heads(queue, waiting, since)
+    local head = purge_dead_heads()
     if head and not redis.call("GET", lock) then
-        wake_unless_awake(woken, head, lease_ms, alive_ms)
+        wake_unless_awake(head)
     end
     return 0
     """
 
-    def __init__(self, name: str, *, starving_after_ms: int | None = None,
-                 **options) -> None:
+    def __init__(self, name: str, **options) -> None:
         super().__init__(name, **options)
-        if starving_after_ms is not None:
-            if starving_after_ms < 0:
-                raise ValueError(f"starving_after_ms must be >= 0, got {starving_after_ms}")
-            self.starving_after_ms = starving_after_ms
-        self.wake = WAKE_PREFIX + self.token
-        self._alive_ms = int(self.fallback_poll * 1000 * 3)
-        self._handed_fencing_token: int | None = None
         self._awake_for: float | None = None  # seconds until we starve, as the awake head
-        #: Whether this hold was handed to us by a release (starvation mode) rather
-        #: than taken: what a hand-off costs, a sleeper woken, can be counted. (One
-        #: collected by our next attempt, as our wait had just timed out, is not told.)
-        self.handed_over = False
 
     def _try_acquire(self) -> bool:
-        if self._handed_fencing_token is not None:  # handed over while we slept
-            self._fencing_token, self._handed_fencing_token = self._handed_fencing_token, None
-            self.handed_over = True
+        if self._was_handed_over():  # handed over while we slept
             return True
-        answer = int(self.run(self.ACQUIRE, keys=[self.key], args=[
-            self.token, self.lease_ms, self._alive_ms, self.starving_after_ms]))
+        answer = self.run_script(self.ACQUIRE)
         if answer > 0:
             self._fencing_token = answer
             return True
@@ -313,25 +228,7 @@ class TwoModeRedisLock(RedisLock):
         if self._awake_for is not None:  # the awake head: a short nap, then ask again
             self._sleep(min(seconds, self.head_poll, self._awake_for))
             return
-        # BLPOP's timeout 0 means "forever": never ask for less than a millisecond.
-        timeout = max(min(seconds, self.fallback_poll), 0.001)
-        message = self.client.blpop([self.wake], timeout=timeout)
-        if message:
-            fencing_token = int(message[1])
-            if fencing_token != TRY_NOW:  # handed over: we hold it already
-                self._handed_fencing_token = fencing_token
-            self._metrics.record(self.strategy, "wakeup")
-
-    def _gave_up(self) -> None:
-        handed = self.run(self.LEAVE_QUEUE, keys=[self.key], args=[
-            self.token, self.lease_ms, self._alive_ms])
-        if handed:  # it arrived as we gave up: pass it on rather than sit on it
-            self._release()
-
-    def _release(self) -> None:
-        if not self.run(self.RELEASE, keys=[self.key], args=[
-                self.token, self.lease_ms, self._alive_ms, self.starving_after_ms]):
-            raise LockLost(self.name, f"the {self.lease_ms} ms lease expired before release")
+        self._sleep_until_told(seconds)
 
 
 class TwoModeRedisFactory(RedisFactory):

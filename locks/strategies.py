@@ -171,7 +171,8 @@ REDISSON = register(Strategy(
 REDIS_FAIR = register(Strategy(
     name="redis_fair", family="redis",
     summary=N_("Waiters queue and sleep on BLPOP until a release wakes the head one; a head "
-            "that waited over 20 ms is handed the lock (Go's mutex starvation mode)."),
+            "that has waited past a threshold is handed the lock (Go's mutex starvation "
+            "mode)."),
     correct_across_instances=True, factory="locks.redis_fair:FairRedisFactory",
     requires=("redis",),
     failure_mode=N_("As redis: a holder paused past its lease; fencing rejects its write."),
@@ -179,8 +180,9 @@ REDIS_FAIR = register(Strategy(
 
 REDIS_TWO_MODE = register(Strategy(
     name="redis_two_mode", family="redis",
-    summary=N_("Two modes, as Go's mutex: a free lock goes to whoever asks first while no "
-            "waiter has waited 50 ms; past that, release hands it to the head of the queue."),
+    summary=N_("Two modes, as Go's mutex: a free lock goes to whoever asks first until the "
+            "head of the queue has waited past a threshold; then a release hands it to the "
+            "head."),
     correct_across_instances=True, factory="locks.redis_two_mode:TwoModeRedisFactory",
     requires=("redis",),
     failure_mode=N_("As redis: a holder paused past its lease; fencing rejects its write."),

@@ -5,6 +5,8 @@ including those inside functions):
 * the served app (``shop``) never imports its tooling (``lockshop``) nor the load tests;
   an instance of ``lockshop up`` adds the console's page to it, and nothing else;
 * the load tests talk to the shop over HTTP only;
+* inside ``lockshop``, a part imports only the parts on the floors below its own
+  (``LOCKSHOP_FLOORS``): no arrow runs up the house, or across one floor;
 * no module imports itself back through others (no cycle).
 """
 
@@ -24,6 +26,21 @@ FORBIDDEN = {
     "shop": {"lockshop", "loadtest"},
     "loadtest": {"shop", "lockshop", "locks"},
 }
+
+
+#: lockshop's parts (its subpackages), from the top floor down. A part may import the
+#: parts on the floors below its own, never one above nor one beside it on its floor.
+#: The ground floor is lockshop's own modules (``table.py``, ``turns.py``, ``invoked.py``):
+#: tools any part may use, that import no part.
+LOCKSHOP_FLOORS = (
+    ("lockshop.cli",),
+    ("lockshop.console",),
+    ("lockshop.room",),
+    ("lockshop.exercises", "lockshop.bench", "lockshop.soak"),
+    ("lockshop.workshop",),
+    ("lockshop.cluster",),
+    ("lockshop",),
+)
 
 
 def module_paths() -> dict[str, Path]:
@@ -67,6 +84,42 @@ def test_a_package_never_imports_what_it_must_not(graph, package):
                        for module, targets in graph.items() if module.split(".")[0] == package
                        for target in targets if target.split(".")[0] in FORBIDDEN[package])
     assert crossings == []
+
+
+def lockshop_part(module: str) -> str:
+    """The part of lockshop a module belongs to: ``lockshop.room.api`` is
+    ``lockshop.room``'s; ``lockshop.table``, a module of lockshop's own, is ``lockshop``'s."""
+    first_two = module.split(".")[:2]
+    return ".".join(first_two) if (ROOT.joinpath(*first_two)).is_dir() else "lockshop"
+
+
+def arrows_not_down(graph: dict[str, set[str]]) -> list[str]:
+    """Every import between two of lockshop's parts that does not go down a floor."""
+    floor = {part: number for number, parts in enumerate(LOCKSHOP_FLOORS) for part in parts}
+    return sorted(f"{module} imports {target}"
+                  for module, targets in graph.items() if module.split(".")[0] == "lockshop"
+                  for target in targets if target.split(".")[0] == "lockshop"
+                  if lockshop_part(module) != lockshop_part(target)
+                  and floor[lockshop_part(target)] <= floor[lockshop_part(module)])
+
+
+def test_every_part_of_lockshop_has_its_floor(graph):
+    parts = {lockshop_part(m) for m in graph if m.split(".")[0] == "lockshop"}
+    assert parts == {part for floor in LOCKSHOP_FLOORS for part in floor}
+
+
+def test_lockshop_s_parts_import_only_the_floors_below(graph):
+    assert arrows_not_down(graph) == []
+
+
+def test_an_arrow_up_or_across_a_floor_is_found():
+    graph = {"lockshop.workshop.labs.measured": {"lockshop.bench.turns",  # up
+                                                 "lockshop.cluster.client"},  # down: fine
+             "lockshop.bench.harness": {"lockshop.soak.faults",  # across
+                                        "lockshop.table", "lockshop.bench.output"}}
+    assert arrows_not_down(graph) == [
+        "lockshop.bench.harness imports lockshop.soak.faults",
+        "lockshop.workshop.labs.measured imports lockshop.bench.turns"]
 
 
 def test_the_served_app_is_all_under_shop(graph):

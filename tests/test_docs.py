@@ -209,6 +209,26 @@ def test_the_second_afternoon_s_plan_adds_up_and_names_labs(page):
     assert named and named - set(lessons.labs()) == set()
 
 
+def test_the_strategies_table_is_generated_from_the_records_the_api_lists(site):
+    """One home per fact: the strategies page's table has a row for every strategy the
+    shop can run, in the API's order, made from its record (the locks' registry, then the
+    transaction strategies), and the page's source copies no row of it by hand."""
+    from shop.orders.order_strategies import all_strategies
+
+    strategies = all_strategies()
+    for source in ("strategies.md", "strategies.zh.md"):
+        text = (ROOT / "docs" / source).read_text(encoding="utf-8")
+        assert "<!-- generated: strategies -->" in text
+        assert [line for line in text.splitlines()
+                if re.match(r"\|\s*`\w+`\s*\|", line)] == [], source
+    page = (site / "strategies" / "index.html").read_text(encoding="utf-8")
+    rows = re.findall(r"<tr>\s*<td><code>(\w+)</code></td>\s*<td>[^<]*</td>\s*<td>(.*?)</td>",
+                      page, re.S)
+    assert [name for name, _how in rows] == [s.name for s in strategies]
+    for (name, how), strategy in zip(rows, strategies):
+        assert strategy.summary.removesuffix(".") in how.replace("&gt;", ">"), name
+
+
 def test_the_language_switcher_works_under_a_prefix(site):
     """The console serves the handbook under /handbook/: every page's language links are
     relative, and each lands on a page of the built site."""

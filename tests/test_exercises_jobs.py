@@ -16,13 +16,17 @@ from pathlib import Path
 import pytest
 
 from helpers import require
+from locks.custom import LockClassError
 from lockshop import exercises
 from lockshop.cluster.redis_servers import redis_server_binary
 from lockshop.exercises import grader
 from lockshop.exercises.registry import JOB_GUARD, REDIS
 from shop.app import create_app
 from shop.config import Config, ConfigError
+from shop.i18n import CHINESE, language
+from shop.i18n.lock_errors import say_class_error
 from shop.jobs.guards import JobGuard
+from shop.jobs.custom import load_guard_class
 from shop.jobs.scheduler import JobScheduler
 from shop.store.models import utc_at
 
@@ -103,6 +107,19 @@ def test_a_file_that_gives_no_guard_gets_one_line_and_exit_2(tmp_path, source, s
     done = cli("check", "15", "broken.py", cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     assert said in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def test_a_guard_class_the_file_lacks_is_named_with_those_it_has(tmp_path):
+    """A guard's file is loaded as a lock's is: a class it lacks is named beside those it
+    has, in the reader's language too."""
+    (tmp_path / "guard.py").write_text("from shop.jobs.guards import JobGuard\n"
+                                       "class Mine(JobGuard): pass\n")
+    with pytest.raises(LockClassError) as refused:
+        load_guard_class(f"{tmp_path / 'guard.py'}:Yours")
+    assert str(refused.value).endswith("guard.py: has no class Yours (its job guard classes: "
+                                       "Mine)")
+    with language(CHINESE):
+        assert say_class_error(refused.value).endswith("没有类 Yours（它的任务守卫类：Mine）")
 
 
 def test_a_guard_is_refused_by_a_lock_exercise(tmp_path):

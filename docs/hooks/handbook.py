@@ -314,20 +314,31 @@ def _glossary_table(language: str, here: str) -> str:
 
 
 def _strategies_table(language: str, here: str) -> str:
-    from locks.registry import all_strategies
+    """Every strategy the shop can run, as the API and the CLI list them: the locks from
+    their registry (``locks/strategies.py``), then the transaction strategies
+    (``shop/orders/order_strategies.py``)."""
+    from shop.orders.order_strategies import all_strategies
 
     out = [_row(_("name"), _("family"), _("how it works"), _("expected across instances"),
                 _("how it fails")), "| --- | --- | --- | --- | --- |"]
     for strategy in all_strategies():
         expected = _("correct") if strategy.correct_across_instances else _("fails")
-        module = strategy.factory.partition(":")[0].replace(".", "/") + ".py"
         # the module follows the summary in brackets: no full stop between them
         summary = _(strategy.summary).removesuffix(".").removesuffix("。")
-        failure = _(strategy.failure_mode)
-        how = _("%(summary)s (%(module)s)", summary=summary, module=f"`{module}`")
+        failure = _(strategy.failure_mode) if strategy.failure_mode else "—"
+        how = _("%(summary)s (%(module)s)", summary=summary, module=f"`{_code_of(strategy)}`")
         out.append(f"| `{strategy.name}` | {strategy.family} | {how} | {expected} | "
                    f"{failure} |")
     return "\n".join(out) + "\n"
+
+
+def _code_of(strategy) -> str:
+    """The file a strategy's code is in: its lock's module, or its transaction's."""
+    from locks.registry import get
+
+    module = (strategy.runner.__module__ if strategy.runner is not None
+              else get(strategy.name).factory.partition(":")[0])
+    return module.replace(".", "/") + ".py"
 
 
 def _lab_times_table(language: str, here: str) -> str:

@@ -40,8 +40,8 @@ import redis
 import locks
 from locks import Backends
 from lockshop.bench.output import say, write_json
-from lockshop.bench.turns import SideBySide, overall, side_by_side, take_turns
 from lockshop.table import format_table
+from lockshop.turns import SideBySide, overall, side_by_side, take_turns
 from shop.i18n import ENGLISH, N_, _, join, language
 
 LEASE_MS = 10_000
@@ -143,7 +143,7 @@ def _one_pair(kind: str, endpoints: Endpoints) -> Callable[[], None]:
 def uncontended(kinds: tuple[str, ...], endpoints: Endpoints,
                 seconds: float) -> dict[str, float]:
     """Each kind's pairs per second in one round of ``seconds`` each, the kinds taking
-    ``UNCONTENDED_TURNS`` turns (``lockshop.bench.turns`` says why)."""
+    ``UNCONTENDED_TURNS`` turns (``lockshop.turns`` says why)."""
     try:
         pairs = {kind: _one_pair(kind, endpoints) for kind in kinds}
         turns = take_turns(pairs, seconds, UNCONTENDED_TURNS)

@@ -16,7 +16,7 @@ of ``redis_two_mode``: at least redis-py's contended throughput with a
 longest wait of at most 100 ms, and uncontended within 5% of ``redis``. That
 last one is measured on its own: the ten turns of the table cannot tell two
 locks 5% apart, so the two run side by side in 300 short turns
-(``lockshop.bench.turns.side_by_side``).
+(``lockshop.turns.side_by_side``).
 """
 
 from __future__ import annotations

@@ -44,12 +44,13 @@ BACKENDS = (
 #: lock), the most particular first.
 CLASS_ERRORS = (
     N_("%(where)s: has no class %(name)s (its lock classes: %(found)s)"),
+    N_("%(where)s: has no class %(name)s (its leader election classes: %(found)s)"),
+    N_("%(where)s: has no class %(name)s (its job guard classes: %(found)s)"),
     N_("%(where)s: has no class %(name)s"),
     N_("%(where)s: %(name)s is not a lock class (a subclass of DistributedLock)"),
     N_("%(where)s: has no lock class (a subclass of DistributedLock)"),
     N_("%(where)s: has %(count)s lock classes (%(names)s): name one, as %(example)s"),
     # a student's leader election (exercise 14), loaded as a lock class is
-    N_("%(where)s: has no class %(name)s (its leader election classes: %(found)s)"),
     N_("%(where)s: %(name)s is not a leader election class (a subclass of Candidate)"),
     N_("%(where)s: has no leader election class (a subclass of Candidate)"),
     N_("%(where)s: has %(count)s leader election classes (%(names)s): name one, as "

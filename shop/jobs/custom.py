@@ -5,16 +5,15 @@ as ``Config.extra_locks`` holds locks: each names a subclass of ``JobGuard``, an
 cluster setting ``job_guard`` may then be that name. The scheduler makes one guard per
 run, as it makes its own: ``Class(state, job, fire_time, settings, clock)``.
 
-A file that gives no guard class raises ``LockClassError`` with one readable line, as a
-file that gives no lock class does (``locks.custom``).
+A file that gives no guard class raises ``LockClassError`` with one readable line: it is
+loaded as a lock class is (``locks.custom.load_class``), only the base class differs.
 """
 
 from __future__ import annotations
 
-import inspect
 import re
 
-from locks.custom import LockClassError, import_target, split_spec
+from locks.custom import LockClassError, load_class
 from shop.jobs.guards import PLUGGED_IN, JobGuard, LockGuard
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -23,26 +22,7 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 def load_guard_class(spec: str) -> type[JobGuard]:
     """The job guard class ``spec`` (``FILE[:Class]``) names; ``LockClassError`` saying
     why when there is none."""
-    target, class_name = split_spec(spec)
-    module = import_target(target)
-    where = getattr(module, "__file__", None) or target
-    found = {name: value for name, value in vars(module).items()
-             if inspect.isclass(value) and issubclass(value, JobGuard)
-             and value.__module__ == module.__name__}
-    if class_name is not None:
-        value = getattr(module, class_name, None)
-        if value is None:
-            raise LockClassError(f"{where}: has no class {class_name}")
-        if not (inspect.isclass(value) and issubclass(value, JobGuard)):
-            raise LockClassError(f"{where}: {class_name} is not a job guard class (a subclass "
-                                 "of JobGuard)")
-        return value
-    if not found:
-        raise LockClassError(f"{where}: has no job guard class (a subclass of JobGuard)")
-    if len(found) > 1:
-        raise LockClassError(f"{where}: has {len(found)} job guard classes "
-                             f"({', '.join(found)}): name one, as {target}:{next(iter(found))}")
-    return next(iter(found.values()))
+    return load_class(spec, JobGuard, "job guard class")
 
 
 def register_guard(named_spec: str) -> type[JobGuard]:

@@ -8,16 +8,16 @@ are served by the same app, at the room's address. Every
 answer carries CORS headers: the console's page comes from a shop instance, on
 another port. Every refusal is ``{"error": ..., "message": ...}`` with its status.
 
-    owner.py      Control: the launcher's parts, the runners, the room, the state
-    faults.py     what the instructor's buttons do to instances, servers and links
-    web.py        the plumbing: the app, CORS, refusals as JSON, the admin token
-    cluster.py    /control/state, /control/instances, /control/servers, /control/network
-    labs.py       /control/labs
-    sales.py      /control/sales
-    holds.py      /control/holds
-    room.py       /control/exercises, /control/room
-    handbook.py   /handbook/
-    limits.py     every request body capped at the door
+    owner.py          Control: the launcher's parts, the runners, the room, the state
+    faults.py         what the instructor's buttons do to instances, servers and links
+    web.py            the plumbing: the app, CORS, refusals as JSON, the admin token
+    cluster.py        /control/state, /control/instances, /control/servers, /control/network
+    labs.py           /control/labs
+    sales.py          /control/sales
+    hold_timeline.py  /control/holds: who held which lock when, and the overlaps
+    room.py           /control/exercises, /control/room
+    handbook.py       /handbook/
+    limits.py         every request body capped at the door
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from flask import Flask
 from lockshop.console.control import web
 from lockshop.console.control.cluster import cluster
 from lockshop.console.control.handbook import handbook
-from lockshop.console.control.holds import holds
+from lockshop.console.control.hold_timeline import hold_timeline
 from lockshop.console.control.labs import labs
 from lockshop.console.control.owner import Control
 from lockshop.console.control.room import room
@@ -35,7 +35,7 @@ from lockshop.console.control.sales import sales
 from lockshop.room import api as room_api
 from lockshop.room import page as room_page
 
-BLUEPRINTS = [cluster, labs, sales, holds, room, handbook]
+BLUEPRINTS = [cluster, labs, sales, hold_timeline, room, handbook]
 
 
 def control_app(control: Control) -> Flask:

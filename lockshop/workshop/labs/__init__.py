@@ -14,7 +14,7 @@ from __future__ import annotations
 from lockshop.workshop.labs import (
     failover,
     handoff,
-    holds,
+    hold_lengths,
     jobs,
     latency,
     leader_partition,
@@ -33,7 +33,7 @@ from lockshop.workshop.staging.record import ARTICLES, Lab, LabRecord
 from shop.i18n import N_, _, join
 
 LABS: dict[str, Lab] = {lab.id: lab for lab in sorted(
-    (*sales.LABS, *jobs.LABS, *holds.LABS, *redis_leases.LABS, *reentrancy.LABS,
+    (*sales.LABS, *jobs.LABS, *hold_lengths.LABS, *redis_leases.LABS, *reentrancy.LABS,
      *redis_majority.LABS, *failover.LABS, *zookeeper.LABS, *zk_queues.LABS, *mariadb.LABS,
      *measured.LABS, *retries.LABS,
      *partitions.LABS, *latency.LABS, *leader_partition.LABS, *handoff.LABS),

@@ -13,13 +13,13 @@ from collections.abc import Callable
 
 import redis
 
-from lockshop.bench.turns import overall, take_turns
 from lockshop.cluster.zookeeper_servers import four_letter_word
+from lockshop.turns import overall, take_turns
 from lockshop.workshop.staging.record import Lab
 from shop.i18n import N_, _, yes_no
 
 SECONDS = 1.0
-#: How many turns the locks of a comparison take (``lockshop.bench.turns`` says why).
+#: How many turns the locks of a comparison take (``lockshop.turns`` says why).
 TURNS = 10
 
 

@@ -4,7 +4,7 @@ asserted, never how fast anything is."""
 
 from __future__ import annotations
 
-from lockshop.bench.turns import side_by_side
+from lockshop.turns import side_by_side
 
 
 def _work() -> int:

@@ -17,10 +17,10 @@ from lockshop.console.control.web import the_control
 from lockshop.console.refusal import Refused
 from shop.i18n import lazy_gettext
 
-holds = Blueprint("holds", __name__, url_prefix="/control/holds")
+hold_timeline = Blueprint("hold_timeline", __name__, url_prefix="/control/holds")
 
 
-@holds.get("")
+@hold_timeline.get("")
 def holds_since():
     try:
         since = float(request.args.get("since", "0"))
