@@ -91,7 +91,7 @@ def test_a_check_that_does_not_apply_counts_as_neither():
     def result(lesson, passed, applies=True):
         return results.CheckResult(lesson, "a", "e", "o", passed, "h", applies=applies)
     right = results.Grade("3", "x.py:X", [result("C11", True), result("C12", False, False)])
-    assert right.passed and right.first_failed is None and right.lesson is None
+    assert right.passed and right.first_failed is None and right.broken_lesson is None
     assert "passed: 1 of 1 checks; 1 does not apply" in right.summary()
     nothing = results.Grade("3", "x.py:X", [result("C12", False, False)])
     assert not nothing.passed
