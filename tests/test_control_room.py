@@ -49,7 +49,7 @@ def join(up: dict, name: str) -> requests.Response:
 
 def report(up: dict, name: str, **fields) -> requests.Response:
     """What ``exercise check --report`` posts."""
-    result = {"name": name, "exercise": "3", "passed": True, "lesson": None, "checks": [],
+    result = {"name": name, "exercise": "3", "passed": True, "broken_lesson": None, "checks": [],
               **fields}
     return requests.post(f"{up['control']}/control/room/results", json=result, timeout=10,
                          headers={"X-Room-Code": up["code"]})
@@ -111,7 +111,7 @@ def test_the_console_shows_a_self_reported_result_apart_and_not_as_passed(up):
 def test_the_instructor_frees_a_name_then_removes_it_from_the_console(up):
     assert join(up, "Li").status_code == 201
     assert join(up, "Li").status_code == 409  # the name is the first browser's
-    assert report(up, "Li", passed=False, lesson="C12").status_code == 201
+    assert report(up, "Li", passed=False, broken_lesson="C12").status_code == 201
     with chromium() as browser:
         page, errors = open_console(browser, up)
         row = page.locator("#room-board tr[data-student='Li']")

@@ -83,7 +83,7 @@ def test_the_grader_names_the_first_lesson_a_database_lock_breaks(number, spec, 
     graded = grader.grade(exercise, spec, sale=sale)
     assert len(graded.results) == len(exercise.checks()) - (0 if sale else 1)
     report = "\n".join(line for r in graded.results for line in r.lines())
-    assert graded.lesson == first_failed, report
+    assert graded.broken_lesson == first_failed, report
     failed = {r.lesson for r in graded.results if r.failed}
     if spec in MUST_FAIL:
         assert MUST_FAIL[spec] in failed, report

@@ -72,7 +72,7 @@ def test_the_grader_names_the_lesson_a_guard_breaks(number, guard, failing):
         return
     assert set(failing) <= failed, report
     assert failed <= set(failing) | {"C04"}, report  # nothing else is broken
-    assert graded.lesson in failing, report
+    assert graded.broken_lesson in failing, report
     first = graded.first_failed
     assert first.hint and first.lesson_title and first.articles, report
     assert "TODO" not in report and "raised" not in report, report

@@ -79,7 +79,7 @@ def test_the_grader_names_the_lesson_a_step_breaks(number, step, lesson):
     graded = grader.grade(exercise, step, sale=sale)
     report = "\n".join(line for r in graded.results for line in r.lines())
     assert len(graded.results) == len(exercise.checks()) - (0 if sale else 1), report
-    assert graded.lesson == lesson, report
+    assert graded.broken_lesson == lesson, report
     name = step.rpartition(":")[2]
     if name in MUST_FAIL:
         assert graded.results[MUST_FAIL[name]].failed, report

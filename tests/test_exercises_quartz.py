@@ -67,7 +67,7 @@ def test_the_grader_names_the_lesson_a_quartz_guard_breaks(guard, right):
         assert "ran the fire time: " in report and "the next fire time's run: yes" in report
         return
     assert "C41" in failed and failed <= {"C41", *CLUSTER}, report
-    assert graded.lesson == "C41", report
+    assert graded.broken_lesson == "C41", report
     first = graded.first_failed
     assert "FOR UPDATE" in first.hint and first.lesson_title and first.articles, report
     assert "TODO" not in report and "raised" not in report, report

@@ -65,9 +65,9 @@ def test_the_grader_names_the_lesson_each_lock_breaks(number, lock, first_failed
     report = "\n".join(line for r in graded.results for line in r.lines())
     assert len(graded.results) == len(exercise.checks()) - (0 if sale else 1)
     if isinstance(first_failed, tuple):
-        assert graded.lesson in first_failed, report
+        assert graded.broken_lesson in first_failed, report
     else:
-        assert graded.lesson == first_failed, report
+        assert graded.broken_lesson == first_failed, report
     failed = {r.lesson for r in graded.results if r.failed}
     assert MUST_FAIL.get(lock, set()) <= failed, report
     if graded.first_failed:

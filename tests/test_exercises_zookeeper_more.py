@@ -67,7 +67,7 @@ def test_the_grader_names_the_lesson_a_lock_breaks(number, lock, first_failed, m
     graded = grader.grade(exercise, lock, sale=sale)
     assert len(graded.results) == len(exercise.checks()) - (0 if sale else 1)
     report = "\n".join(line for r in graded.results for line in r.lines())
-    assert graded.lesson == first_failed, report
+    assert graded.broken_lesson == first_failed, report
     if must_fail is not None:
         forced = [r for r in graded.results if r.action == str(must_fail.action)]
         assert len(forced) == 1 and forced[0].failed, report

@@ -66,7 +66,7 @@ def test_the_first_fail_a_student_reads_names_the_mistake(number, lock, symptom,
     report = "\n".join(line for r in graded.results for line in r.lines())
     first = graded.first_failed
     assert first is not None and first.lesson in symptom, report
-    assert first.broken_lesson == cause and graded.lesson == cause, report
+    assert first.broken_lesson == cause and graded.broken_lesson == cause, report
     assert first.hint == HINTS[cause], report
     printed = first.lines()
     assert any(line.strip().startswith(f"lesson {cause}") for line in printed), printed
@@ -91,7 +91,7 @@ def test_a_check_that_does_not_apply_counts_as_neither():
     def result(lesson, passed, applies=True):
         return results.CheckResult(lesson, "a", "e", "o", passed, "h", applies=applies)
     right = results.Grade("3", "x.py:X", [result("C11", True), result("C12", False, False)])
-    assert right.passed and right.first_failed is None and right.lesson is None
+    assert right.passed and right.first_failed is None and right.broken_lesson is None
     assert "passed: 1 of 1 checks; 1 does not apply" in right.summary()
     nothing = results.Grade("3", "x.py:X", [result("C12", False, False)])
     assert not nothing.passed
@@ -144,12 +144,12 @@ def test_repeat_reports_the_verdict_of_every_round_everywhere(tmp_path):
     assert "not passed: 1 of 2 rounds passed" in text and "✗  1/2  C01" in text
     said = json.loads(record.strip().splitlines()[-1])
     assert said["passed"] is False and said["rounds_passed"] == 1 and said["rounds_total"] == 2
-    assert said["lesson"] == "C01" and [r["passed"] for r in said["rounds"]] == [True, False]
+    assert said["broken_lesson"] == "C01" and [r["passed"] for r in said["rounds"]] == [True, False]
     results = json.loads(scored.read_text())
     assert results["score"] < results["max_score"]
     assert "not passed" in results["output"] and "1 of 2 rounds" in results["output"]
     posted = handler.kept
-    assert len(posted) == 1 and posted[0]["passed"] is False and posted[0]["lesson"] == "C01"
+    assert len(posted) == 1 and posted[0]["passed"] is False and posted[0]["broken_lesson"] == "C01"
     c01 = next(c for c in posted[0]["checks"] if c["lesson"] == "C01")
     assert c01["passed"] is False
 

@@ -20,9 +20,9 @@ from helpers import wait_for
 from lockshop.exercises import EXERCISES
 from lockshop.exercises.skeleton_text import skeleton_text
 from lockshop.room import Room
-from lockshop.room.api import JOIN_BYTES, SOURCE_BODY_BYTES, blueprint
+from lockshop.room.api import JOIN_BYTES, SOURCE_BODY_BYTES, serve
 from lockshop.room.names import MAX_CHARS
-from lockshop.room.refusal import Refused
+from lockshop.front_door import Refused
 from lockshop.room.store import MAX_NAMES, MAX_SOURCE_BYTES
 from shop.i18n.web import init_app
 
@@ -64,7 +64,7 @@ def room(tmp_path, grading):
 def client(room):
     app = Flask(__name__)
     init_app(app)
-    app.register_blueprint(blueprint(room, admin_token=TOKEN))
+    serve(app, room, admin_token=TOKEN)
     return app.test_client()
 
 
@@ -174,7 +174,7 @@ def test_a_chunked_body_is_counted_as_it_comes_on_a_real_server(room):
     request is refused without the rest of it."""
     app = Flask(__name__)
     init_app(app)
-    app.register_blueprint(blueprint(room, admin_token=TOKEN))
+    serve(app, room, admin_token=TOKEN)
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -255,7 +255,7 @@ def test_a_submission_shows_its_checks_as_they_complete_then_its_verdict(client,
                     ["state"] == "done" and seen)
     assert done["passed"] is False and done["message"] == "1 of 1 failed"
     assert done["position"] is None
-    assert [r["lesson"] for r in room.board()["results"]] == ["C11"]
+    assert [r["broken_lesson"] for r in room.board()["results"]] == ["C11"]
 
 
 @pytest.mark.parametrize("body, status, words", [
@@ -309,7 +309,8 @@ def test_freeing_a_name_lets_a_new_browser_take_it_and_the_old_secret_stops(clie
 def test_removing_a_name_takes_its_results_and_frees_it(client, room):
     ada = join(client, room, "Ada")
     join(client, room, "Bob")
-    room.record_self_reported({"name": "Ada", "exercise": "1", "passed": True, "lesson": None})
+    room.record_self_reported({"name": "Ada", "exercise": "1", "passed": True,
+                               "broken_lesson": None})
     refused(client.delete("/room/api/students/Ada"), 401, "admin token")
     assert room.board()["students"] == ["Ada", "Bob"]
     assert client.delete("/room/api/students/ADA",
@@ -323,8 +324,10 @@ def test_removing_a_name_takes_its_results_and_frees_it(client, room):
 
 def test_self_reported_results_are_apart_and_never_passed_by_the_room(client, room, grading):
     secret = join(client, room, "Ada")
-    room.record_self_reported({"name": "Ada", "exercise": "3", "passed": True, "lesson": None})
-    room.record_self_reported({"name": "Cy", "exercise": "1", "passed": True, "lesson": None})
+    room.record_self_reported({"name": "Ada", "exercise": "3", "passed": True,
+                               "broken_lesson": None})
+    room.record_self_reported({"name": "Cy", "exercise": "1", "passed": True,
+                               "broken_lesson": None})
     grading.go.set()
     posted = client.post("/room/api/submissions", json={"exercise": "3", "source": "# mine"},
                          headers=as_student(secret)).json["id"]
@@ -334,7 +337,7 @@ def test_self_reported_results_are_apart_and_never_passed_by_the_room(client, ro
     assert board["students"] == ["Ada", "Cy"]
     ada = {r["source"]: r for r in board["results"] if r["name"] == "Ada"}
     assert ada["self-reported"]["passed"] is True
-    assert ada["room"]["passed"] is False and ada["room"]["lesson"] == "C11"
+    assert ada["room"]["passed"] is False and ada["room"]["broken_lesson"] == "C11"
     passed_by_room = [r for r in board["results"] if r["passed"] and r["source"] == "room"]
     assert passed_by_room == []
 
@@ -343,7 +346,8 @@ def test_self_reported_results_are_apart_and_never_passed_by_the_room(client, ro
     ({"name": "Li\u200b", "exercise": "3", "passed": True}, 422, "invisible"),
     ({"name": "Li", "exercise": "0", "passed": True}, 422, "'exercise' must be one of"),
     ({"name": "Li", "exercise": "3", "passed": "yes"}, 400, "'passed' must be true or false"),
-    ({"name": "Li", "exercise": "3", "passed": False, "lesson": "<b>"}, 400, "'lesson'"),
+    ({"name": "Li", "exercise": "3", "passed": False, "broken_lesson": "<b>"}, 400,
+     "'broken_lesson'"),
 ])
 def test_a_self_reported_result_that_is_not_one_keeps_nothing(room, body, status, words):
     with pytest.raises(Refused) as refusal:
@@ -409,7 +413,7 @@ def test_a_restart_keeps_the_code_the_names_the_sources_and_the_board(tmp_path, 
         secret = first.store.join("Ada")
         first.store.save_source(first.store.student(secret), "3", "# kept")
         first.record_self_reported({"name": "Ada", "exercise": "3", "passed": False,
-                                    "lesson": "C12"})
+                                    "broken_lesson": "C12"})
         code, board = first.code, first.board()
     finally:
         first.close()
@@ -433,7 +437,7 @@ def test_without_an_admin_token_the_instructor_s_actions_are_open_as_the_control
     """``lockshop up`` without LOCKSHOP_ADMIN_TOKEN says anyone may act; the room agrees."""
     app = Flask(__name__)
     init_app(app)
-    app.register_blueprint(blueprint(room))
+    serve(app, room)
     client = app.test_client()
     join(client, room, "Ada")
     assert client.post("/room/api/students/Ada/free").status_code == 200

@@ -14,6 +14,8 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -38,7 +40,8 @@ XSS = "<img src=x onerror=alert(1)>"
 
 #: Exercise 3 as a student gets it wrong: the lease is set right (TODO 1), but the
 #: release DELetes whatever holds the key, as exercise 2's did: a late release frees the
-#: next holder's lock (lesson C11).
+#: next holder's lock (lesson C11). It never reads the key, so C12's check (a pause
+#: between a read and a delete) does not apply to it: "–".
 WRONG = '''from locks import LockLost  # noqa: F401
 from locks.redis_support import RedisLockBase
 
@@ -149,8 +152,21 @@ def said_in_chinese(text: str) -> bool:
     return re.match(r"[\u4e00-\u9fff]", text) is not None
 
 
+#: A check's first line as the command line prints it: its mark and lesson.
+CHECK_LINE = re.compile(r"^  ([✓✗–]) (C\d\d)  ", re.MULTILINE)
+
+
+def command_line(source: str, folder: Path) -> subprocess.Popen:
+    """``lockshop --lang zh exercise check 3 FILE``, as a student runs it at home."""
+    written = folder / "token_lock.py"
+    written.write_text(source)
+    return subprocess.Popen([sys.executable, "-m", "lockshop.cli", "--lang", "zh", "exercise",
+                             "check", "3", str(written)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
 def test_a_student_checks_exercise_3_reads_what_broke_in_chinese_fixes_it_and_passes(
-        student, room, browser):
+        student, room, browser, tmp_path):
     page = student.page
     page.goto(room["address"] + "/")
     page.locator("#join:not([hidden])").wait_for()
@@ -212,6 +228,22 @@ def test_a_student_checks_exercise_3_reads_what_broke_in_chinese_fixes_it_and_pa
     assert chinese("lesson") in text and chinese("hint") in text
     # The checks before it passed: the lease is right.
     assert page.locator(".check.passed[data-lesson='C09']").count() == 1
+    # C12 does not apply to a release that never reads: neither ✓ nor ✗, and it says why.
+    c12 = page.locator(".check.not-applicable[data-lesson='C12']")
+    assert c12.locator(".mark").inner_text() == "–"
+    assert chinese("does not apply") in c12.inner_text()
+    # Mark for mark what the command line prints for the same file, and its verdict line
+    # (graded after the room's, not beside it: two gradings and the sale's three shop
+    # instances at once on two cores once ran past a check's 40 s).
+    at_home = command_line(WRONG, tmp_path)
+    printed, errors = at_home.communicate(timeout=WAIT_MS / 1000)
+    assert at_home.returncode == 1, printed + errors
+    shown = page.locator(".check").evaluate_all(
+        "checks => checks.map(c => [c.dataset.mark, c.dataset.lesson])")
+    assert [list(mark) for mark in CHECK_LINE.findall(printed)] == shown, printed
+    seconds = re.compile(r"（[\d.]+ 秒）$")  # two runs take their own time
+    said = re.search(r"^  => (.*)$", printed, re.MULTILINE).group(1)
+    assert seconds.sub("", verdict.inner_text().split(maxsplit=2)[-1]) == seconds.sub("", said)
 
     student.type_source(RIGHT)
     wait_for(lambda: kept_source(room, student.secret()) == RIGHT, timeout=30,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from lockshop.room.names import MAX_CHARS, name_key, normalised_name
-from lockshop.room.refusal import Refused
+from lockshop.front_door import Refused
 
 
 @pytest.mark.parametrize("given, kept", [

@@ -156,7 +156,7 @@ def test_a_running_check_is_not_replaced(rooms, gate):
     wait_for(lambda: state(room, waiting, ann) == "done")
     assert seen(room, running, ann)["passed"] is False
     assert seen(room, waiting, ann)["passed"] is True
-    assert [(r["passed"], r["lesson"]) for r in room.board()["results"]] == [(True, None)]
+    assert [(r["passed"], r["broken_lesson"]) for r in room.board()["results"]] == [(True, None)]
 
 
 def test_at_most_n_gradings_run_at_once(rooms, gate):
@@ -185,7 +185,7 @@ def test_each_check_is_stored_as_it_completes(rooms, gate):
     assert [(c["lesson"], c["passed"]) for c in done["checks"]] == [("C11", True),
                                                                      ("C12", False)]
     assert done["message"] == "C12 broken"
-    assert room.board()["results"][0]["lesson"] == "C12"
+    assert room.board()["results"][0]["broken_lesson"] == "C12"
 
 
 def test_a_grading_that_raises_fails_its_check_and_the_line_goes_on(rooms, gate):
@@ -295,7 +295,7 @@ def test_a_check_graded_in_the_real_sandbox_reaches_the_board(rooms, sandbox_gra
                                  for state, stored, reported in while_running)
     first_broken = next(c["lesson"] for c in done["checks"] if not c["passed"])
     (result,) = room.board()["results"]
-    assert (result["name"], result["source"], result["passed"], result["lesson"]) == \
+    assert (result["name"], result["source"], result["passed"], result["broken_lesson"]) == \
         ("Ann", "room", False, first_broken)
 
 

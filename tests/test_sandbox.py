@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
+import re
 import socket
 import textwrap
 import threading
@@ -360,7 +361,8 @@ def test_a_lock_cannot_write_outside_its_folder(tmp_path, answering):
 def test_a_print_cannot_pass_for_the_graders_report():
     forged = ('{"lesson": "C01", "passed": true, "action": "FORGED", "expected": "", '
               '"observed": "", "hint": "", "lesson_title": ""}\\n'
-              '{"verdict": {"passed": true, "lesson": null}}\\n')
+              '{"verdict": {"passed": true, "broken_lesson": null, "rounds_total": 1, '
+              '"rounds_passed": 1, "seconds": 0, "todos": []}}\\n')
     outcome = grade(hostile(at_import=f"sys.stdout.write('{forged}'); sys.stdout.flush()"))
     assert outcome.passed is False, outcome
     assert all(check["action"] != "FORGED" for check in outcome.checks)
@@ -372,7 +374,8 @@ def test_a_verdict_written_into_the_report_itself_needs_every_check():
     only in its place, and a pass needs every check of the exercise."""
     forged = ('{"lesson": "C01", "passed": true, "action": "FORGED", "expected": "", '
               '"observed": "", "hint": "", "lesson_title": ""}\\n'
-              '{"verdict": {"passed": true, "lesson": null}}\\n')
+              '{"verdict": {"passed": true, "broken_lesson": null, "rounds_total": 1, '
+              '"rounds_passed": 1, "seconds": 0, "todos": []}}\\n')
     outcome = grade(hostile(at_import=f"""
         for fd in os.listdir("/proc/self/fd"):
             try:
@@ -415,7 +418,9 @@ def test_the_reference_lock_passes_in_the_sandbox_beside_hostile_ones(answering)
     assert [c["lesson"] for c in outcome.checks] == \
         ["C01", "C26", "C11", "C09", "C10", "C11", "C12", "C03"]
     assert streamed == outcome.checks  # each handed over as it completed
-    assert outcome.message == "exercise 3 passed: 8 of 8 checks"
+    # The command line's verdict line, its seconds included.
+    assert re.fullmatch(r"exercise 3 passed: 8 of 8 checks \([\d.]+ s\)", outcome.message), \
+        outcome.message
 
 
 def test_a_broken_lock_fails_in_the_sandbox_naming_its_lesson():

@@ -4,16 +4,17 @@
     instance.py                    what each instance serves: the shop, with the page
     control/                       what the page's buttons ask of ``lockshop up`` (HTTP),
                                    one blueprint per concern
-    refusal.py                     the one way the control says no: ``Refused(status, why)``
     runner.py                      runs one at a time in the background, numbered and kept:
     lab_runs.py, live_sales.py       a lab, or a Locust sale
-    self_reported.py               a result graded on a student's own machine (--report)
     snapshot.py, recent_holds.py   one look for every browser polling: the state, the holds
     handbook.py                    the handbook, built on first use and served
     launch.py                      how ``lockshop up`` starts it all, in order
 
 The room (``lockshop.room``: students' names, sources, the grading queue and the board)
-is served by the control too, at ``/room/``.
+is served by the control too, at ``/room/``; a result a student's own machine graded
+(``--report``) is the room's to check. The control and the room stand on one front
+door (``lockshop.front_door``): the one way either says no (``Refused(status, why)``),
+the admin token, the capped JSON reader.
 
 The page is served by the shop's instances, so that it reads their API from its
 own origin; the shop does not import it (``instance.py`` mounts it). Only the

@@ -15,7 +15,7 @@ import locks
 
 from lockshop.cluster.redis_servers import redis_server_binary
 from lockshop.cluster.zookeeper_servers import zookeeper_installed
-from lockshop.console.refusal import Refused
+from lockshop.front_door import Refused
 from lockshop.console.runner import Runner
 from lockshop.workshop import labs
 from lockshop.workshop.staging.record import Lab, LabRecord, Step

@@ -18,7 +18,7 @@ from loadtest.runner import latest_history_row, run_locust
 from lockshop.cluster.client import ShopClient, ShopClientError
 from lockshop.cluster.launcher import Cluster
 from lockshop.cluster.processes import process_state
-from lockshop.console.refusal import Refused
+from lockshop.front_door import Refused
 from lockshop.console.runner import Runner
 from lockshop.workshop.runs import lock_figures, parse_lock_metrics
 from shop.i18n import N_, lazy_gettext

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from typing import Callable, Generic, Protocol, TypeVar
 
-from lockshop.console.refusal import Refused
+from lockshop.front_door import Refused
 from shop.i18n import lazy_gettext
 
 

@@ -1,5 +1,5 @@
 """Every form a grade takes, in one place: the text, the JSON, Gradescope's results.json,
-the room board's post, the tally over ``--repeat`` rounds, and the room's lines.
+the room board's post, the tally over ``--repeat`` rounds, and the record the room reads.
 
 ``CheckResult`` is one check's outcome, ``Grade`` one round of an exercise's checks,
 ``Rounds`` every round of one ``exercise check`` (one, or ``--repeat N``): a check
@@ -7,14 +7,24 @@ counts as passed only if it passed in every round (9 of 10 is a fail). The round
 lined up check by check in one place (``Rounds.by_check``), and every form over rounds
 reads that.
 
-The room's grading sends each check as one JSON line from inside its sandbox
-(``CheckResult.record``) and reads it back as untrusted text (``CheckResult.from_record``):
-both ends of that line are here, as is the one line the room says of the outcome
-(``Grade.room_message``).
+Two lessons, two names: a check's ``lesson`` is the lesson its step stages; the
+``broken_lesson`` is the lesson to study, the diagnosed cause when one is known, else
+the first failed check's own lesson. The verdict says the second ("first broken lesson").
+
+The record. A grading that runs apart from its reader (the room's, in a sandbox) writes
+each check as one JSON object (``CheckResult.record``), then the verdict
+(``Grade.verdict_record``); the reader takes them back as untrusted text
+(``CheckResult.from_record``, ``Grade.from_records``). A record carries all a grade has
+(whether the check applies, the diagnosis and its cause, the articles, the seconds; the
+verdict's broken lesson, round count, TODOs left), so what is read back prints what the
+command line printed, mark for mark. Reading back never believes more than a record's
+shape: a field of the wrong type, or one it does not know, and the record is no check;
+a field left out takes the value that claims least (it applies, no cause).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import asdict, dataclass, field
 
@@ -22,10 +32,22 @@ from shop.i18n import _, join
 
 #: The mark of a check that does not apply: neither ✓ nor ✗.
 NOT_APPLICABLE_MARK = "–"
-#: The fields of a check as the room sends, keeps and shows it, in this order.
-RECORD_FIELDS = ("lesson", "passed", "action", "expected", "observed", "hint", "lesson_title")
-_RECORD_TEXTS = ("action", "expected", "observed", "hint", "lesson_title")
-
+#: A check's record, field by field: what each holds, as the room keeps and shows it.
+_RECORD_TEXTS = ("action", "expected", "observed", "hint", "lesson_title", "diagnosis",
+                 "cause_title")
+_RECORD_FLAGS = ("passed", "applies")
+_RECORD_ARTICLES = ("articles", "cause_articles")
+RECORD_FIELDS = ("lesson", "passed", "applies", "action", "expected", "observed", "seconds",
+                 "hint", "lesson_title", "articles", "todo", "cause", "diagnosis",
+                 "cause_title", "cause_articles")
+#: The verdict's record (the last line of a grading's report), inside ``{"verdict": ...}``.
+VERDICT_FIELDS = ("passed", "broken_lesson", "rounds_total", "rounds_passed", "seconds",
+                  "todos")
+#: An article's id ("A2"), and the most a record names.
+_ARTICLE = re.compile(r"^A\d{1,2}$")
+_MOST_ARTICLES = 10
+#: The most TODOs a verdict's record lists.
+_MOST_TODOS = 100
 
 _LESSON = re.compile(r"^C\d{2}$")
 
@@ -33,6 +55,16 @@ _LESSON = re.compile(r"^C\d{2}$")
 def is_lesson(value: object) -> bool:
     """Whether ``value`` (untrusted) is a lesson's id: "C11"."""
     return isinstance(value, str) and bool(_LESSON.match(value))
+
+
+def _is_articles(value: object) -> bool:
+    return isinstance(value, list) and len(value) <= _MOST_ARTICLES and all(
+        isinstance(item, str) and _ARTICLE.match(item) for item in value)
+
+
+def _is_seconds(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and math.isfinite(value) and value >= 0
 
 
 @dataclass
@@ -98,25 +130,46 @@ class CheckResult:
         return lines
 
     def record(self) -> dict:
-        """The check as one line of the room's report (``lockshop.room.inside``)."""
-        return {"lesson": self.lesson, "passed": bool(self.passed), "action": self.action,
-                "expected": self.expected, "observed": self.observed, "hint": self.hint,
-                "lesson_title": self.lesson_title}
+        """The check as one JSON object: everything ``lines`` prints from, and nothing
+        else (``status`` is the mark's, worked out again when it is read back)."""
+        return {"lesson": self.lesson, "passed": bool(self.passed), "applies": self.applies,
+                "action": self.action, "expected": self.expected, "observed": self.observed,
+                "seconds": self.seconds, "hint": self.hint, "lesson_title": self.lesson_title,
+                "articles": list(self.articles), "todo": self.todo, "cause": self.cause,
+                "diagnosis": self.diagnosis, "cause_title": self.cause_title,
+                "cause_articles": list(self.cause_articles)}
 
     @classmethod
-    def from_record(cls, record: dict, *, max_text: int) -> CheckResult | None:
-        """A line of the room's report as a check, if it is exactly one (untrusted: its
-        texts cut to ``max_text``); None otherwise."""
-        if set(record) != set(RECORD_FIELDS):
+    def from_record(cls, record: object, *, max_text: int) -> CheckResult | None:
+        """A check's record read back, if it is one (untrusted: its texts cut to
+        ``max_text``); None otherwise. Only ``lesson`` and ``passed`` must be there; a
+        field left out takes the value that claims least."""
+        if not isinstance(record, dict) or not set(record) <= set(RECORD_FIELDS):
             return None
-        if not is_lesson(record["lesson"]) or not isinstance(record["passed"], bool):
+        if not is_lesson(record.get("lesson")) or not isinstance(record.get("passed"), bool):
             return None
-        if not all(isinstance(record[name], str) for name in _RECORD_TEXTS):
+        if not all(isinstance(record.get(name, True), bool) for name in _RECORD_FLAGS):
             return None
-        texts = {name: record[name][:max_text] for name in _RECORD_TEXTS}
-        return cls(record["lesson"], texts["action"], texts["expected"], texts["observed"],
-                   record["passed"], texts["hint"], lesson_title=texts["lesson_title"],
-                   status="passed" if record["passed"] else "failed")
+        if not all(isinstance(record.get(name, ""), str) for name in _RECORD_TEXTS):
+            return None
+        if not all(_is_articles(record.get(name, [])) for name in _RECORD_ARTICLES):
+            return None
+        todo, cause = record.get("todo"), record.get("cause")
+        if not (todo is None or isinstance(todo, str)) or \
+                not (cause is None or is_lesson(cause)) or \
+                not _is_seconds(record.get("seconds", 0.0)):
+            return None
+        texts = {name: record.get(name, "")[:max_text] for name in _RECORD_TEXTS}
+        result = cls(record["lesson"], texts["action"], texts["expected"], texts["observed"],
+                     record["passed"], texts["hint"], tuple(record.get("articles", ())),
+                     texts["lesson_title"], float(record.get("seconds", 0.0)),
+                     todo[:max_text] if todo is not None else None,
+                     record.get("applies", True), cause=cause,
+                     diagnosis=texts["diagnosis"], cause_title=texts["cause_title"],
+                     cause_articles=tuple(record.get("cause_articles", ())))
+        result.status = "not applicable" if not result.applies else \
+            "passed" if result.passed else "failed"
+        return result
 
 
 @dataclass
@@ -140,54 +193,81 @@ class Grade:
         return next((r for r in self.results if r.failed), None)
 
     @property
-    def lesson(self) -> str | None:
+    def broken_lesson(self) -> str | None:
         """The first broken lesson: the first failed check's cause, or its own lesson."""
         return self.first_failed.broken_lesson if self.first_failed else None
 
     def as_dict(self) -> dict:
-        return {**asdict(self), "passed": self.passed, "lesson": self.lesson}
+        return {**asdict(self), "passed": self.passed, "broken_lesson": self.broken_lesson}
 
-    def summary(self) -> str:
-        """The round's verdict in one line, as the command line prints it."""
+    def verdict_line(self) -> str:
+        """The round's verdict in one line: what the command line prints after "=>", and
+        what the room says of a grading."""
         passed = sum(r.passed for r in self.results if r.applies)
         counted = sum(r.applies for r in self.results)
         aside = sum(not r.applies for r in self.results)
         aside = _("; %(count)s does not apply", count=aside) if aside else ""
         if self.passed:
-            return "  => " + _("exercise %(id)s passed: %(passed)s of %(checks)s "
-                               "checks%(aside)s (%(seconds)s s)", id=self.exercise,
-                               passed=passed, checks=counted, aside=aside,
-                               seconds=f"{self.seconds:g}")
+            return _("exercise %(id)s passed: %(passed)s of %(checks)s checks%(aside)s "
+                     "(%(seconds)s s)", id=self.exercise, passed=passed, checks=counted,
+                     aside=aside, seconds=f"{self.seconds:g}")
         left = _("; TODOs left: %(count)s", count=len(self.todos)) if self.todos else ""
-        return "  => " + _("exercise %(id)s not passed: %(passed)s of %(checks)s "
-                           "checks%(aside)s; first broken lesson %(lesson)s%(left)s "
-                           "(%(seconds)s s)", id=self.exercise, passed=passed,
-                           checks=counted, aside=aside, lesson=self.lesson, left=left,
-                           seconds=f"{self.seconds:g}")
+        return _("exercise %(id)s not passed: %(passed)s of %(checks)s checks%(aside)s; "
+                 "first broken lesson %(lesson)s%(left)s (%(seconds)s s)", id=self.exercise,
+                 passed=passed, checks=counted, aside=aside, lesson=self.broken_lesson,
+                 left=left, seconds=f"{self.seconds:g}")
+
+    def summary(self) -> str:
+        """The round's verdict in one line, as the command line prints it."""
+        return "  => " + self.verdict_line()
+
+    # --- the record -----------------------------------------------------------------------
 
     def verdict_record(self) -> dict:
-        """The round's verdict as the last line of the room's report: the first failed
-        check's own lesson (the room names what its checks show, not a diagnosed cause)."""
-        failed = self.first_failed
-        return {"verdict": {"passed": self.passed, "lesson": failed.lesson if failed else None}}
+        """The round's verdict as the last line of a grading's report (its checks' records
+        came before it): what ``verdict_line`` says, and the round count."""
+        return {"verdict": {"passed": self.passed, "broken_lesson": self.broken_lesson,
+                            "rounds_total": 1, "rounds_passed": int(self.passed),
+                            "seconds": self.seconds,
+                            "todos": [[line, text] for line, text in self.todos]}}
 
-    def room_message(self, *, passed: bool, checks_expected: int) -> str:
-        """The verdict as the room says it in one line: ``passed`` as the room believed it
-        (the grader said so, and every one of the exercise's ``checks_expected`` checks
-        came, and passed)."""
-        count = sum(r.passed for r in self.results)
-        if passed:
-            return _("exercise %(id)s passed: %(passed)s of %(checks)s checks",
-                     id=self.exercise, passed=count, checks=len(self.results))
-        failed = self.first_failed
-        if failed is None:
-            return _("exercise %(id)s not passed: only %(reported)s of its %(checks)s "
-                     "checks reported", id=self.exercise, reported=len(self.results),
-                     checks=checks_expected)
-        return _("exercise %(id)s not passed: %(passed)s of %(checks)s checks; first "
-                 "broken lesson %(lesson)s: %(title)s", id=self.exercise, passed=count,
-                 checks=len(self.results), lesson=failed.lesson,
-                 title=failed.lesson_title or "")
+    @classmethod
+    def from_records(cls, exercise: str, checks: list[CheckResult], verdict: object, *,
+                     max_text: int) -> Grade | None:
+        """The round a grading reported: its checks (each read back by
+        ``CheckResult.from_record``) and its verdict's record (the object inside
+        ``{"verdict": ...}``, untrusted). None when the verdict is not one, or says other
+        than its checks do."""
+        if not isinstance(verdict, dict) or set(verdict) != set(VERDICT_FIELDS):
+            return None
+        passed, lesson, todos = verdict["passed"], verdict["broken_lesson"], verdict["todos"]
+        if not isinstance(passed, bool) or not (lesson is None or is_lesson(lesson)) \
+                or not _is_seconds(verdict["seconds"]) or verdict["rounds_total"] != 1 \
+                or verdict["rounds_passed"] != int(passed) \
+                or not isinstance(todos, list) or len(todos) > _MOST_TODOS:
+            return None
+        kept_todos = []
+        for todo in todos:
+            if not (isinstance(todo, list) and len(todo) == 2 and isinstance(todo[0], int)
+                    and not isinstance(todo[0], bool) and isinstance(todo[1], str)):
+                return None
+            kept_todos.append((todo[0], todo[1][:max_text]))
+        graded = cls(exercise, "", list(checks), float(verdict["seconds"]), kept_todos)
+        if graded.passed != passed or graded.broken_lesson != lesson:
+            return None  # a verdict must agree with the checks it sums up
+        return graded
+
+    def incomplete_line(self, checks_expected: int) -> str:
+        """What the room says of a grading whose checks did not all come: not passed."""
+        return _("exercise %(id)s not passed: only %(reported)s of its %(checks)s checks "
+                 "reported", id=self.exercise, reported=len(self.results),
+                 checks=checks_expected)
+
+
+def read_checks(records: list, *, max_text: int) -> list[CheckResult]:
+    """Every well-formed check record of ``records`` read back; the rest left out."""
+    read = (CheckResult.from_record(record, max_text=max_text) for record in records)
+    return [check for check in read if check is not None]
 
 
 @dataclass(frozen=True)
@@ -250,9 +330,9 @@ class Rounds:
         return self.passed_count == self.total
 
     @property
-    def lesson(self) -> str | None:
+    def broken_lesson(self) -> str | None:
         """The first broken lesson of the first round that failed (None when all passed)."""
-        return next((g.lesson for g in self.grades if not g.passed), None)
+        return next((g.broken_lesson for g in self.grades if not g.passed), None)
 
     def by_check(self) -> list[CheckOverRounds]:
         """Each check of the first round, with that check in every round that ran it."""
@@ -278,13 +358,13 @@ class Rounds:
         return "  => " + _("exercise %(id)s not passed: %(passed)s of %(rounds)s rounds "
                            "passed, and every round must; first broken lesson %(lesson)s",
                            id=self.exercise, passed=self.passed_count, rounds=self.total,
-                           lesson=self.lesson)
+                           lesson=self.broken_lesson)
 
     # --- records ------------------------------------------------------------------------------
 
     def verdict(self) -> dict:
         return {"passed": self.passed, "rounds_total": self.total,
-                "rounds_passed": self.passed_count, "lesson": self.lesson}
+                "rounds_passed": self.passed_count, "broken_lesson": self.broken_lesson}
 
     def as_json(self) -> dict:
         """``exercise check --json``: the verdict over the rounds, and every round."""
@@ -312,7 +392,8 @@ class Rounds:
                            f"hint: {shown.hint}")
             tests.append({"name": name, "score": 1 if passed else 0, "max_score": 1,
                           "status": "passed" if passed else "failed", "output": output})
-        said = "passed" if self.passed else f"not passed; first broken lesson {self.lesson}"
+        said = "passed" if self.passed else \
+            f"not passed; first broken lesson {self.broken_lesson}"
         return {"score": sum(t["score"] for t in tests),
                 "max_score": sum(t["max_score"] for t in tests),
                 "tests": tests, "visibility": "visible",
@@ -323,7 +404,7 @@ class Rounds:
         """What ``exercise check --report`` posts to the room board: a check counts as
         passed only if it passed in every round."""
         return {"name": name, "exercise": self.exercise, "passed": self.passed,
-                "lesson": self.lesson, "rounds_total": self.total,
+                "broken_lesson": self.broken_lesson, "rounds_total": self.total,
                 "rounds_passed": self.passed_count,
                 "checks": [{"lesson": check.first.lesson, "action": check.first.action,
                             "passed": check.passed_every_round, "applies": check.applies}

@@ -6,25 +6,24 @@ code, the names, the sources, the submissions and the board survive a restart),
 the queue (N gradings at once, in the order students asked), the room's MariaDB (started
 with the first grading of an exercise graded on it, stopped with the room) and the results a
 student reports from their own machine, which are shown apart and never count as
-passed. ``lockshop.room.api.blueprint(room)`` is its HTTP face.
+passed. ``lockshop.room.api`` is its HTTP face (``serve(app, room)``), ``lockshop.room.page``
+the page a student opens.
 """
 
 from __future__ import annotations
 
-import re
 from functools import partial
 from pathlib import Path
 
-from lockshop.exercises import EXERCISES
+from lockshop.front_door import Refused
 from lockshop.room.codes import CODE_ALPHABET, code_matches, is_code, new_code
 from lockshop.room.grading_databases import GradingDatabases
 from lockshop.room.names import normalised_name
-from lockshop.room.queue import Grade, GradingQueue, worker_count
-from lockshop.room.refusal import Refused
-from lockshop.room.store import MAX_SOURCE_BYTES, Store, Student
+from lockshop.room.queue import GradingFunction, GradingQueue, worker_count
+from lockshop.room.self_reported import checked_self_reported
+from lockshop.room.store import Store, Student
+from lockshop.room.submitted import checked_source, known_exercise
 from shop.i18n import gettext, lazy_gettext
-
-_LESSON = re.compile(r"^C\d{2}$")
 
 
 class Room:
@@ -37,7 +36,7 @@ class Room:
 
     @classmethod
     def open(cls, folder: Path, *, code: str | None = None, workers: int | None = None,
-             grade: Grade | None = None) -> Room:
+             grade: GradingFunction | None = None) -> Room:
         """The room kept in ``folder`` (made if new), its queue running. ``code`` reuses a
         room code (else the kept one, else a new one); ``workers`` is how many gradings
         run at once (default: the cores, plus one); ``grade`` grades one submission (default:
@@ -92,22 +91,14 @@ class Room:
         exercise_id = known_exercise(exercise)
         return self.queue.submit(student, exercise_id, checked_source(source), tag)
 
-    def record_self_reported(self, body: dict) -> dict:
+    def record_self_reported(self, body: object) -> dict:
         """Keep a result a student's own machine graded (``exercise check --report``): shown
         apart on the board, never counted as passed by the room. The room code is
-        checked by the caller (the control's X-Room-Code). ``Refused`` (400, 422) keeps
-        nothing."""
-        if not isinstance(body, dict):
-            raise Refused(400, lazy_gettext("send a JSON object"))
-        name = normalised_name(body.get("name"))
-        exercise = known_exercise(body.get("exercise"))
-        passed, lesson = body.get("passed"), body.get("lesson")
-        if not isinstance(passed, bool):
-            raise Refused(400, lazy_gettext("'passed' must be true or false"))
-        if lesson is not None and (not isinstance(lesson, str) or not _LESSON.match(lesson)):
-            raise Refused(400, lazy_gettext("'lesson' must be a lesson's id (C11) or null"))
-        return self.store.record_self_reported(name, exercise, passed, None if passed
-                                               else lesson)
+        checked by the caller (the control's X-Room-Code); the rest here, by the one rule
+        (``self_reported``). ``Refused`` (400, 422) keeps nothing."""
+        result = checked_self_reported(body)
+        return self.store.record_self_reported(result.name, result.exercise, result.passed,
+                                               result.broken_lesson)
 
     def admits(self, code: object) -> bool:
         """Whether ``code`` is this room's code (for the control's X-Room-Code)."""
@@ -115,26 +106,6 @@ class Room:
 
     def board(self) -> dict:
         return self.store.board()
-
-
-def known_exercise(exercise: object) -> str:
-    if not isinstance(exercise, str) or exercise not in EXERCISES:
-        raise Refused(422, lazy_gettext("'exercise' must be one of %(ids)s",
-                                        ids=", ".join(EXERCISES)))
-    return exercise
-
-
-def checked_source(source: object) -> str:
-    if not isinstance(source, str):
-        raise Refused(400, lazy_gettext("'source' must be text"))
-    try:
-        size = len(source.encode("utf-8"))
-    except UnicodeEncodeError:  # a lone surrogate ("\ud800"): JSON allows it, text does not
-        raise Refused(400, lazy_gettext("'source' must be text")) from None
-    if size > MAX_SOURCE_BYTES:
-        raise Refused(413, lazy_gettext("a source is at most %(kb)s KB",
-                                        kb=MAX_SOURCE_BYTES // 1024))
-    return source
 
 
 def grade_in_sandbox(exercise_id: str, source: str, language: str, *, on_check,
@@ -147,4 +118,4 @@ def grade_in_sandbox(exercise_id: str, source: str, language: str, *, on_check,
     return sandboxed(exercise_id, source, language, on_check=on_check, databases=databases)
 
 
-__all__ = ["Refused", "Room"]
+__all__ = ["Refused", "Room", "checked_source", "known_exercise"]

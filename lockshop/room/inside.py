@@ -5,14 +5,18 @@ the room made for it, on the room's MariaDB, for an exercise graded on one).
 It grades the file with the same grader as ``lockshop exercise check`` (its own Redis or
 ZooKeeper, its holder processes and, for the sale, three shop instances: all inside the
 sandbox's network namespace, where nothing else is) and reports one JSON line per check
-as the check completes, its texts already in the student's language
-(``CheckResult.record``, in ``lockshop.exercises.results``, which reads it back too)::
+as the check completes, its texts already in the student's language: the check's whole
+record (``CheckResult.record``, in ``lockshop.exercises.results``, which reads it back
+too), whether it applies, its diagnosis and cause included::
 
-    {"lesson": "C11", "passed": false, "action": ..., "expected": ..., "observed": ...,
-     "hint": ..., "lesson_title": ...}
+    {"lesson": "C11", "passed": false, "applies": true, "action": ..., "expected": ...,
+     "observed": ..., "seconds": 0.4, "hint": ..., "lesson_title": ..., "articles": [...],
+     "todo": null, "cause": "C12", "diagnosis": ..., "cause_title": ..., ...}
 
-then ``{"verdict": {"passed": ..., "lesson": ...}}`` (the first broken lesson, or null);
-or, when the file gives no lock class, ``{"error": "load", "message": ...}``.
+then the verdict, ``{"verdict": {"passed": ..., "broken_lesson": ..., "rounds_total": 1,
+...}}`` (``Grade.verdict_record``: the first broken lesson as the command line names it,
+the diagnosed cause first); or, when the file gives no lock class,
+``{"load_error": MESSAGE}``.
 
 The lines go to the pipe the sandbox hands over in ``$LOCKSHOP_REPORT_FD`` (stdout when
 run by hand), not to stdout: what the student's code prints goes to stdout and stderr,
@@ -70,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
                               database_url=(args.database_file.read_text(encoding="utf-8")
                                             if args.database_file else None))
     except LockClassError as error:
-        send({"error": "load", "message": str(error)})
+        send({"load_error": str(error)})
         return 2
     send(graded.verdict_record())
     return 0 if graded.passed else 1

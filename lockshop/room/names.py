@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import unicodedata
 
-from lockshop.room.refusal import Refused
+from lockshop.front_door import Refused
 from shop.i18n import lazy_gettext
 
 #: Long enough for any name a room uses; short enough that thirty of the longest, in

@@ -30,22 +30,21 @@ SHOP_SCRIPTS = Path(shop.__file__).resolve().parent / "web" / "static"
 PREFIX = "/room"
 
 
-def blueprint() -> Blueprint:
-    """The page and its static files, at ``/room/`` (a new blueprint each call: one per app)."""
-    page = Blueprint("room_page", __name__, url_prefix=PREFIX, template_folder="templates",
-                     static_folder="static", static_url_path="/static")
+page = Blueprint("room_page", __name__, url_prefix=PREFIX, template_folder="templates",
+                 static_folder="static", static_url_path="/static")
 
-    @page.get("/")
-    def room():
-        """The student's page: join with the room code, then write and check."""
-        return render_template("room/page.html", api=url_for("room_page.room") + "api")
 
-    @page.get("/i18n.js")
-    def i18n_script():
-        return send_from_directory(SHOP_SCRIPTS, "i18n.js", mimetype="text/javascript")
+@page.get("/")
+def room():
+    """The student's page: join with the room code, then write and check."""
+    return render_template("room/page.html", api=url_for("room_page.room") + "api")
 
-    @page.get("/dom.js")
-    def dom_script():
-        return send_from_directory(SHOP_SCRIPTS, "dom.js", mimetype="text/javascript")
 
-    return page
+@page.get("/i18n.js")
+def i18n_script():
+    return send_from_directory(SHOP_SCRIPTS, "i18n.js", mimetype="text/javascript")
+
+
+@page.get("/dom.js")
+def dom_script():
+    return send_from_directory(SHOP_SCRIPTS, "dom.js", mimetype="text/javascript")

@@ -42,7 +42,7 @@ class Outcome(Protocol):
 
 #: ``grade(exercise_id, source, language, on_check=...)``: runs one grading, calls
 #: ``on_check`` with each check's dict as it completes, returns an ``Outcome``.
-Grade = Callable[..., Outcome]
+GradingFunction = Callable[..., Outcome]
 
 
 def worker_count(asked: int | None) -> int:
@@ -70,7 +70,7 @@ def said_in(message: str) -> Callable[[str], str]:
 class GradingQueue:
     """Workers that take the store's waiting submissions, one grading each at a time."""
 
-    def __init__(self, store: Store, grade: Grade, workers: int | None = None) -> None:
+    def __init__(self, store: Store, grade: GradingFunction, workers: int | None = None) -> None:
         self.store, self._grade = store, grade
         self.workers = worker_count(workers)
         self._wake = threading.Condition()

@@ -4,8 +4,11 @@ The source is written into a fresh folder of its own (closed to everyone but roo
 its one file is bound into the sandbox, read-only), ``lockshop.room.inside`` grades it
 there, and its report lines are read as untrusted text: each line capped, parsed as
 JSON only (never evaluated), and kept only when it is a well-formed check, verdict or
-load error. The outcome's message is one line in the student's language: the verdict,
-the limit that stopped the grading, or why the code did not load.
+load error, read back by the grade's own record (``lockshop.exercises.results``): the
+room has what the command line has (whether a check applies, its diagnosis and cause,
+the first broken lesson) and says the verdict in the command line's own line. The
+outcome's message is one line in the student's language: the verdict, the limit that
+stopped the grading, or why the code did not load.
 
 What the sandbox guarantees is containment, not an honest verdict: the student's lock runs
 in the grader's own process, so code written to rewrite the grader there could report a
@@ -28,7 +31,7 @@ from pathlib import Path
 
 from lockshop.cluster.processes import StartError
 from lockshop.exercises import registry
-from lockshop.exercises.results import CheckResult, Grade, is_lesson
+from lockshop.exercises.results import CheckResult, Grade
 from lockshop.room import sandbox
 from lockshop.room.grading_databases import BACKENDS, INSIDE_SOCKET_FOLDER, GradingDatabases
 from lockshop.room.sandbox import Limits
@@ -79,7 +82,8 @@ def grade_in_sandbox(exercise_id: str, source: str, language: str, *,
         if len(source.encode("utf-8", "replace")) > MAX_SOURCE_BYTES:
             return GradingOutcome(None, message=_(
                 "not graded: your code is over %(size)s", size=sandbox.size(MAX_SOURCE_BYTES)))
-        report = _Report(on_check, [check.lesson for check in exercise.checks()])
+        report = _Report(on_check, [check.lesson for check in exercise.checks()],
+                         exercise.id)
         mounts: list[tuple[Path | str, str]] = []
         command = [sys.executable, "-m", "lockshop.room.inside", exercise.id,
                    f"{SUBMISSION}/{exercise.file}", "--lang", language]
@@ -142,16 +146,20 @@ def _run(exercise: registry.Exercise, source: str, command: list[str],
 class _Report:
     """The lines ``inside`` sent, believed only as far as they are well formed."""
 
-    def __init__(self, on_check: Callable[[dict], None], lessons: list[str]) -> None:
+    def __init__(self, on_check: Callable[[dict], None], lessons: list[str],
+                 exercise: str) -> None:
         self.on_check = on_check
         #: The exercise's checks' lessons, in the order the grader runs them.
         self.lessons = lessons
+        self.exercise = exercise
         self.results: list[CheckResult] = []
-        self.verdict: dict | None = None
+        #: The round as its verdict summed it up (None until a verdict agreeing with the
+        #: checks before it came).
+        self.graded: Grade | None = None
         self.load_error: str | None = None
 
     def line(self, raw: bytes) -> None:
-        if self.verdict is not None or self.load_error is not None:
+        if self.graded is not None or self.load_error is not None:
             return  # nothing counts after the last word
         try:
             record = json.loads(raw.decode("utf-8"))
@@ -165,12 +173,11 @@ class _Report:
                 return  # not the check the grader runs next
             self.results.append(check)
             self.on_check(check.record())
-        elif isinstance(verdict := record.get("verdict"), dict) and len(record) == 1:
-            passed, lesson = verdict.get("passed"), verdict.get("lesson")
-            if isinstance(passed, bool) and (lesson is None or is_lesson(lesson)):
-                self.verdict = {"passed": passed, "lesson": lesson}
-        elif record.get("error") == "load" and isinstance(record.get("message"), str):
-            self.load_error = _one_line(record["message"])
+        elif set(record) == {"verdict"}:
+            self.graded = Grade.from_records(self.exercise, self.results, record["verdict"],
+                                             max_text=MAX_FIELD)
+        elif set(record) == {"load_error"} and isinstance(record["load_error"], str):
+            self.load_error = _one_line(record["load_error"])
 
     @property
     def checks(self) -> list[dict]:
@@ -183,17 +190,19 @@ class _Report:
         if self.load_error is not None:
             return GradingOutcome(None, self.checks, _one_line(
                 _("your code did not load: %(error)s", error=self.load_error)))
-        if self.verdict is None or not self.results:
+        graded = self.graded
+        if graded is None or not self.results:
             said = [line for line in ran.output_tail.splitlines() if line.strip()]
             return GradingOutcome(None, self.checks, _one_line(_(
                 "the grading stopped before its verdict (exit status %(status)s): %(said)s",
                 status=ran.returncode, said=said[-1][:300] if said else _("nothing said"))))
-        graded = Grade(exercise, "", self.results)
-        # A verdict must agree with the checks it sums up, every one of them there.
-        passed = self.verdict["passed"] and graded.passed and \
-            len(self.results) == len(self.lessons)
-        return GradingOutcome(passed, self.checks, _one_line(
-            graded.room_message(passed=passed, checks_expected=len(self.lessons))))
+        # A pass needs every one of the exercise's checks, each in its place.
+        complete = len(self.results) == len(self.lessons)
+        if not complete and graded.first_failed is None:
+            return GradingOutcome(False, self.checks,
+                                  _one_line(graded.incomplete_line(len(self.lessons))))
+        return GradingOutcome(graded.passed and complete, self.checks,
+                              _one_line(graded.verdict_line()))
 
 
 def _one_line(text: str) -> str:

@@ -32,9 +32,9 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from lockshop.exercises.results import RECORD_FIELDS
+from lockshop.exercises.results import Grade, read_checks
 from lockshop.room.names import name_key
-from lockshop.room.refusal import Refused
+from lockshop.front_door import Refused
 from shop.i18n import lazy_gettext
 
 FILE_NAME = "room.sqlite3"
@@ -92,7 +92,7 @@ CREATE TABLE IF NOT EXISTS results (
     exercise TEXT NOT NULL,
     source TEXT NOT NULL CHECK (source IN ('room', 'self-reported')),
     passed INTEGER NOT NULL,
-    lesson TEXT,                       -- the first broken lesson, NULL when passed
+    broken_lesson TEXT,                -- the first broken lesson, NULL when passed
     at INTEGER NOT NULL,
     PRIMARY KEY (key, exercise, source)
 );
@@ -140,6 +140,7 @@ class Store:
         with self._writing() as db:
             for statement in _statements(SCHEMA):
                 db.execute(statement)
+            _rename_the_lesson_column(db)
 
     @contextmanager
     def _writing(self) -> Iterator[sqlite3.Connection]:
@@ -303,11 +304,13 @@ class Store:
 
     def add_check(self, submission_id: str, check: dict) -> None:
         """One more completed check, at the end of the submission's list."""
-        kept = small_check(check)
+        kept = kept_checks([check])
+        if not kept:
+            return  # not a check: nothing to show
         with self._writing() as db:
             db.execute("UPDATE submissions SET checks = json_insert(checks, '$[#]', json(?)) "
                        "WHERE id = ? AND json_array_length(checks) < ?",
-                       (json.dumps(kept, ensure_ascii=False), submission_id, MAX_CHECKS))
+                       (json.dumps(kept[0], ensure_ascii=False), submission_id, MAX_CHECKS))
 
     def finish(self, submission_id: str, passed: bool | None, message: str,
                checks: list[dict] | None = None) -> None:
@@ -322,15 +325,14 @@ class Store:
                 return  # removed with its student while it ran
             student, exercise, stored, key, name = row
             if checks is not None:
-                stored = json.dumps([small_check(c) for c in checks[:MAX_CHECKS]],
-                                    ensure_ascii=False)
+                stored = json.dumps(kept_checks(checks), ensure_ascii=False)
             state = FAILED if passed is None else DONE
             db.execute("UPDATE submissions SET state = ?, passed = ?, message = ?, checks = ? "
                        "WHERE id = ?", (state, passed, message[:MAX_CHECK_FIELD], stored,
                                         submission_id))
             if passed is not None:
-                lesson = None if passed else first_broken_lesson(json.loads(stored))
-                _keep_result(db, key, name, exercise, ROOM, passed, lesson)
+                broken = None if passed else first_broken_lesson(json.loads(stored))
+                _keep_result(db, key, name, exercise, ROOM, passed, broken)
             # Keep the latest few finished per student: each holds up to 64 KB of source.
             db.execute("DELETE FROM submissions WHERE student = ? AND state IN ('done', "
                        "'failed') AND arrival NOT IN (SELECT arrival FROM submissions "
@@ -377,10 +379,10 @@ class Store:
     # --- results ------------------------------------------------------------------------
 
     def record_self_reported(self, name: str, exercise: str, passed: bool,
-                             lesson: str | None) -> dict:
+                             broken_lesson: str | None) -> dict:
         with self._writing() as db:
             return _keep_result(db, name_key(name), name, exercise, SELF_REPORTED, passed,
-                                lesson)
+                                broken_lesson)
 
     def board(self) -> dict:
         """Every name (joined first, in the order they joined, then those only reported
@@ -388,42 +390,46 @@ class Store:
         with self._reading() as db:
             joined = [row[0] for row in db.execute("SELECT name FROM students ORDER BY id")]
             results = [{"name": row["name"], "exercise": row["exercise"],
-                        "passed": bool(row["passed"]), "lesson": row["lesson"],
+                        "passed": bool(row["passed"]), "broken_lesson": row["broken_lesson"],
                         "source": row["source"], "at": row["at"]}
-                       for row in db.execute("SELECT name, exercise, passed, lesson, source, "
-                                             "at FROM results ORDER BY at, rowid")]
+                       for row in db.execute("SELECT name, exercise, passed, broken_lesson, "
+                                             "source, at FROM results ORDER BY at, rowid")]
         students = list(dict.fromkeys([*joined, *(r["name"] for r in results)]))
         return {"students": students, "results": results}
 
 
 def _keep_result(db: sqlite3.Connection, key: str, name: str, exercise: str, source: str,
-                 passed: bool, lesson: str | None) -> dict:
+                 passed: bool, broken_lesson: str | None) -> dict:
     at = int(time.time())
-    db.execute("INSERT INTO results (key, name, exercise, source, passed, lesson, at) "
+    db.execute("INSERT INTO results (key, name, exercise, source, passed, broken_lesson, at) "
                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key, exercise, source) DO UPDATE "
-               "SET name = excluded.name, passed = excluded.passed, lesson = excluded.lesson, "
-               "at = excluded.at", (key, name, exercise, source, passed, lesson, at))
-    return {"name": name, "exercise": exercise, "passed": passed, "lesson": lesson,
-            "source": source, "at": at}
+               "SET name = excluded.name, passed = excluded.passed, "
+               "broken_lesson = excluded.broken_lesson, at = excluded.at",
+               (key, name, exercise, source, passed, broken_lesson, at))
+    return {"name": name, "exercise": exercise, "passed": passed,
+            "broken_lesson": broken_lesson, "source": source, "at": at}
 
 
-def small_check(check: dict) -> dict:
-    """A check as the room keeps it: its known fields, each text cut to a readable length."""
-    kept = {}
-    for field in RECORD_FIELDS:
-        value = check.get(field)
-        if isinstance(value, str):
-            value = value[:MAX_CHECK_FIELD]
-        elif field == "passed":
-            value = bool(value)
-        elif value is not None:
-            value = str(value)[:MAX_CHECK_FIELD]
-        kept[field] = value
-    return kept
+def _rename_the_lesson_column(db: sqlite3.Connection) -> None:
+    """A room kept before the board's column was named for what it holds (``lesson``, the
+    first broken lesson) keeps its board under the new name."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(results)")}
+    if "lesson" in columns:
+        db.execute("ALTER TABLE results RENAME COLUMN lesson TO broken_lesson")
 
 
-def first_broken_lesson(checks: list[dict]) -> str | None:
-    return next((c.get("lesson") for c in checks if not c.get("passed")), None)
+def kept_checks(checks: list) -> list[dict]:
+    """Checks as the room keeps them: each read back as a grade's record (the rest left
+    out), its texts cut to a readable length, at most ``MAX_CHECKS``."""
+    return [check.record() for check in read_checks(checks[:MAX_CHECKS],
+                                                     max_text=MAX_CHECK_FIELD)]
+
+
+def first_broken_lesson(checks: list) -> str | None:
+    """The first broken lesson of the kept checks, as the command line names it: the first
+    failed check's diagnosed cause, else its own lesson (a check that does not apply is
+    neither passed nor failed)."""
+    return Grade("", "", read_checks(checks, max_text=MAX_CHECK_FIELD)).broken_lesson
 
 
 def _statements(script: str) -> list[str]:

@@ -17,7 +17,7 @@ another port. Every refusal is ``{"error": ..., "message": ...}`` with its statu
     hold_timeline.py  /control/holds: who held which lock when, and the overlaps
     room.py           /control/exercises, /control/room
     handbook.py       /handbook/
-    limits.py         every request body capped at the door
+    limits.py         the largest body each path takes (capped at lockshop's front door)
 """
 
 from __future__ import annotations
@@ -40,9 +40,9 @@ BLUEPRINTS = [cluster, labs, sales, hold_timeline, room, handbook]
 
 def control_app(control: Control) -> Flask:
     """The control's Flask app, answering for ``control``, and the room's page and API."""
-    the_room = [room_api.blueprint(control.room, admin_token=control.config.admin_token),
-                room_page.blueprint()]
-    return web.control_app(control, [*BLUEPRINTS, *the_room])
+    app = web.control_app(control, [*BLUEPRINTS, room_page.page])
+    room_api.serve(app, control.room, admin_token=control.config.admin_token)
+    return app
 
 
 __all__ = ["BLUEPRINTS", "Control", "control_app"]

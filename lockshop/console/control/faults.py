@@ -13,7 +13,7 @@ from lockshop.cluster.launcher import Cluster
 from lockshop.cluster.network import Link, NetworkError
 from lockshop.cluster.processes import ServerProcess
 from lockshop.cluster.zookeeper_sessions import end_session
-from lockshop.console.refusal import Refused
+from lockshop.front_door import Refused
 from shop.config import Config
 from shop.i18n import lazy_gettext
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from flask import Blueprint, send_from_directory
 
 from lockshop.console.control.web import the_control
-from lockshop.console.refusal import Refused
+from lockshop.front_door import Refused
 from shop.i18n import lazy_gettext
 
 handbook = Blueprint("handbook", __name__, url_prefix="/handbook")

@@ -14,7 +14,7 @@ import math
 from flask import Blueprint, Response, request
 
 from lockshop.console.control.web import the_control
-from lockshop.console.refusal import Refused
+from lockshop.front_door import Refused
 from shop.i18n import lazy_gettext
 
 hold_timeline = Blueprint("hold_timeline", __name__, url_prefix="/control/holds")

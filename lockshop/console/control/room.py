@@ -10,7 +10,10 @@ on the same app.
                                               what students reported
 
 Open to the room: a result needs the room code, checked here, not the admin token (a
-student has none). Freeing or removing a name is the room API's, with the token.
+student has none). Its body is capped at the door (``limits``: the room's
+``self_reported.MAX_BYTES``) and checked by the room's one rule
+(``lockshop.room.self_reported``). Freeing or removing a name is the room API's, with
+the token.
 """
 
 from __future__ import annotations
@@ -18,9 +21,8 @@ from __future__ import annotations
 from flask import Blueprint, jsonify, request
 
 from lockshop.console.control.web import the_control
-from lockshop.console.refusal import Refused
-from lockshop.console.self_reported import MAX_BYTES, checked_result
 from lockshop.exercises import listing as listing_of_exercises
+from lockshop.front_door import Refused, json_object
 from shop.i18n import lazy_gettext
 
 room = Blueprint("room", __name__, url_prefix="/control")
@@ -33,15 +35,11 @@ def exercises():
 
 @room.post("/room/results")
 def self_reported_result():
-    if (request.content_length or 0) > MAX_BYTES:
-        raise Refused(400, lazy_gettext("a result is at most %(bytes)s bytes", bytes=MAX_BYTES))
     the_room = the_control().room
     if not the_room.admits(request.headers.get("X-Room-Code")):
         raise Refused(401, lazy_gettext("this needs the room code (X-Room-Code: <code>), as "
                                         "'lockshop up' printed it"))
-    ids = [exercise["id"] for exercise in listing_of_exercises()]
-    result = checked_result(request.get_data(cache=False), ids)
-    return jsonify(the_room.record_self_reported(result)), 201
+    return jsonify(the_room.record_self_reported(json_object())), 201
 
 
 @room.get("/room")

@@ -11,7 +11,7 @@ from flask import Blueprint, jsonify
 from lockshop.cluster.client import ShopClient, ShopClientError
 from lockshop.console.control.web import acting_needs_the_token, json_object, the_control
 from lockshop.console.live_sales import SaleRequest
-from lockshop.console.refusal import Refused
+from lockshop.front_door import Refused
 from shop.i18n import lazy_gettext
 
 sales = acting_needs_the_token(Blueprint("sales", __name__, url_prefix="/control/sales"))

@@ -352,7 +352,8 @@ async function refreshRoom() {
   const latest = new Map(board.results.map(r => [`${r.name}\u0000${r.exercise}\u0000${r.source}`, r]));
   const said = result => {
     const when = new Date(result.at * 1000).toLocaleTimeString();
-    return result.passed ? _("passed %(when)s", {when}) : `${result.lesson || _("failed")} ${when}`;
+    // The first broken lesson, as the command line names it (the diagnosed cause first).
+    return result.passed ? _("passed %(when)s", {when}) : `${result.broken_lesson || _("failed")} ${when}`;
   };
   const cell = (name, exercise) => {
     const graded = latest.get(`${name}\u0000${exercise.id}\u0000room`);

@@ -318,28 +318,43 @@ function drawSubmission(submission) {
   }
 }
 
+// A check as the command line prints it (CheckResult.lines in lockshop/exercises/results.py),
+// mark for mark: ✓, ✗, or – for a check whose lesson does not apply to this lock (neither
+// passed nor failed); the lesson and the action; what was expected and observed; for a –,
+// why it does not apply; for a ✗, the diagnosis when the grader found the cause, the lesson
+// to study (the cause first) and the hint.
 function drawCheck(check) {
-  const passed = check.passed === true;
+  const applies = check.applies !== false;
+  const passed = applies && check.passed === true;
+  const failed = applies && !passed;
+  const mark = !applies ? "–" : passed ? "✓" : "✗";
+  const state = !applies ? "not-applicable" : passed ? "passed" : "failed";
+  const said = {"not-applicable": _("does not apply"), passed: _("passed"), failed: _("failed")}[state];
   const line = (label, value) => (value === undefined || value === null || value === "") ? null
     : element("div", {class: "line"}, element("span", {class: "label"}, label), " ", String(value));
-  return element("li", {class: passed ? "check passed" : "check failed", "data-lesson": check.lesson || ""},
+  const seconds = typeof check.seconds === "number" ? `  (${check.seconds} s)` : "";
+  return element("li", {class: `check ${state}`, "data-lesson": check.lesson || "",
+                        "data-mark": mark, "data-cause": check.cause || ""},
     element("div", {class: "head"},
-      element("span", {class: "mark", "aria-label": passed ? _("passed") : _("failed")}, passed ? "✓" : "✗"),
+      element("span", {class: "mark", "aria-label": said}, mark),
       " ", element("span", {class: "lesson"}, String(check.lesson || "")),
       " ", element("span", {class: "action"}, String(check.action || ""))),
     line(_("expected"), check.expected),
-    line(_("observed"), check.observed),
-    passed ? null : line(_("lesson"), lessonOf(check)),
-    passed || !check.todo || String(check.observed || "").includes(check.todo) ? null
-      : line(_("TODO"), check.todo),
-    passed ? null : line(_("hint"), check.hint));
+    line(_("observed"), check.observed === undefined ? undefined : `${check.observed}${seconds}`),
+    applies ? null : line(_("does not apply"), check.hint),
+    failed && check.cause ? line(_("why"), check.diagnosis) : null,
+    failed ? line(_("lesson"), lessonOf(check)) : null,
+    failed ? line(_("hint"), check.hint) : null);
 }
 
-// "C12 (A0, A2): what the lesson teaches", as much of it as the check says.
+// The lesson to study, "C12 (A0, A2): what the lesson teaches": the diagnosed cause when
+// there is one, else the check's own lesson, as the command line says it.
 function lessonOf(check) {
-  if (!check.lesson_title) return null;
-  const articles = (check.articles || []).length ? ` (${check.articles.join(", ")})` : "";
-  return `${check.lesson || ""}${articles}: ${check.lesson_title}`;
+  const lesson = check.cause || check.lesson || "";
+  const title = check.cause ? check.cause_title : check.lesson_title;
+  const articles = (check.cause ? check.cause_articles : check.articles) || [];
+  if (!title) return lesson || null;
+  return `${lesson}${articles.length ? ` (${articles.join(", ")})` : ""}: ${title}`;
 }
 
 // --- the board ---------------------------------------------------------------------------
@@ -375,9 +390,10 @@ function fillBoard(id, names, exercises, results, me) {
     ...exercises.map(e => {
       const result = cell.get(`${name}\u0000${e}`);
       if (!result) return element("td", {class: "none"}, "·");
+      // The first broken lesson, as the command line names it (the diagnosed cause first).
       return element("td", {class: result.passed ? "passed" : "failed",
-                            title: result.lesson ? String(result.lesson) : null},
-                     result.passed ? "✓" : `✗ ${result.lesson || ""}`.trim());
+                            title: result.broken_lesson ? String(result.broken_lesson) : null},
+                     result.passed ? "✓" : `✗ ${result.broken_lesson || ""}`.trim());
     }))));
 }
 
