@@ -63,7 +63,7 @@ from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import EventType
 
 from .errors import LockLost
-from .zk_client import Wakeup
+from .support.zk_client import Wakeup
 from .zk_queue import QueueFactory, QueueLockBase, sequence
 from .zk_session import OPERATION_TIMEOUT, ROOT
 

@@ -54,7 +54,7 @@ from kazoo.protocol.states import ZnodeStat
 
 from .base import DistributedLock
 from .registry import Backends, LockFactory, Strategy
-from .zk_client import UNREACHABLE, new_client, run_inline
+from .support.zk_client import UNREACHABLE, new_client, run_inline
 from .zk_orphans import Orphans
 
 log = logging.getLogger("locks.zookeeper")
@@ -114,7 +114,7 @@ class ZooKeeperLockBase(DistributedLock):
         requests in order, so anything we send next sees the node gone, and
         other clients see it as soon as the server has applied it, whether or
         not we have heard back. The request leaves at once, from this thread
-        (``zk_client``). The answer is checked as it is read, on kazoo's
+        (``support.zk_client``). The answer is checked as it is read, on kazoo's
         connection thread: if it is lost with the connection, the node is
         deleted on reconnection.
         """

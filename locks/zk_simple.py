@@ -23,7 +23,7 @@ from kazoo.exceptions import NodeExistsError, NoNodeError
 
 from .errors import LockLost
 from .registry import LockView
-from .zk_client import Wakeup
+from .support.zk_client import Wakeup
 from .zk_session import ROOT, ZooKeeperFactory, ZooKeeperLockBase
 
 SIMPLE_ROOT = f"{ROOT}/simple"

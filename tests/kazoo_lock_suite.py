@@ -6,7 +6,7 @@ kazoo's harness hands the tests:
 
 * its ZooKeeper: one server of ours on a free port (kazoo's harness would start a
   cluster of three on fixed ports from ``ZOOKEEPER_PATH``);
-* its client: ``locks.zk_client.LeanClient``, the client lockshop's locks use, so the
+* its client: ``locks.support.zk_client.LeanClient``, the client lockshop's locks use, so the
   harness's faults (``expire_session``, ``lose_connection``: a marker put on the
   client's request queue) reach the session a lock is waiting on;
 * ``client.Lock``, ``ReadLock`` and ``WriteLock``: a lockshop lock of the chosen
@@ -35,7 +35,7 @@ from kazoo.testing import harness
 
 import locks
 from locks import Backends, LockLost
-from locks.zk_client import LeanClient, PollingHandler
+from locks.support.zk_client import LeanClient, PollingHandler
 from locks.zk_rw import ZkReadLock
 from lockshop.cluster.zookeeper_servers import ZooKeeperServer
 

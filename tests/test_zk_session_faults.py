@@ -4,7 +4,7 @@ kazoo's own lock recipe does.
 The faults are made the way kazoo's test harness makes them (``kazoo.testing.harness``:
 ``expire_session``, ``lose_connection``): a marker put on the client's request queue,
 which kazoo's connection thread turns into the server's "session expired" or a dropped
-socket as it takes it. Our client (``locks.zk_client``) sends requests from the caller's
+socket as it takes it. Our client (``locks.support.zk_client``) sends requests from the caller's
 thread, so it must let those markers through to kazoo's queue; it once read them as
 requests and failed (``AttributeError``), and a waiter whose read was pending when the
 session ended failed with "not connected" where kazoo's waiter queues again.

@@ -13,7 +13,7 @@ harness of ``lockshop.bench.harness``:
 kazoo's ``Lock`` is used as its documentation shows: one object per process,
 acquired and released again and again (a new one per section would add a
 round trip to check its parent path). It runs twice: on a client as kazoo
-makes it, and on the client our locks use (``locks.zk_client``: the same
+makes it, and on the client our locks use (``locks.support.zk_client``: the same
 kazoo, sending from the caller's thread and waiting with ``poll``). The
 first is what a kazoo user gets; the second compares the recipes alone, on
 equal clients.
@@ -26,7 +26,7 @@ from pathlib import Path
 
 from kazoo.client import KazooClient
 
-from locks.zk_client import new_client
+from locks.support.zk_client import new_client
 from lockshop.bench.harness import (
     Endpoints,
     Figures,

@@ -34,8 +34,10 @@ per request, the median of three runs of 4,000): kazoo 261 µs, with 1 alone
 167 µs, with all four 118 µs.
 
 These lean on kazoo's private parts, so ``pyproject.toml`` holds kazoo to
-the versions they were written for, and ``tests/test_zk_client.py`` checks
-each of them.
+the versions they were written for, ``tests/test_zk_client.py`` checks
+each of them, and kazoo's own lock tests run on this client unchanged
+(``scripts/kazoo-lock-tests``): every request kazoo's client accepts goes
+through, its testing markers too.
 """
 
 from __future__ import annotations
