@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
+import time
 
 import pytest
 import requests
@@ -14,6 +16,9 @@ import requests
 from helpers import Steady, wait_for
 from lockshop.cluster.client import ShopClient
 from lockshop.workshop.labs.jobs import ORDERS, place_unpaid_orders, run_jobs
+from shop.jobs.scheduler import JobScheduler
+from shop.store.audit import take_audit
+from shop.store.models import utc_at
 
 pytestmark = pytest.mark.cluster
 
@@ -122,23 +127,70 @@ def test_a_job_whose_lock_is_lost_stops_before_it_writes(start_cluster, backends
     assert audit["totals"]["sold"] == ORDERS and audit["correct"]
 
 
+class HandMovedClock:
+    """A clock that moves only when the test moves it (``shop.jobs.clock.Clock``);
+    ``waiting`` counts the sleepers waiting for it to reach a time."""
+
+    def __init__(self, now: float) -> None:
+        self._now = now
+        self._moved = threading.Condition()
+        self.waiting = 0
+
+    def now(self) -> float:
+        with self._moved:
+            return self._now
+
+    def move_to(self, now: float) -> None:
+        with self._moved:
+            self._now = now
+            self._moved.notify_all()
+
+    def wait_until(self, moment: float, stop: threading.Event) -> None:
+        with self._moved:
+            self.waiting += 1
+            self._moved.wait_for(lambda: self._now >= moment or stop.is_set(), timeout=60)
+            self.waiting -= 1
+
+
+# ShedLock's "hold at least": the on-time instance's run is quick, done before the late
+# instance fires. Held no longer than the run (0), the guard is free when the late
+# instance asks, and the fire time runs twice; held for half the interval (-1, the
+# default), the late instance finds it held and skips. Both instances are on one clock
+# the test moves: the late one asks once the first run is recorded and its guard given
+# back or waiting out its minimum hold, however slowly the machine schedules either.
 @pytest.mark.parametrize(("at_least_ms", "duplicates"), [(0, True), (-1, False)])
 def test_holding_the_lock_at_least_keeps_a_late_clock_from_running_twice(
-        start_cluster, backends, tmp_path, at_least_ms, duplicates):
+        make_app, redis_server, tmp_path, at_least_ms, duplicates):
     url = f"sqlite:///{tmp_path / 'skew.db'}"
-    on_time = start_cluster(1, url, **backends)
-    start_cluster(1, url, clock_skew_ms=-300, **backends)  # fires 300 ms after the other
-    admin = ShopClient(on_time.urls[0])
-    place_unpaid_orders(on_time.urls, admin, "redis")
-    # A quick job (no delay): done and released long before the late instance fires.
-    # Every 2 s, so that the default hold (half the interval, 1 s) outlasts the skew
-    # by 700 ms: the late instance may be that slow to try under a loaded machine's
-    # scheduling and still find the guard held. At 1 s the margin was 200 ms, and
-    # CI once saw the late instance try after it.
-    jobs = run_jobs(admin, fire_times=2, delay_ms=0, interval_ms=2000,
-                    job_lock_at_least_ms=at_least_ms)["jobs"]
-    assert (jobs["duplicate_runs"] > 0) is duplicates, jobs
-    assert jobs["stock_restored_more_than_once"] == 0  # the late runs found nothing to do
+    on_time = make_app(url, instance="on-time", redis_url=redis_server.url)
+    late = make_app(url, instance="late", redis_url=redis_server.url, clock_skew_ms=-300)
+    state = on_time.extensions["lockshop"]
+    settings = state.change_settings(strategy="redis", unpaid_expiry_ms=0,
+                                     reminder_after_ms=100_000, job_interval_ms=2000,
+                                     job_lock_at_least_ms=at_least_ms)
+    for _ in range(ORDERS):
+        assert on_time.test_client().post("/api/orders", json={"product_id": 1}).status_code == 201
+    fire_s = float(int(time.time()) // 2 * 2)  # a fire time of the 2 s schedule
+    fire_time = utc_at(fire_s)
+    clock = HandMovedClock(fire_s)  # the on-time instance's clock reads its fire time
+    outcomes: dict[str, str] = {}
+
+    def fire(name: str, app) -> None:
+        scheduler = JobScheduler(app.extensions["lockshop"], clock)
+        outcomes[name] = scheduler.fire("expire_unpaid", fire_time, settings)
+
+    first = threading.Thread(target=fire, args=("on-time", on_time), daemon=True)
+    first.start()
+    wait_for(lambda: "on-time" in outcomes or clock.waiting,
+             message="the first run to be recorded, and its guard given back or held")
+    clock.move_to(fire_s + 0.3)  # the late instance's clock reads the fire time now
+    fire("late", late)
+    clock.move_to(fire_s + 2)  # the next fire time: every minimum hold is over
+    first.join(30)
+    assert outcomes == {"on-time": "done", "late": "done" if duplicates else "skipped"}
+    jobs = take_audit(state.sessions).jobs
+    assert (jobs.duplicate_runs > 0) is duplicates, jobs
+    assert jobs.stock_restored_more_than_once == 0  # the late run found nothing to do
 
 
 @pytest.mark.parametrize("strategy", ["table", "optimistic"])
