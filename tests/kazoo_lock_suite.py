@@ -138,8 +138,9 @@ class HarnessClient(LeanClient):
 def factory_on(client: HarnessClient, strategy: str):
     """The strategy's lock factory, sharing ``client`` (and so its session) instead of
     opening a client of its own. The factory never closes it: the harness does."""
+    hosts = ",".join(f"{host}:{port}" for host, port in client.hosts)
     with mock.patch("locks.zk_session.new_client", lambda *args, **kwargs: client):
-        factory = locks.open_factory(strategy, Backends(zk_hosts=",".join(f"{host}:{port}" for host, port in client.hosts)))
+        factory = locks.open_factory(strategy, Backends(zk_hosts=hosts))
     if client.state == KazooState.CONNECTED:
         factory._on_state_change(KazooState.CONNECTED)  # it connected before we listened
     return factory
