@@ -51,7 +51,7 @@ def run_jobs(admin: ShopClient, fire_times: int = 2, delay_ms: int = 200,
              interval_ms: int = INTERVAL_MS, until: Callable[[], bool] | None = None,
              **settings) -> dict:
     """Let the jobs fire ``fire_times`` times, every ``interval_ms`` (each expires and
-    reminds every order at once); the audit after.
+    reminds every order at once, unless ``settings`` say otherwise); the audit after.
 
     The jobs are switched on and off halfway between fire times: each instance
     notices a switch at its next tick, and a switch close to a fire time would
@@ -68,8 +68,8 @@ def run_jobs(admin: ShopClient, fire_times: int = 2, delay_ms: int = 200,
     if switch_on < now + 0.1:
         switch_on += interval
     time.sleep(switch_on - now)
-    admin.set_settings(business_delay_ms=delay_ms, unpaid_expiry_ms=0, reminder_after_ms=0,
-                       job_interval_ms=interval_ms, **settings)
+    admin.set_settings(**{"business_delay_ms": delay_ms, "unpaid_expiry_ms": 0,
+                          "reminder_after_ms": 0, "job_interval_ms": interval_ms, **settings})
     time.sleep(max(0.0, switch_on + fire_times * interval - time.time()))
     if until is None:
         admin.set_settings(job_interval_ms=0)
