@@ -50,8 +50,11 @@ longer than the session timeout) loses its node, and the next waiter holds
 the lock. ``ensure_held()`` before the commit catches it (``LockLost``), and
 the node's creation zxid, the fencing token, refuses a write that comes later
 still. A waiter that gives up (a timeout, an error) deletes its node: left
-behind, it would block everyone queued after it. When ZooKeeper cannot be
-reached, every step raises ``BackendUnavailable`` (``zk_session``).
+behind, it would block everyone queued after it. A waiter whose connection
+drops waits for it to come back; one whose session ends finds its node gone
+at its next look and queues again, on the new session (kazoo's recipe does
+the same). When ZooKeeper cannot be reached, every step raises
+``BackendUnavailable`` (``zk_session``).
 """
 
 from __future__ import annotations
@@ -60,7 +63,7 @@ from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import EventType
 
 from .errors import LockLost
-from .zk_client import Wakeup
+from .support.zk_client import Wakeup
 from .zk_queue import QueueFactory, QueueLockBase, sequence
 from .zk_session import OPERATION_TIMEOUT, ROOT
 
@@ -112,12 +115,17 @@ class ZkFairLock(QueueLockBase):
         elif self.ahead is None:
             # 2. C = getChildren(l) again, the second look: the node we watched went,
             # but it may have been a waiter giving up, with the holder still ahead.
-            children = self.factory.call(self.client.get_children_async, self.parent)
+            children = self.factory.read(self.client.get_children_async, self.parent)
         else:
             children = None  # handed over: nothing is ahead of us now, no need to look
         if children is not None:
             mine = self.node.rpartition("/")[2]
-            if mine not in children:  # our session expired while we waited: queue again
+            if mine not in children or self.session_id != self.factory.session_id():
+                # Our session ended while we waited: queue again, on the new one. Our old
+                # node goes with the old session; one the server still shows (it has not
+                # seen that session end yet) is deleted first, or it would block us.
+                if mine in children:
+                    self._leave_queue()
                 self.node = self.ahead = None
                 return False
             # 3. is n the lowest? 4. if not, p is the last of the nodes ahead of it
@@ -133,7 +141,7 @@ class ZkFairLock(QueueLockBase):
         # 5. if exists(p, true) wait for watch event
         woken = Wakeup()
         predecessor = f"{self.parent}/{self.ahead[-1]}"
-        if self.factory.call(self.client.exists_async, predecessor, watch=woken) is None:
+        if self.factory.read(self.client.exists_async, predecessor, watch=woken) is None:
             event = EventType.DELETED  # it went before we could watch it
         else:
             event = woken.wait(min(seconds, self.fallback_poll))

@@ -29,7 +29,7 @@ from typing import Protocol
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
-from .zk_client import UNREACHABLE
+from .support.zk_client import UNREACHABLE
 
 log = logging.getLogger("locks.zookeeper")
 

@@ -31,7 +31,7 @@ from kazoo.exceptions import NoNodeError
 
 from .owner import current_owner
 from .registry import LockView
-from .zk_client import UNREACHABLE
+from .support.zk_client import UNREACHABLE
 from .zk_session import ROOT, ZooKeeperFactory, ZooKeeperLockBase
 
 

@@ -25,6 +25,10 @@ What this module guarantees:
   be reached every lock step raises ``BackendUnavailable`` (the shop
   answers 503), and kazoo keeps reconnecting in the background, so the
   shop recovers on its own;
+* a waiter rides out a dropped connection or an ended session, as kazoo's
+  recipe does: its reads are sent again once kazoo has reconnected
+  (``read``), and on a new session, where its node is gone, it queues
+  again; it raises only when ZooKeeper stays out of reach;
 * a request meant for one session's node is never sent on its successor,
   where the same path may now be someone else's node;
 * ``ensure_held()`` (the shop calls it just before committing) asks the
@@ -50,7 +54,7 @@ from kazoo.protocol.states import ZnodeStat
 
 from .base import DistributedLock
 from .registry import Backends, LockFactory, Strategy
-from .zk_client import UNREACHABLE, new_client, run_inline
+from .support.zk_client import UNREACHABLE, new_client, run_inline
 from .zk_orphans import Orphans
 
 log = logging.getLogger("locks.zookeeper")
@@ -110,7 +114,7 @@ class ZooKeeperLockBase(DistributedLock):
         requests in order, so anything we send next sees the node gone, and
         other clients see it as soon as the server has applied it, whether or
         not we have heard back. The request leaves at once, from this thread
-        (``zk_client``). The answer is checked as it is read, on kazoo's
+        (``support.zk_client``). The answer is checked as it is read, on kazoo's
         connection thread: if it is lost with the connection, the node is
         deleted on reconnection.
         """
@@ -187,6 +191,18 @@ class ZooKeeperFactory(LockFactory):
         the same path may now be someone else's node.
         """
         return self.send(request, *args, session=session, **kwargs).get(timeout=OPERATION_TIMEOUT)
+
+    def read(self, request: Callable, *args, **kwargs):
+        """``call`` for a read a waiter sends (``getChildren``, ``exists``): when the
+        connection drops or the session ends before it is answered, it is sent again
+        once we are connected, as kazoo's recipe retries its reads. It raises only when
+        ZooKeeper cannot be reached: not connected again within ``RECONNECT_GRACE``.
+        On a new session the answer shows our node gone, and the waiter queues again."""
+        while True:
+            try:
+                return self.call(request, *args, **kwargs)
+            except (ConnectionLoss, SessionExpiredError):
+                self.check_connected()
 
     def send(self, request: Callable, *args, session: int | None = None, **kwargs):
         """``call`` without waiting: the request's kazoo ``IAsyncResult``."""

@@ -23,7 +23,7 @@ from kazoo.exceptions import NodeExistsError, NoNodeError
 
 from .errors import LockLost
 from .registry import LockView
-from .zk_client import Wakeup
+from .support.zk_client import Wakeup
 from .zk_session import ROOT, ZooKeeperFactory, ZooKeeperLockBase
 
 SIMPLE_ROOT = f"{ROOT}/simple"
@@ -54,7 +54,7 @@ class ZkSimpleLock(ZooKeeperLockBase):
     def _wait_for_release(self, seconds: float) -> None:
         # Every waiter watches this one node, so every release wakes them all.
         woken = Wakeup()
-        if self.factory.call(self.client.exists_async, self.path, watch=woken) is None:
+        if self.factory.read(self.client.exists_async, self.path, watch=woken) is None:
             return  # it went before we could watch it: race for it now
         if woken.wait(min(seconds, self.fallback_poll)) is not None:
             self._metrics.record(self.strategy, "wakeup")

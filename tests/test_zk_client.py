@@ -26,7 +26,7 @@ from kazoo.handlers.threading import SequentialThreadingHandler
 from kazoo.protocol.serialization import Exists
 
 from helpers import wait_for
-from locks.zk_client import PollingHandler, new_client, run_inline
+from locks.support.zk_client import PollingHandler, new_client, run_inline
 
 HANDLERS = [SequentialThreadingHandler, PollingHandler]
 

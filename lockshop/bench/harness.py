@@ -164,6 +164,14 @@ def uncontended_side_by_side(kind: str, peer: str, endpoints: Endpoints,
         close_opened()
 
 
+def side_by_side_goal(kind: str, peer: str, measured: SideBySide, *, at_least: float) -> str:
+    """The goal line of an uncontended side-by-side measure, with its control."""
+    return goal(_("%(kind)s uncontended / %(peer)s's, side by side in %(turns)s turns "
+                  "(%(peer)s / %(peer)s: %(control)s)", kind=kind, peer=peer,
+                  turns=SIDE_BY_SIDE_TURNS, control=f"{measured.control:.3f}"),
+                measured.ratio, at_least=at_least)
+
+
 def _contended_worker(kind: str, endpoints: Endpoints, name: str, ready,
                       seconds: float) -> tuple[list[float], list[tuple[float, float]]]:
     """Each acquire's wait, and each section's (acquired, release called) wall-clock times."""

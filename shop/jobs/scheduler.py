@@ -30,12 +30,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime
 
 from sqlalchemy import Connection, update
 
 from locks import LockError, LockLost
+from shop.jobs.clock import Clock, SystemClock
 from shop.jobs.guards import JobGuard
 from shop.jobs.tasks import JOBS, JobContext
 from shop.orders.order_path import OrderContext
@@ -54,10 +54,10 @@ JUST_BEGUN_MS = 250
 class JobScheduler:
     """A background thread that fires the jobs of one instance."""
 
-    def __init__(self, state, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, state, clock: Clock | None = None) -> None:
         self.state = state
         self._skew_s = state.config.clock_skew_ms / 1000
-        self._clock = clock
+        self._clock = clock or SystemClock()
         self._last_slot: dict[str, int] = {}
         self._interval = 0
         self._stop = threading.Event()
@@ -73,7 +73,11 @@ class JobScheduler:
 
     def now(self) -> float:
         """This instance's clock, in seconds: the machine's, plus its configured skew."""
-        return self._clock() + self._skew_s
+        return self._clock.now() + self._skew_s
+
+    def wait_until(self, moment: float) -> None:
+        """Sleep until this instance's clock reads ``moment`` (or the scheduler stops)."""
+        self._clock.wait_until(moment - self._skew_s, self._stop)
 
     def _loop(self) -> None:
         while not self._stop.wait(TICK_S):
@@ -140,7 +144,7 @@ class JobScheduler:
             return self._run(job, fire_time, settings, guard, started)
         finally:
             # Hold at least until the fire time's minimum hold is over.
-            self._stop.wait(max(0.0, fire_s + hold_at_least_s - self.now()))
+            self.wait_until(fire_s + hold_at_least_s)
             guard.give_back()
 
     def _run(self, job: str, fire_time: datetime, settings: ClusterSettings,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from contextlib import nullcontext
 
 from locks import Backends, LockLost
@@ -47,13 +48,19 @@ def place_unpaid_orders(urls: list[str], admin: ShopClient, strategy: str, **set
 
 
 def run_jobs(admin: ShopClient, fire_times: int = 2, delay_ms: int = 200,
-             interval_ms: int = INTERVAL_MS, **settings) -> dict:
+             interval_ms: int = INTERVAL_MS, until: Callable[[], bool] | None = None,
+             **settings) -> dict:
     """Let the jobs fire ``fire_times`` times, every ``interval_ms`` (each expires and
-    reminds every order at once); the audit after.
+    reminds every order at once, unless ``settings`` say otherwise); the audit after.
 
     The jobs are switched on and off halfway between fire times: each instance
     notices a switch at its next tick, and a switch close to a fire time would
     have some instances count that fire time and others not.
+
+    With ``until`` (the tests': "every job has runs for that many fire times"), the
+    jobs stay on, fire time after fire time, until it says True, and the last runs
+    are waited for by what the instances record: a loaded machine's late fire times
+    then cost time, not a fire time.
     """
     interval = interval_ms / 1000
     now = time.time()
@@ -61,12 +68,27 @@ def run_jobs(admin: ShopClient, fire_times: int = 2, delay_ms: int = 200,
     if switch_on < now + 0.1:
         switch_on += interval
     time.sleep(switch_on - now)
-    admin.set_settings(business_delay_ms=delay_ms, unpaid_expiry_ms=0, reminder_after_ms=0,
-                       job_interval_ms=interval_ms, **settings)
+    admin.set_settings(**{"business_delay_ms": delay_ms, "unpaid_expiry_ms": 0,
+                          "reminder_after_ms": 0, "job_interval_ms": interval_ms, **settings})
     time.sleep(max(0.0, switch_on + fire_times * interval - time.time()))
+    if until is None:
+        admin.set_settings(job_interval_ms=0)
+        time.sleep(0.6)  # let the last runs finish
+        return admin.audit()
+    _wait(until, f"the jobs to run {fire_times} fire times")
+    time.sleep((switch_on - time.time()) % interval)  # to halfway between fire times
     admin.set_settings(job_interval_ms=0)
-    time.sleep(0.6)  # let the last runs finish
+    _wait(lambda: all(run["outcome"] != "running"
+                      for run in admin.get("/api/admin/jobs")["runs"]), "the last runs to end")
     return admin.audit()
+
+
+def _wait(condition: Callable[[], bool], what: str, seconds: float = 120.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"waited {seconds:g} s for {what}")
+        time.sleep(0.1)
 
 
 def _jobs_on_three_instances(run, halves) -> None:
