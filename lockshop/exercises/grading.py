@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import redis
@@ -28,8 +28,11 @@ import redis
 from locks import Backends, DistributedLock, LockFactory
 from lockshop.cluster.holder import KEY_PREFIX, Holder, held, student_factory
 from lockshop.cluster.redis_servers import RedisServer
+from lockshop.cluster.thread_ids import given_a_dead_threads_id
+from lockshop.cluster.wire import RedisProxy
 from lockshop.cluster.zookeeper_servers import ZooKeeperServer
 from lockshop.exercises import databases
+from lockshop.exercises.remote_locks import LockHost, as_student
 from shop.i18n import _
 
 #: The lease the grader gives a student's lock: short, so that waiting for one to run
@@ -39,6 +42,8 @@ LEASE_MS = 600
 SESSION_MS = 1500
 #: How long one check may take before the grader calls the student's lock hung.
 CHECK_SECONDS = 40.0
+#: The holder's flag for a crash right after its first write of the lock's key.
+CRASH_AFTER_FIRST_WRITE = "--crash-after-first-write"
 #: The "redlock" backend's servers: independent Redis servers, each of its own.
 REDLOCK_SERVERS = 5
 #: Redlock's lease: a per-server timeout must be far shorter, and a few still fit in it.
@@ -76,9 +81,14 @@ class Grading:
     """The student's lock on the grader's servers: makes its locks, holders and other
     owners, and every helper a check calls."""
 
-    def __init__(self, lock_class: type[DistributedLock], spec: str, backend: str,
-                 runtime: Path, *, database_url: str | None = None) -> None:
+    def __init__(self, lock_class: type[DistributedLock] | None, spec: str, backend: str,
+                 runtime: Path, *, database_url: str | None = None,
+                 host: LockHost | None = None) -> None:
+        #: The student's class, loaded here; None when it lives in ``host`` instead.
         self.lock_class = lock_class
+        #: The student's lock in a process of its own (``remote_locks``), or None: the
+        #: class runs in this process (an exercise not yet graded out of process).
+        self.host = host
         self.spec = spec  # FILE:Class, as the shop instances and holders load it
         #: The servers it starts (``Exercise.backend``): "redis", "zookeeper", "redlock"
         #: (REDLOCK_SERVERS Redis servers), or a database's (``databases.SERVERS``).
@@ -102,6 +112,7 @@ class Grading:
         self._keeper: ThreadPoolExecutor | None = None
         self._names = iter(range(1, 1_000_000))
         self._inspector: redis.Redis | None = None
+        self._proxies: list[RedisProxy] = []
 
     def __enter__(self) -> Grading:
         if self.backend == "redis":
@@ -124,6 +135,10 @@ class Grading:
                 factory.close()
             except Exception:  # noqa: BLE001 - a student's factory that cannot close
                 pass
+        if self.host is not None:
+            self.host.close()
+        for proxy in self._proxies:
+            proxy.close()
         if self._inspector is not None:
             self._inspector.close()
         self._stack.close()
@@ -165,10 +180,35 @@ class Grading:
                 ) -> LockFactory:
         """A factory of the student's locks; with ``watched_key``, on a ``WatchedRedis``.
         The same factory a holder process opens (``student_factory``)."""
-        factory = student_factory(self.lock_class, self.spec, self.backends(lease_ms),
-                                  watched_key=watched_key)
+        if self.host is not None:
+            backends, proxy = self.backends(lease_ms), None
+            if watched_key is not None:
+                proxy = self.proxy(watched_key)
+                backends = replace(backends, redis_url=proxy.url)
+            factory = self.host.factory(backends, client=proxy)
+        else:
+            factory = student_factory(self.lock_class, self.spec, self.backends(lease_ms),
+                                      watched_key=watched_key)
         self._factories.append(factory)
         return factory
+
+    def proxy(self, key: str) -> RedisProxy:
+        """A proxy to the grader's Redis that watches the commands on ``key``
+        (``lockshop.cluster.wire``): what a lock sends through it, seen from outside."""
+        proxy = RedisProxy(("127.0.0.1", self.redis_server.port), key=key)
+        self._proxies.append(proxy)
+        return proxy
+
+    def in_recycled_threads(self, factory, name: str, later: int) -> list[bool]:
+        """A lock of ``factory`` on ``name`` tried once (blocking=False) in a thread that
+        then ends without releasing, and again in ``later`` threads, each given that
+        first thread's id by Python (``lockshop.cluster.thread_ids``): what each returned."""
+        if self.host is not None:
+            return factory.in_recycled_threads(name, later, CHECK_SECONDS)
+        first, then = given_a_dead_threads_id(
+            lambda: factory.lock(name).acquire(blocking=False), later=later,
+            timeout=CHECK_SECONDS)
+        return [first, *then]
 
     def lock(self, name: str, *, timeout: float = 5.0, lease_ms: int | None = None,
              factory: LockFactory | None = None) -> DistributedLock:
@@ -232,13 +272,38 @@ class Grading:
 
     def start_holder(self, name: str, *flags: str) -> Holder:
         """The student's lock held by a process of its own (``lockshop.cluster.holder``),
-        which the grader can kill or pause."""
+        which the grader can kill or pause, run as the student's user. With
+        ``--crash-after-first-write`` and the lock in a host, the grader's proxy kills it
+        there (the holder is not asked to)."""
         backends = self.backends()
+        if self.host is not None and CRASH_AFTER_FIRST_WRITE in flags:
+            flags = tuple(flag for flag in flags if flag != CRASH_AFTER_FIRST_WRITE)
+            proxy = self.proxy(self.key_of(name))
+            backends = replace(backends, redis_url=proxy.url)
+            return self._crashing_holder(name, proxy, backends, flags)
+        return self._holder(name, backends, flags)
+
+    def _crashing_holder(self, name: str, proxy: RedisProxy, backends: Backends,
+                         flags: tuple[str, ...]) -> Holder:
+        started: list[Holder] = []
+        ready = threading.Event()
+
+        def crash(kind: str, command: str) -> None:
+            if kind in ("write", "script"):
+                ready.wait(10)
+                started[0].kill_now()  # before its answer reaches it: a crash right there
+
+        proxy.after = crash
+        started.append(self._holder(name, backends, flags))
+        ready.set()
+        return started[0]
+
+    def _holder(self, name: str, backends: Backends, flags: tuple[str, ...]) -> Holder:
         fields = {"redis_url": backends.redis_url, "redis_urls": list(backends.redis_urls),
                   "zk_hosts": backends.zk_hosts, "database_url": backends.database_url,
                   "lease_ms": backends.lease_ms}
         return Holder("--lock", self.spec, "--backends", json.dumps(fields), "--name", name,
-                      *flags)
+                      *flags, launcher=as_student)
 
     def first_line(self, holder: Holder, seconds: float = 15.0) -> str:
         """The holder's next line ("held <fencing token>"), or what it said on dying."""

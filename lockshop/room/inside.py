@@ -48,8 +48,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("source")
     parser.add_argument("--lang", default="en")
     parser.add_argument("--database-file", default=None, type=Path)
+    parser.add_argument("--student-user", default=None, type=int)
     args = parser.parse_args(argv)
     channel = report_channel()
+    if args.student_user is not None:
+        from lockshop.exercises import remote_locks
+        remote_locks.STUDENT_USER = args.student_user
+        # The grading's folders are the grader's: closed to the student's user.
+        os.umask(0o077)
 
     def send(record: dict) -> None:
         channel.write(json.dumps(record, ensure_ascii=False) + "\n")

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from lockshop.cluster.processes import StartError
 from lockshop.exercises import registry
+from lockshop.exercises.grader import out_of_process
 from lockshop.exercises.results import CheckResult, Grade, is_lesson
 from lockshop.room import sandbox
 from lockshop.room.grading_databases import BACKENDS, INSIDE_SOCKET_FOLDER, GradingDatabases
@@ -83,6 +84,11 @@ def grade_in_sandbox(exercise_id: str, source: str, language: str, *,
         mounts: list[tuple[Path | str, str]] = []
         command = [sys.executable, "-m", "lockshop.room.inside", exercise.id,
                    f"{SUBMISSION}/{exercise.file}", "--lang", language]
+        # Where the student's lock runs in a process of its own, the grader runs as a user
+        # of its own and starts that process as nobody.
+        grader_user = sandbox.GRADER if out_of_process(exercise) else None
+        if grader_user is not None:
+            command += ["--student-user", str(sandbox.NOBODY)]
         with ExitStack() as own_database:
             if exercise.backend in BACKENDS:
                 if databases is None:
@@ -101,7 +107,8 @@ def grade_in_sandbox(exercise_id: str, source: str, language: str, *,
                 # sandbox's arguments, and this one holds the grading user's password.
                 command += ["--database-file", f"{SUBMISSION}/{DATABASE_FILE}"]
             ran = _run(exercise, source, command, mounts, limits, hidden, report,
-                       database_url=account.url if exercise.backend in BACKENDS else None)
+                       database_url=account.url if exercise.backend in BACKENDS else None,
+                       grader_user=grader_user)
         if isinstance(ran, GradingOutcome):
             return ran
         outcome = report.outcome(ran, limits, exercise.id)
@@ -112,7 +119,8 @@ def grade_in_sandbox(exercise_id: str, source: str, language: str, *,
 def _run(exercise: registry.Exercise, source: str, command: list[str],
          mounts: list[tuple[Path | str, str]], limits: Limits,
          hidden: tuple[Path | str, ...], report: _Report,
-         database_url: str | None = None) -> sandbox.SandboxRun | GradingOutcome:
+         database_url: str | None = None,
+         grader_user: int | None = None) -> sandbox.SandboxRun | GradingOutcome:
     """The grading in the sandbox, the student's file in a folder of its own (removed after),
     and beside it, for a grading on the room's MariaDB, the URL of its database."""
     folder = Path(tempfile.mkdtemp(prefix="lockshop-grading-"))  # root's, closed (0700)
@@ -129,7 +137,7 @@ def _run(exercise: registry.Exercise, source: str, command: list[str],
                                    mounts=[(submission, SUBMISSION), *mounts])
         try:
             return sandbox.run(command, limits, view, on_report=report.line,
-                               max_line=MAX_LINE)
+                               max_line=MAX_LINE, grader_user=grader_user)
         except sandbox.SandboxUnavailable as error:
             LOGGER.error("sandbox: %s", error)
             return GradingOutcome(None, message=_(

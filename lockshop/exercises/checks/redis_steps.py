@@ -14,10 +14,8 @@ import threading
 import time
 
 from locks import LockLost
-from lockshop.cluster.thread_ids import given_a_dead_threads_id
 from lockshop.cluster.holder import held
 from lockshop.exercises.grading import (
-    CHECK_SECONDS,
     Background,
     Check,
     Grading,
@@ -233,14 +231,11 @@ def recycled_thread(grading: Grading) -> tuple[str, bool]:
     name = grading.fresh_name("recycled")
     factory = grading.factory(lease_ms=5000)
 
-    def ask() -> bool:
-        return factory.lock(name).acquire(blocking=False)  # and the thread ends, holding it
-
-    # Each later thread asks only once Python has given it the first one's id.
-    first, later = given_a_dead_threads_id(ask, later=19, timeout=CHECK_SECONDS)
-    taken = [first, *later]
+    # Each thread asks and ends, holding it; each later one asks only once Python has
+    # given it the first one's id (in the lock's own process, where its threads are).
+    taken = grading.in_recycled_threads(factory, name, later=19)
     return _("%(taken)s of 20 got in (%(reused)s were given a dead thread's id)",
-             taken=taken.count(True), reused=len(later)), taken.count(True) == 1
+             taken=taken.count(True), reused=len(taken) - 1), taken.count(True) == 1
 
 
 # --- C14, C36: the watchdog ------------------------------------------------------------------
