@@ -151,6 +151,18 @@ def _as_bytes(value) -> bytes:
 
 #: Commands a client sends on connecting, before the lock's first: not the lock's to count.
 HANDSHAKE = frozenset({"HELLO", "AUTH", "CLIENT", "SELECT", "READONLY"})
+#: Commands no lock needs, refused by the proxy without reaching the server: what would
+#: show or change the server's settings (its password among them), stop it, make it
+#: another's replica, or read every other client's traffic.
+REFUSED = frozenset({
+    "CONFIG", "ACL", "AUTH", "SHUTDOWN", "DEBUG", "MONITOR", "SLAVEOF", "REPLICAOF",
+    "MODULE", "MIGRATE", "FAILOVER", "SYNC", "PSYNC", "CLUSTER", "BGSAVE", "SAVE",
+    "BGREWRITEAOF", "LATENCY", "MEMORY",
+})
+#: CLIENT's subcommands a connection may use on itself; the others (KILL, PAUSE, LIST...)
+#: reach other clients.
+CLIENT_OWN = frozenset({"SETINFO", "SETNAME", "GETNAME", "ID", "INFO", "NO-EVICT",
+                        "NO-TOUCH", "REPLY"})
 #: Commands after which a connection speaks push messages, not one answer per command: the
 #: proxy passes the rest through unread.
 PUSHED = frozenset({"SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE", "MONITOR"})
@@ -220,12 +232,18 @@ class RedisProxy:
     (MULTI to EXEC) are counted, and written down once it is answered, without stepping
     in, as ``WatchedPipeline`` does. Nothing the lock's process says is believed but the
     bytes it sends the server: what is counted is what went over the wire.
+
+    With ``password``, the proxy signs in to the server on each of its connections, so
+    that the lock's process, which never learns the password, reaches the server only
+    through a proxy; ``REFUSED`` commands (``CONFIG GET requirepass`` among them) are
+    answered with an error and never sent.
     """
 
     def __init__(self, upstream: tuple[str, int], *, key: str | None = None,
-                 host: str = "127.0.0.1") -> None:
+                 host: str = "127.0.0.1", password: str | None = None) -> None:
         import socket
         self.upstream = upstream
+        self.password = password
         self.watched_key = key.encode() if key is not None else None
         self.after: Callable[[str, str], None] | None = None
         self.before_blocking: Callable[[], None] | None = None
@@ -273,13 +291,20 @@ class RedisProxy:
                 return
             try:
                 server = socket.create_connection(self.upstream, timeout=5)
+                if self.password:
+                    secret = self.password.encode()
+                    server.sendall(b"*2\r\n$4\r\nAUTH\r\n$%d\r\n%s\r\n"
+                                   % (len(secret), secret))
+                    if not server.recv(5).startswith(b"+OK"):
+                        raise OSError("the server refused the proxy's password")
                 server.settimeout(None)
             except OSError:
                 client.close()  # the server is down: the client sees its connection refused
                 continue
             self._connections += [client, server]
             pending: list = []  # (name, args, in a transaction) per command passed on
-            state = {"multi": None, "raw": False, "lock": threading.Lock()}
+            state = {"multi": None, "raw": False, "lock": threading.Lock(),
+                     "drained": threading.Condition()}
             threading.Thread(target=self._commands, args=(client, server, pending, state),
                              daemon=True).start()
             threading.Thread(target=self._answers, args=(server, client, pending, state),
@@ -301,6 +326,9 @@ class RedisProxy:
                     raw, buffer = bytes(buffer[:end]), buffer[end:]
                     args = command if isinstance(command, list) and command else [b"?"]
                     name = _as_bytes(args[0]).decode("utf-8", "replace").upper()
+                    if refused(name, args):
+                        self._refuse(client, name, pending, state)
+                        continue
                     if name in BLOCKING and self.before_blocking is not None:
                         self.before_blocking()
                     with state["lock"]:
@@ -345,6 +373,9 @@ class RedisProxy:
                             finished, state["multi"] = state["multi"], None
                     self._answered(name, args, answer, in_multi, finished)
                     client.sendall(raw)
+                    if not pending:
+                        with state["drained"]:
+                            state["drained"].notify_all()
                 if state["raw"] and not pending and buffer:
                     client.sendall(bytes(buffer))
                     buffer.clear()
@@ -352,6 +383,15 @@ class RedisProxy:
             pass
         finally:
             _shut(client, server)
+
+    @staticmethod
+    def _refuse(client, name: str, pending: list, state: dict) -> None:
+        """Answer a refused command with an error, in its turn: once every command sent
+        before it has had its answer."""
+        with state["drained"]:
+            state["drained"].wait_for(lambda: not pending, timeout=30)
+        client.sendall(f"-ERR {name} is not allowed here (the grader's proxy)\r\n"
+                       .encode())
 
     def _answered(self, name: str, args: list, answer, in_multi: bool,
                   transaction: list | None) -> None:
@@ -389,6 +429,17 @@ class RedisProxy:
         except (ValueError, TypeError):
             return False
         return any(_as_bytes(key) == self.watched_key for key in keys)
+
+
+def refused(name: str, args: list) -> bool:
+    """Whether the proxy refuses this command (``REFUSED``, and CLIENT's subcommands on
+    other clients)."""
+    if name in REFUSED:
+        return True
+    if name == "CLIENT":
+        sub = _as_bytes(args[1]).decode("utf-8", "replace").upper() if len(args) > 1 else ""
+        return sub not in CLIENT_OWN
+    return False
 
 
 def _shut(*sockets) -> None:

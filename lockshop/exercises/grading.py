@@ -15,6 +15,7 @@ of it, as every helper of MIT 6.5840's tests hangs on its one ``cfg``.
 from __future__ import annotations
 
 import json
+import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -28,7 +29,7 @@ import redis
 from locks import Backends, DistributedLock, LockFactory
 from lockshop.cluster.holder import KEY_PREFIX, Holder, held, student_factory
 from lockshop.cluster.redis_servers import RedisServer
-from lockshop.cluster.thread_ids import given_a_dead_threads_id
+from lockshop.cluster.thread_ids import in_a_thread
 from lockshop.cluster.wire import RedisProxy
 from lockshop.cluster.zookeeper_servers import ZooKeeperServer
 from lockshop.exercises import databases
@@ -113,16 +114,22 @@ class Grading:
         self._names = iter(range(1, 1_000_000))
         self._inspector: redis.Redis | None = None
         self._proxies: list[RedisProxy] = []
+        self._students_proxies: dict[int, RedisProxy] = {}
 
     def __enter__(self) -> Grading:
+        # With the lock in a host, its servers ask for a password the host never learns:
+        # it reaches them through the grader's proxies only (``students_url``).
+        password = secrets.token_hex(16) if self.host is not None else None
         if self.backend == "redis":
-            self.redis_server = self._stack.enter_context(RedisServer(self.runtime, "redis"))
+            self.redis_server = self._stack.enter_context(
+                RedisServer(self.runtime, "redis", password=password))
         elif self.backend in databases.SERVERS:
             self.database_url = self._stack.enter_context(
                 databases.database_for(self.backend, self.runtime, self._given_database))
         elif self.backend == "redlock":
             self.redis_servers = [
-                self._stack.enter_context(RedisServer(self.runtime, f"redis{n}"))
+                self._stack.enter_context(RedisServer(self.runtime, f"redis{n}",
+                                                      password=password))
                 for n in range(1, REDLOCK_SERVERS + 1)]
             self.redis_server = self.redis_servers[0]
         else:
@@ -130,13 +137,13 @@ class Grading:
         return self
 
     def __exit__(self, *exc_info) -> None:
+        if self.host is not None:
+            self.host.close()  # first: its factories go with it, hung or not
         for factory in self._factories:
             try:
                 factory.close()
             except Exception:  # noqa: BLE001 - a student's factory that cannot close
                 pass
-        if self.host is not None:
-            self.host.close()
         for proxy in self._proxies:
             proxy.close()
         if self._inspector is not None:
@@ -156,8 +163,10 @@ class Grading:
     # --- where things live ---------------------------------------------------------------
 
     def backends(self, lease_ms: int | None = None) -> Backends:
-        return Backends(redis_url=self.redis_server.url if self.redis_server else None,
-                        redis_urls=tuple(server.url for server in self.redis_servers),
+        """Where the student's code finds the servers (its lock, its holders, its shop
+        instances): with a host, the grader's proxies to them."""
+        return Backends(redis_url=self.students_url(self.redis_server),
+                        redis_urls=tuple(map(self.students_url, self.redis_servers)),
                         zk_hosts=self.zookeeper.address if self.zookeeper else None,
                         database_url=self.database_url, lease_ms=lease_ms or self.lease_ms)
 
@@ -192,23 +201,44 @@ class Grading:
         self._factories.append(factory)
         return factory
 
-    def proxy(self, key: str) -> RedisProxy:
-        """A proxy to the grader's Redis that watches the commands on ``key``
-        (``lockshop.cluster.wire``): what a lock sends through it, seen from outside."""
-        proxy = RedisProxy(("127.0.0.1", self.redis_server.port), key=key)
+    def proxy(self, key: str | None = None, server: RedisServer | None = None) -> RedisProxy:
+        """A proxy to one of the grader's Redis servers (the first by default) that
+        watches the commands on ``key`` (``lockshop.cluster.wire``): what a lock sends
+        through it, seen from outside."""
+        server = server or self.redis_server
+        proxy = RedisProxy((server.host.address, server.port), key=key,
+                           password=server.password)
         self._proxies.append(proxy)
         return proxy
 
-    def in_recycled_threads(self, factory, name: str, later: int) -> list[bool]:
-        """A lock of ``factory`` on ``name`` tried once (blocking=False) in a thread that
-        then ends without releasing, and again in ``later`` threads, each given that
-        first thread's id by Python (``lockshop.cluster.thread_ids``): what each returned."""
+    def students_url(self, server: RedisServer | None) -> str | None:
+        """The URL the student's code is given for ``server``: with a host, a proxy's (one
+        per server, watching no key), else the server's own."""
+        if server is None:
+            return None
+        if self.host is None:
+            return server.url
+        if server.port not in self._students_proxies:
+            self._students_proxies[server.port] = self.proxy(server=server)
+        return self._students_proxies[server.port].url
+
+    def try_in_new_thread(self, factory, name: str, wanted_id: int | None = None
+                          ) -> tuple[bool, int]:
+        """A lock of ``factory`` on ``name`` tried once (blocking=False) in a new thread
+        that then ends without releasing, in the process the lock lives in; with
+        ``wanted_id``, in one Python gave that dead thread's id
+        (``lockshop.cluster.thread_ids``): what the try returned, and the thread's id."""
         if self.host is not None:
-            return factory.in_recycled_threads(name, later, CHECK_SECONDS)
-        first, then = given_a_dead_threads_id(
-            lambda: factory.lock(name).acquire(blocking=False), later=later,
-            timeout=CHECK_SECONDS)
-        return [first, *then]
+            return factory.try_in_new_thread(name, wanted_id)
+        return in_a_thread(lambda: factory.lock(name).acquire(blocking=False),
+                           wanted_id=wanted_id)
+
+    def in_recycled_threads(self, factory, name: str, later: int) -> list[bool]:
+        """``try_in_new_thread`` once, then in ``later`` threads each given that first
+        thread's id: what each try returned."""
+        first, dead_id = self.try_in_new_thread(factory, name)
+        return [first, *(self.try_in_new_thread(factory, name, dead_id)[0]
+                         for _thread in range(later))]
 
     def lock(self, name: str, *, timeout: float = 5.0, lease_ms: int | None = None,
              factory: LockFactory | None = None) -> DistributedLock:

@@ -20,6 +20,7 @@ import queue
 import socket
 import sys
 import threading
+import time
 import traceback
 from pathlib import Path
 
@@ -37,7 +38,8 @@ class Host:
         self.channel = channel
         self.factories: dict[str, object] = {}
         self.locks: dict[str, object] = {}
-        self.threads: dict[str, queue.SimpleQueue] = {}
+        #: The grader's thread names -> (their requests, the thread that runs them).
+        self.threads: dict[str, tuple[queue.SimpleQueue, threading.Thread]] = {}
         self._writing = threading.Lock()
 
     def send(self, message: dict) -> None:
@@ -52,15 +54,37 @@ class Host:
             except ValueError:
                 continue
             name = str(request.get("thread", "main"))
+            if request.get("op") == "end_thread":
+                self.end(name)
+                continue
             if name not in self.threads:
-                self.threads[name] = queue.SimpleQueue()
-                threading.Thread(target=self._worker, args=(self.threads[name],),
-                                 daemon=True, name=f"grader-{name}").start()
-            self.threads[name].put(request)
+                requests: queue.SimpleQueue = queue.SimpleQueue()
+                worker = threading.Thread(target=self._worker, args=(requests,),
+                                          daemon=True, name=f"grader-{name}")
+                self.threads[name] = (requests, worker)
+                worker.start()
+            self.threads[name][0].put(request)
+
+    def end(self, name: str) -> None:
+        """The grader's thread ``name`` ended: end ours once its requests are done, and
+        read on only when it is gone (the next thread may then be given its id), or after
+        a second for one that hangs in the student's code."""
+        requests, worker = self.threads.pop(name, (None, None))
+        if worker is None:
+            return
+        requests.put(None)
+        worker.join(1.0)
+        native = worker.native_id
+        for _wait in range(1000):
+            if worker.is_alive() or not os.path.exists(f"/proc/self/task/{native}"):
+                return
+            time.sleep(0.001)
 
     def _worker(self, requests: queue.SimpleQueue) -> None:
         while True:
             request = requests.get()
+            if request is None:
+                return
             answer: dict = {"id": request.get("id")}
             try:
                 answer["value"] = plain(self.do(request))
@@ -103,13 +127,14 @@ class Host:
             return self.locks[request["lock"]].ensure_held()
         if op == "get" and request.get("attribute") in ATTRIBUTES:
             return getattr(self.locks[request["lock"]], request["attribute"], None)
-        if op == "in_recycled_threads":
-            from lockshop.cluster.thread_ids import given_a_dead_threads_id
+        if op == "try_in_new_thread":
+            from lockshop.cluster.thread_ids import in_a_thread
             factory, name = self.factories[request["factory"]], str(request["name"])
-            first, later = given_a_dead_threads_id(
-                lambda: factory.lock(name).acquire(blocking=False),
-                later=int(request["later"]), timeout=float(request.get("timeout", 40)))
-            return [bool(first), *map(bool, later)]
+            wanted = request.get("wanted_id")
+            taken, ident = in_a_thread(lambda: factory.lock(name).acquire(blocking=False),
+                                       wanted_id=int(wanted) if wanted is not None else None,
+                                       timeout=float(request.get("timeout", 10)))
+            return {"taken": bool(taken), "thread_id": ident}
         if op == "close":
             factory = self.factories.pop(request["factory"], None)
             return factory.close() if factory is not None else None

@@ -24,11 +24,19 @@ made it, as in one process) and its ``op``::
     {"id": 10, "thread": "t4", "op": "release", "lock": "l1"}
     {"id": 11, "thread": "t4", "op": "ensure_held", "lock": "l1"}
     {"id": 12, "thread": "t4", "op": "get", "lock": "l1", "attribute": "fencing_token"}
-    {"id": 13, "thread": "t5", "op": "in_recycled_threads", "factory": "f1",
-     "name": "recycled-4", "later": 19}
+    {"id": 13, "thread": "t5", "op": "try_in_new_thread", "factory": "f1",
+     "name": "recycled-4", "wanted_id": 140093}
     {"id": 14, "thread": "t5", "op": "close", "factory": "f1"}
 
-and each is answered, when it is done, with its value or the error it raised::
+(``try_in_new_thread``: a lock on ``name`` tried once, blocking=False, in a new thread of
+the host that then ends; with ``wanted_id``, only in one the host's runtime gave that
+thread id, a dead thread's: answered ``{"taken": bool, "thread_id": id}``) and one that
+has no answer: the grader's thread of that name has ended, so the host ends
+its own (once the requests before are done), as a thread ends in one process::
+
+    {"thread": "t3", "op": "end_thread"}
+
+Every other request is answered, when it is done, with its value or the error it raised::
 
     {"id": 9, "value": true}
     {"id": 10, "error": {"type": "LockNotOwned", "message": "...", "file": "token_lock.py",
@@ -73,4 +81,6 @@ def plain(value: object) -> object:
         return value.decode("utf-8", "replace")
     if isinstance(value, (list, tuple)):
         return [plain(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): plain(item) for key, item in value.items()}
     return str(value)

@@ -28,6 +28,7 @@ import socket
 import subprocess
 import sys
 import threading
+import weakref
 from concurrent.futures import Future
 from dataclasses import asdict
 
@@ -71,13 +72,32 @@ def as_student(argv: list[str]) -> list[str]:
 
 _names = threading.local()
 _numbers = itertools.count(1)
+#: The hosts alive, told when a thread of the grader's ends.
+_HOSTS: weakref.WeakSet[LockHost] = weakref.WeakSet()
+
+
+class _ThreadMark:
+    """Kept in a thread's locals: it goes when the thread ends, and says so."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
 
 
 def thread_name() -> str:
-    """A name for the calling thread, never given to another (unlike its ident)."""
-    if not hasattr(_names, "name"):
-        _names.name = f"t{next(_numbers)}"
-    return _names.name
+    """A name for the calling thread, never given to another (unlike its ident). When the
+    thread ends, every host ends its own thread of that name: the student's lock sees
+    threads come and go as the grader's do (Python then gives a new thread a dead one's
+    id there too, as it would in one process)."""
+    mark = getattr(_names, "mark", None)
+    if mark is None:
+        mark = _names.mark = _ThreadMark(f"t{next(_numbers)}")
+        weakref.finalize(mark, _thread_ended, mark.name)
+    return mark.name
+
+
+def _thread_ended(name: str) -> None:
+    for host in list(_HOSTS):
+        host.thread_ended(name)
 
 
 class LockHost:
@@ -101,6 +121,7 @@ class LockHost:
         self._guard = threading.Lock()
         self._writing = threading.Lock()
         self._names = itertools.count(1)
+        self._threads: set[str] = set()
         self._greeting: Future = Future()
         self._reader = threading.Thread(target=self._read, daemon=True, name="lock-host")
         self._reader.start()
@@ -113,6 +134,7 @@ class LockHost:
         if "load_error" in greeting:
             self.close()
             raise LockClassError(str(greeting["load_error"]))
+        _HOSTS.add(self)
         ready = greeting.get("ready") or {}
         #: The class's name and its family ("redis", "redlock"...), as the host said them.
         self.class_name = str(ready.get("class", "?"))
@@ -158,11 +180,13 @@ class LockHost:
         lock raised, raised here."""
         number = next(self._ids)
         answer: Future = Future()
+        thread = thread_name()
         with self._guard:
             self._pending[number] = answer
+            self._threads.add(thread)
         try:
             with self._writing:
-                self._channel.sendall(encode({"id": number, "thread": thread_name(), "op": op,
+                self._channel.sendall(encode({"id": number, "thread": thread, "op": op,
                                               **fields}))
         except OSError:
             with self._guard:
@@ -172,6 +196,18 @@ class LockHost:
         if "error" in message:
             raise raised(message["error"])
         return message.get("value")
+
+    def thread_ended(self, thread: str) -> None:
+        """The grader's thread ``thread`` has ended: so does the host's (no answer)."""
+        with self._guard:
+            if thread not in self._threads:
+                return
+            self._threads.discard(thread)
+        try:
+            with self._writing:
+                self._channel.sendall(encode({"thread": thread, "op": "end_thread"}))
+        except OSError:
+            pass
 
     def factory(self, backends: Backends, *, client=None) -> RemoteFactory:
         number = f"f{next(self._names)}"
@@ -234,13 +270,16 @@ class RemoteFactory:
                        timeout=float(timeout))
         return RemoteLock(self.host, number, name)
 
-    def in_recycled_threads(self, name: str, later: int, timeout: float) -> list[bool]:
-        """A lock on ``name`` tried once (blocking=False) in a thread of the host that then
-        ends, and again in ``later`` threads each given that dead thread's id
-        (``lockshop.cluster.thread_ids``): what each try returned."""
-        answer = self.host.call("in_recycled_threads", factory=self.number, name=name,
-                                later=later, timeout=timeout)
-        return [bool(taken) for taken in answer] if isinstance(answer, list) else []
+    def try_in_new_thread(self, name: str, wanted_id: int | None = None
+                          ) -> tuple[bool, int]:
+        """A lock on ``name`` tried once (blocking=False) in a new thread of the host that
+        then ends (``lockshop.cluster.thread_ids.in_a_thread``, there); with ``wanted_id``,
+        in one given that (dead) thread's id: what the try returned, and the thread's id."""
+        answer = self.host.call("try_in_new_thread", factory=self.number, name=name,
+                                wanted_id=wanted_id)
+        if not isinstance(answer, dict) or not isinstance(answer.get("thread_id"), int):
+            raise RaisedInHost("the lock's process gave no thread id")
+        return bool(answer.get("taken")), answer["thread_id"]
 
     def close(self) -> None:
         if self.client is not None:
