@@ -26,7 +26,7 @@ from pathlib import Path
 
 import redis
 
-from locks import Backends, DistributedLock, LockFactory
+from locks import Backends, DistributedLock, LockFactory, LockLost
 from lockshop.cluster.holder import KEY_PREFIX, Holder, held, student_factory
 from lockshop.cluster.redis_servers import RedisServer
 from lockshop.cluster.thread_ids import in_a_thread
@@ -361,6 +361,16 @@ class Grading:
         if not held(said):
             return _("the holder did not get the lock: %(said)s", said=said)
         return None
+
+
+def release_said(lock) -> str:
+    """Release ``lock`` (another of the student's lock's errors is the lock's to show):
+    "returned", or "raised LockLost", in the reader's language."""
+    try:
+        lock.release()
+    except LockLost:
+        return _("raised LockLost")
+    return _("returned")
 
 
 def _last_words(line: str) -> str:

@@ -36,6 +36,7 @@ from locks import Backends
 from locks.custom import LockClassError
 from locks.errors import BackendUnavailable, LockError, LockLost, LockNotAcquired, LockNotOwned
 from lockshop.exercises.lock_protocol import MAX_LINE, decode, encode
+from shop.i18n import _
 
 #: The uid (and gid) the student's processes run as, or None: as the grader itself (a
 #: student's own ``lockshop exercise check``, on their own machine). Set by the room's
@@ -129,8 +130,8 @@ class LockHost:
             greeting = self._greeting.result(LOAD_SECONDS)
         except TimeoutError:
             self.close()
-            raise LockClassError(f"{spec}: your file did not load in {LOAD_SECONDS:g} s") \
-                from None
+            raise LockClassError(_("%(spec)s: your file did not load in %(seconds)s s",
+                                   spec=spec, seconds=f"{LOAD_SECONDS:g}")) from None
         if "load_error" in greeting:
             self.close()
             raise LockClassError(str(greeting["load_error"]))
@@ -167,7 +168,8 @@ class LockHost:
             status = self.process.wait(5)
         except subprocess.TimeoutExpired:
             status = None
-        error = HostGone(f"your lock's process ended (exit status {status})")
+        error = HostGone(_("your lock's process ended (exit status %(status)s)",
+                           status=status))
         if not self._greeting.done():
             self._greeting.set_result({"load_error": f"{self.spec}: {error}"})
         with self._guard:
@@ -191,7 +193,7 @@ class LockHost:
         except OSError:
             with self._guard:
                 self._pending.pop(number, None)
-            raise HostGone("your lock's process is gone") from None
+            raise HostGone(_("your lock's process is gone")) from None
         message = answer.result()
         if "error" in message:
             raise raised(message["error"])
@@ -241,7 +243,7 @@ class LockHost:
 def raised(error: object) -> BaseException:
     """The exception an error answer stands for (only its text is kept)."""
     if not isinstance(error, dict):
-        return RaisedInHost("an error the grader could not read")
+        return RaisedInHost(_("an error the grader could not read"))
     name, message = str(error.get("type", "Exception"))[:100], str(error.get("message", ""))
     known = _KNOWN.get(name)
     if known is not None:
@@ -278,7 +280,7 @@ class RemoteFactory:
         answer = self.host.call("try_in_new_thread", factory=self.number, name=name,
                                 wanted_id=wanted_id)
         if not isinstance(answer, dict) or not isinstance(answer.get("thread_id"), int):
-            raise RaisedInHost("the lock's process gave no thread id")
+            raise RaisedInHost(_("your lock's process gave no thread id"))
         return bool(answer.get("taken")), answer["thread_id"]
 
     def close(self) -> None:

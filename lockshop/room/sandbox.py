@@ -10,7 +10,11 @@ One run, from the outside in:
   and the project read-only, the folders a student must not read hidden under empty
   tmpfs, and a private ``/tmp`` of capped size;
 - ``setpriv`` dropping to an unprivileged user (``nobody``) with no capabilities, and
-  no way to gain any, before the command runs: root-only files stay closed to it.
+  no way to gain any, before the command runs: root-only files stay closed to it. Or, for
+  a grader that keeps the student's code in processes of its own (``grader_user``), to a
+  user of the grader's own (``GRADER``) with only the capabilities to start processes as
+  ``nobody`` and to signal them: the student's processes then run as another user than
+  the grader, which they can neither signal nor trace.
 
 We watch from outside: the wall clock, the cgroup's OOM kills, refused forks and CPU,
 and the bytes the run prints. At any limit the whole run is killed at once (bwrap's

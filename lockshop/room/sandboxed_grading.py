@@ -7,11 +7,16 @@ JSON only (never evaluated), and kept only when it is a well-formed check, verdi
 load error. The outcome's message is one line in the student's language: the verdict,
 the limit that stopped the grading, or why the code did not load.
 
-What the sandbox guarantees is containment, not an honest verdict: the student's lock runs
-in the grader's own process, so code written to rewrite the grader there could report a
-pass. What is checked here stops the cheap forgeries: a line printed on stdout never
-counts (the report has a pipe of its own), the checks must come as the exercise runs
-them, each lesson in its place, and a pass needs every one of them.
+What the sandbox guarantees is containment; the verdict is honest where the grader grades
+out of process (``lockshop.exercises.grader.out_of_process``: the Redis and Redlock lock
+exercises): there the grader runs as a user of its own (``sandbox.GRADER``) and the
+student's code only in processes it starts as ``nobody``, which hold no end of the report
+pipe and can neither signal nor read it (``lockshop.room.inside`` says what it trusts).
+Elsewhere the student's code still runs in the grader's process, where code written to
+rewrite the grader could report a pass. What is checked here stops the cheap forgeries in
+both: a line printed on stdout never counts (the report has a pipe of its own), the
+checks must come as the exercise runs them, each lesson in its place, and a pass needs
+every one of them.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from lockshop.exercises.grading import (
     Check,
     Grading,
     NotApplicable,
+    release_said,
 )
 from lockshop.cluster.wire import SCRIPTS
 from shop.i18n import _, lazy_gettext
@@ -77,14 +78,6 @@ def _snapshot(grading: Grading, name: str):
         kind, lambda: None)()
 
 
-def _release(lock) -> str:
-    try:
-        lock.release()
-    except LockLost:
-        return _("raised LockLost")
-    return _("returned")
-
-
 def late_release(grading: Grading) -> tuple[str, bool]:
     name = grading.fresh_name("late")
     a = grading.take(grading.factory(lease_ms=5000), name)
@@ -100,9 +93,9 @@ def late_release(grading: Grading) -> tuple[str, bool]:
     if b is None:
         return _("B could not take the lock after A's lease ran out"), False
     b_had = _snapshot(grading, name)
-    a_said = grading.in_thread(_release, a)
+    a_said = grading.in_thread(release_said, a)
     b_has = _snapshot(grading, name)
-    grading.in_thread(_release, b)
+    grading.in_thread(release_said, b)
     if b_has != b_had:
         return _("A's release %(said)s, and B's lock is gone: A deleted it", said=a_said), False
     return _("A's release %(said)s; B's lock is still there", said=a_said), True
@@ -138,7 +131,7 @@ def window_in_release(grading: Grading) -> tuple[str, bool]:
     releasing.result(10)
     b_has = _snapshot(grading, name)
     if b_in:
-        grading.in_thread(_release, b)
+        grading.in_thread(release_said, b)
     if not b_in:
         return _("B could not take the lock after A's lease ran out"), False
     if b_has != b_had:
