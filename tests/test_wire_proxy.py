@@ -109,3 +109,22 @@ def test_it_is_the_only_way_in_and_refuses_the_servers_settings(server, proxy):
         client.close()
     assert redis.Redis.from_url(server.url).config_get("requirepass") == \
         {"requirepass": server.password}
+
+
+def test_another_connection_cannot_go_round_the_watch(server, proxy):
+    """The list says what the named client sent; the counters and the step-in take every
+    connection, so a lock that reads the key on a connection of its own is still held."""
+    paused = threading.Event()
+    proxy.watch(KEY, client_name="watched-a")
+    proxy.after = lambda kind, command: paused.set() if kind == "read" else None
+    named = redis.Redis.from_url(proxy.url + "?client_name=watched-a")
+    aside = redis.Redis.from_url(proxy.url)
+    try:
+        named.set(KEY, "A", px=5000)
+        sent = proxy.sent
+        aside.get(KEY)
+        assert paused.is_set() and proxy.sent == sent + 1
+        assert proxy.commands == ["SET"]
+    finally:
+        named.close()
+        aside.close()

@@ -248,6 +248,7 @@ class RedisProxy:
         self.after: Callable[[str, str], None] | None = None
         self.before_blocking: Callable[[], None] | None = None
         self.commands: list[str] = []
+        self.client_name: str | None = None
         self.sent = 0
         self.blocking = 0
         self.woken = 0
@@ -262,6 +263,21 @@ class RedisProxy:
     @property
     def url(self) -> str:
         return f"redis://{self.address[0]}:{self.address[1]}/0"
+
+    def watch(self, key: str | None, client_name: str | None = None) -> RedisProxy:
+        """Watch ``key`` from now on: its list of commands starts empty, and no hook is
+        set (the counters go on: a check counts from where they are). With
+        ``client_name``, ``commands`` lists only what the connections of that name (``CLIENT
+        SETNAME``) sent: one client's, for saying what it sent. The counters and the hooks
+        count and step in on every connection, whatever its name: a lock cannot go round
+        them by sending from another one."""
+        with self._guard:
+            self.watched_key = key.encode() if key is not None else None
+            self.client_name = client_name
+            self.commands = []
+        self.after = None
+        self.before_blocking = None
+        return self
 
     @property
     def in_blocking_wait(self) -> bool:
@@ -304,7 +320,7 @@ class RedisProxy:
             self._connections += [client, server]
             pending: list = []  # (name, args, in a transaction) per command passed on
             state = {"multi": None, "raw": False, "lock": threading.Lock(),
-                     "drained": threading.Condition()}
+                     "drained": threading.Condition(), "name": None}
             threading.Thread(target=self._commands, args=(client, server, pending, state),
                              daemon=True).start()
             threading.Thread(target=self._answers, args=(server, client, pending, state),
@@ -329,6 +345,9 @@ class RedisProxy:
                     if refused(name, args):
                         self._refuse(client, name, pending, state)
                         continue
+                    if name == "CLIENT" and len(args) > 2 and \
+                            _as_bytes(args[1]).upper() == b"SETNAME":
+                        state["name"] = _as_bytes(args[2]).decode("utf-8", "replace")
                     if name in BLOCKING and self.before_blocking is not None:
                         self.before_blocking()
                     with state["lock"]:
@@ -371,7 +390,7 @@ class RedisProxy:
                         finished = None
                         if name in ("EXEC", "DISCARD") and state["multi"] is not None:
                             finished, state["multi"] = state["multi"], None
-                    self._answered(name, args, answer, in_multi, finished)
+                    self._answered(name, args, answer, in_multi, finished, state["name"])
                     client.sendall(raw)
                     if not pending:
                         with state["drained"]:
@@ -394,7 +413,7 @@ class RedisProxy:
                        .encode())
 
     def _answered(self, name: str, args: list, answer, in_multi: bool,
-                  transaction: list | None) -> None:
+                  transaction: list | None, client_name: str | None = None) -> None:
         if name in HANDSHAKE:
             return
         blocking = name in BLOCKING and not in_multi
@@ -410,16 +429,21 @@ class RedisProxy:
             names = [_as_bytes(a[0]).decode("utf-8", "replace").upper() for a in transaction]
             if any(self._names_key(n, a) for n, a in zip(names, transaction)):
                 with self._guard:
-                    self.commands += ["MULTI", *names, name]
+                    if self._listed(client_name):
+                        self.commands += ["MULTI", *names, name]
             return
         if name == "MULTI" or not self._names_key(name, args):
             return
         kind = "script" if name in SCRIPTS else "write" if name in WRITES else \
             "read" if name in READS else "other"
         with self._guard:
-            self.commands.append(name)
+            if self._listed(client_name):
+                self.commands.append(name)
         if self.after is not None:
             self.after(kind, name)
+
+    def _listed(self, client_name: str | None) -> bool:
+        return self.client_name is None or client_name == self.client_name
 
     def _names_key(self, name: str, args: list) -> bool:
         if self.watched_key is None:

@@ -113,7 +113,6 @@ class Grading:
         self._keeper: ThreadPoolExecutor | None = None
         self._names = iter(range(1, 1_000_000))
         self._inspector: redis.Redis | None = None
-        self._proxies: list[RedisProxy] = []
         self._students_proxies: dict[int, RedisProxy] = {}
 
     def __enter__(self) -> Grading:
@@ -144,7 +143,7 @@ class Grading:
                 factory.close()
             except Exception:  # noqa: BLE001 - a student's factory that cannot close
                 pass
-        for proxy in self._proxies:
+        for proxy in self._students_proxies.values():
             proxy.close()
         if self._inspector is not None:
             self._inspector.close()
@@ -192,8 +191,11 @@ class Grading:
         if self.host is not None:
             backends, proxy = self.backends(lease_ms), None
             if watched_key is not None:
-                proxy = self.proxy(watched_key)
-                backends = replace(backends, redis_url=proxy.url)
+                # Its connections say their name, so that the proxy can say what this
+                # factory's locks sent; it counts and steps in on every connection.
+                name = f"watched-{next(self._names)}"
+                proxy = self.watch(watched_key, client_name=name)
+                backends = replace(backends, redis_url=f"{backends.redis_url}?client_name={name}")
             factory = self.host.factory(backends, client=proxy)
         else:
             factory = student_factory(self.lock_class, self.spec, self.backends(lease_ms),
@@ -201,25 +203,24 @@ class Grading:
         self._factories.append(factory)
         return factory
 
-    def proxy(self, key: str | None = None, server: RedisServer | None = None) -> RedisProxy:
-        """A proxy to one of the grader's Redis servers (the first by default) that
-        watches the commands on ``key`` (``lockshop.cluster.wire``): what a lock sends
-        through it, seen from outside."""
-        server = server or self.redis_server
-        proxy = RedisProxy((server.host.address, server.port), key=key,
-                           password=server.password)
-        self._proxies.append(proxy)
-        return proxy
+    def watch(self, key: str, client_name: str | None = None) -> RedisProxy:
+        """The proxy every process of the student's reaches the grader's (first) Redis
+        through, watching ``key`` from now on (``lockshop.cluster.wire.RedisProxy``): what
+        the student's code sends on it, by whichever connection, seen from outside."""
+        self.students_url(self.redis_server)
+        return self._students_proxies[self.redis_server.port].watch(key, client_name)
 
     def students_url(self, server: RedisServer | None) -> str | None:
-        """The URL the student's code is given for ``server``: with a host, a proxy's (one
-        per server, watching no key), else the server's own."""
+        """The URL the student's code is given for ``server``: with a host, the one proxy
+        to it that every process of the student's shares (the server's password, which
+        only the proxy knows, keeps them from going round it); else the server's own."""
         if server is None:
             return None
         if self.host is None:
             return server.url
         if server.port not in self._students_proxies:
-            self._students_proxies[server.port] = self.proxy(server=server)
+            self._students_proxies[server.port] = RedisProxy(
+                (server.host.address, server.port), password=server.password)
         return self._students_proxies[server.port].url
 
     def try_in_new_thread(self, factory, name: str, wanted_id: int | None = None
@@ -304,22 +305,21 @@ class Grading:
         """The student's lock held by a process of its own (``lockshop.cluster.holder``),
         which the grader can kill or pause, run as the student's user. With
         ``--crash-after-first-write`` and the lock in a host, the grader's proxy kills it
-        there (the holder is not asked to)."""
+        right after its first write of the key (the holder is not asked to)."""
         backends = self.backends()
         if self.host is not None and CRASH_AFTER_FIRST_WRITE in flags:
             flags = tuple(flag for flag in flags if flag != CRASH_AFTER_FIRST_WRITE)
-            proxy = self.proxy(self.key_of(name))
-            backends = replace(backends, redis_url=proxy.url)
-            return self._crashing_holder(name, proxy, backends, flags)
+            return self._crashing_holder(name, self.watch(self.key_of(name)), backends, flags)
         return self._holder(name, backends, flags)
 
     def _crashing_holder(self, name: str, proxy: RedisProxy, backends: Backends,
                          flags: tuple[str, ...]) -> Holder:
         started: list[Holder] = []
-        ready = threading.Event()
+        ready, crashed = threading.Event(), threading.Event()
 
         def crash(kind: str, command: str) -> None:
-            if kind in ("write", "script"):
+            if kind in ("write", "script") and not crashed.is_set():
+                crashed.set()  # once: the next owner's writes of the key are no crash
                 ready.wait(10)
                 started[0].kill_now()  # before its answer reaches it: a crash right there
 

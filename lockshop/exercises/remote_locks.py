@@ -259,8 +259,9 @@ def raised(error: object) -> BaseException:
 
 
 class RemoteFactory:
-    """A factory of the student's locks, in the host. ``client``: the proxy its Redis
-    traffic goes through, for a check that watches it (``lockshop.cluster.wire``)."""
+    """A factory of the student's locks, in the host. ``client``: the proxy the student's
+    Redis traffic goes through, watching the key a check watches
+    (``lockshop.cluster.wire.RedisProxy``), or None."""
 
     def __init__(self, host: LockHost, number: str, client=None) -> None:
         self.host, self.number, self.client = host, number, client
@@ -284,8 +285,6 @@ class RemoteFactory:
         return bool(answer.get("taken")), answer["thread_id"]
 
     def close(self) -> None:
-        if self.client is not None:
-            self.client.close()
         try:
             self.host.call("close", factory=self.number)
         except Exception:  # noqa: BLE001 - the grader's clean-up; the host may be gone
