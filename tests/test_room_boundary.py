@@ -210,4 +210,4 @@ def test_a_thread_that_outlives_its_release_forges_nothing(room):
         '''))
     assert "_haunt, args" in source
     done = graded(room, source)
-    assert done["passed"] is False, done
+    assert done["passed"] is not True, done

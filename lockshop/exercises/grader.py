@@ -11,6 +11,10 @@ When a known mistake explains a failed check (``diagnoses``: a probe of the grad
 own shows it), the check says why, its hint is the mistake's, and the verdict's first
 broken lesson is the mistake's. A check whose lesson does not apply to the lock
 (``grading.NotApplicable``) is marked "–" and counts as neither passed nor failed.
+
+A Redis or Redlock lock (``out_of_process``) is never loaded here: it is loaded, and
+runs, in a lock host of its own (``remote_locks``, ``lock_host``), which says what it
+found; what was found wrong with the file comes back as the same one line.
 """
 
 from __future__ import annotations

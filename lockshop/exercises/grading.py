@@ -10,6 +10,12 @@ into: ``lockshop.cluster.wire``), starts the student's lock in holder
 processes of its own (``lockshop.cluster.holder``) to kill or pause, and runs
 another owner in a thread of its own. Every helper a check needs is a method
 of it, as every helper of MIT 6.5840's tests hangs on its one ``cfg``.
+
+For the exercises graded out of process (``grader.out_of_process``) the class is not
+here but in a lock host (``remote_locks``): ``factory()`` hands out stubs that read as
+the lock does, the servers ask for a password only the grader's proxies know, and every
+process of the student's reaches them through one proxy per server, which is where a
+check watches, counts and steps in (``watch``). What a check counts is counted here.
 """
 
 from __future__ import annotations
@@ -116,9 +122,12 @@ class Grading:
         self._students_proxies: dict[int, RedisProxy] = {}
 
     def __enter__(self) -> Grading:
-        # With the lock in a host, its servers ask for a password the host never learns:
-        # it reaches them through the grader's proxies only (``students_url``).
-        password = secrets.token_hex(16) if self.host is not None else None
+        # With the lock in a host, a Redis whose traffic checks watch asks for a password
+        # the host never learns: it reaches it through the grader's proxy only
+        # (``students_url``). Redlock's checks watch no traffic (they judge answers and
+        # keys), and its servers' timeouts of 0.1 s are too short for a hop through a
+        # proxy on a loaded machine: the host reaches those directly.
+        password = secrets.token_hex(16) if self.host is not None and self.proxied else None
         if self.backend == "redis":
             self.redis_server = self._stack.enter_context(
                 RedisServer(self.runtime, "redis", password=password))
@@ -203,6 +212,12 @@ class Grading:
         self._factories.append(factory)
         return factory
 
+    @property
+    def proxied(self) -> bool:
+        """Whether the student's processes reach the servers through the grader's proxies
+        (a lock host's, on one Redis: where checks watch the traffic)."""
+        return self.host is not None and self.backend == "redis"
+
     def watch(self, key: str, client_name: str | None = None) -> RedisProxy:
         """The proxy every process of the student's reaches the grader's (first) Redis
         through, watching ``key`` from now on (``lockshop.cluster.wire.RedisProxy``): what
@@ -216,7 +231,7 @@ class Grading:
         only the proxy knows, keeps them from going round it); else the server's own."""
         if server is None:
             return None
-        if self.host is None:
+        if self.host is None or not self.proxied:
             return server.url
         if server.port not in self._students_proxies:
             self._students_proxies[server.port] = RedisProxy(

@@ -32,9 +32,10 @@ that has run a line of the student's code decides, counts or reports anything:
   they print goes to stdout and stderr, only counted.
 - what the checks count is counted here: the grader's own counters and clocks, the keys
   it reads from its servers with a client of its own, the commands it sees on the wire
-  through its proxies (``lockshop.cluster.wire.RedisProxy``). The servers ask for a
-  password the student's processes never learn, so the proxies are their only way in,
-  and commands that would show or change the server are refused there.
+  through its proxy (``lockshop.cluster.wire.RedisProxy``). A Redis whose traffic a check
+  watches asks for a password the student's processes never learn, so the proxy is their
+  only way in, and commands that would show or change the server are refused there
+  (Redlock's servers, whose traffic no check watches, are reached directly).
 - what the host answers is believed as the lock's own answer: a value the lock's method
   could return (a lock that lies is a lock that behaves that way, and the checks judge
   behaviour). The host's errors are shown as text.
