@@ -114,15 +114,21 @@ def resolve_step(spec: str) -> tuple[OrderStep, str]:
 def grade(exercise: Exercise, spec: str, *, say: Callable[[str], None] = lambda _: None,
           sale: bool = True,
           on_result: Callable[[CheckResult], None] = lambda _: None,
-          database_url: str | None = None) -> Grade:
+          database_url: str | None = None,
+          host: tuple[LockHost, str] | None = None) -> Grade:
     """Run ``exercise``'s checks on the lock ``spec`` names, on servers of the grader's own
     (without the sale across shop instances, the slow one, when ``sale`` is false).
     ``on_result`` is given each check's result as soon as it is known (the room streams
     them to the student's browser). ``database_url``: the database to grade a database's
-    exercise on, made for this grading (the room's); else the grader makes its own."""
-    host = None
-    if out_of_process(exercise):
-        lock_class, (host, spec) = None, start_host(spec, exercise)
+    exercise on, made for this grading (the room's); else the grader makes its own.
+    ``host``: the lock host (and its spec) ``start_host`` started for ``spec``, kept by the
+    caller across gradings (``--repeat``: the student's process lives for the whole
+    command, as the grader's does); else one of its own, for this grading only."""
+    own_host = host is None and out_of_process(exercise)
+    if own_host:
+        host = start_host(spec, exercise)
+    if host is not None:
+        lock_class, (host, spec) = None, host
     else:
         lock_class, spec = resolve(spec, exercise)
     source = Path(spec.rpartition(":")[0])  # the student's file (a module's name: no file)
@@ -183,7 +189,7 @@ def grade(exercise: Exercise, spec: str, *, say: Callable[[str], None] = lambda 
                     explain(outcome, diagnostician)
                 keep(outcome)
     finally:
-        if host is not None:
+        if own_host:
             host.close()
         shutil.rmtree(runtime, ignore_errors=True)
         result.seconds = round(time.monotonic() - started, 1)

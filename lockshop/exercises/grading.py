@@ -145,9 +145,9 @@ class Grading:
         return self
 
     def __exit__(self, *exc_info) -> None:
-        if self.host is not None:
-            self.host.close()  # first: its factories go with it, hung or not
-        for factory in self._factories:
+        # A host's factories go with it (whoever started it closes it), hung or not: they
+        # are not asked to close one by one.
+        for factory in self._factories if self.host is None else ():
             try:
                 factory.close()
             except Exception:  # noqa: BLE001 - a student's factory that cannot close
