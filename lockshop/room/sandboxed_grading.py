@@ -8,7 +8,7 @@ load error. The outcome's message is one line in the student's language: the ver
 the limit that stopped the grading, or why the code did not load.
 
 What the sandbox guarantees is containment; the verdict is honest where the grader grades
-out of process (``lockshop.exercises.grader.out_of_process``: the Redis and Redlock lock
+out of process (``lockshop.exercises.grader.out_of_process``: the Redis lock
 exercises): there the grader runs as a user of its own (``sandbox.GRADER``) and the
 student's code only in processes it starts as ``nobody``, which hold no end of the report
 pipe and can neither signal nor read it (``lockshop.room.inside`` says what it trusts).
