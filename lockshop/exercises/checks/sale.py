@@ -126,7 +126,7 @@ def sell_on_three(config: Config, folder: Path, *, read_holds: bool = False) -> 
 
 
 def flash_sale(grading: Grading) -> tuple[str, bool]:
-    backends = grading.backends(lease_ms=LEASE_MS)
+    backends = grading.servers_backends(lease_ms=LEASE_MS)
     config = Config(database_url=f"sqlite:///{grading.runtime / 'sale' / 'shop.db'}",
                     redis_url=backends.redis_url, redis_urls=backends.redis_urls,
                     zk_hosts=backends.zk_hosts, lock_lease_ms=LEASE_MS, lock_timeout_ms=30_000,
