@@ -369,9 +369,11 @@ def test_a_print_cannot_pass_for_the_graders_report():
     assert len(outcome.checks) == 8
 
 
-def test_a_verdict_written_into_the_report_itself_needs_every_check():
-    """The report's pipe is in the student's process too: a line written there counts
-    only in its place, and a pass needs every check of the exercise."""
+def test_a_verdict_written_on_every_descriptor_never_reaches_the_report():
+    """The student's lock runs in a process of its own, which holds no end of the report's
+    pipe: whatever it writes, wherever, the report has only the grader's lines (and,
+    were it there, a forged line would count only in its place, and a pass needs every
+    check of the exercise)."""
     forged = ('{"lesson": "C01", "passed": true, "action": "FORGED", "expected": "", '
               '"observed": "", "hint": "", "lesson_title": ""}\\n'
               '{"verdict": {"passed": true, "broken_lesson": null, "rounds_total": 1, '
@@ -384,8 +386,10 @@ def test_a_verdict_written_into_the_report_itself_needs_every_check():
                 pass
         """))
     assert outcome.passed is False, outcome
-    assert [c["action"] for c in outcome.checks] == ["FORGED"]  # in C01's place, and alone
-    assert outcome.message == "exercise 3 not passed: only 1 of its 8 checks reported"
+    assert all(c["action"] != "FORGED" for c in outcome.checks)
+    assert [c["lesson"] for c in outcome.checks] == \
+        ["C01", "C26", "C11", "C09", "C10", "C11", "C12", "C03"]
+    assert outcome.message.startswith("exercise 3 not passed: 0 of 8 checks"), outcome
 
 
 def test_code_that_does_not_load_says_so_in_one_line():

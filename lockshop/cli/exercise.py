@@ -99,15 +99,23 @@ def _check(exercise, args) -> int:
         logging.getLogger(name).setLevel(logging.CRITICAL)
     say = (lambda _: None) if args.json else (lambda line: print(line, flush=True))
     rounds = Rounds([])
-    for number in range(1, args.repeat + 1):
-        if args.repeat > 1:
-            say("--- " + _("round %(number)s of %(rounds)s", number=number, rounds=args.repeat))
-        try:
-            graded = grader.grade(exercise, args.target, say=say)
-        except LockClassError as error:
-            raise CliError(say_class_error(error)) from None
-        say(graded.summary())
-        rounds.grades.append(graded)
+    host = None
+    try:
+        if grader.out_of_process(exercise):
+            # One process of the student's lock for every round, as one grader's.
+            host = grader.start_host(args.target, exercise)
+        for number in range(1, args.repeat + 1):
+            if args.repeat > 1:
+                say("--- " + _("round %(number)s of %(rounds)s", number=number,
+                               rounds=args.repeat))
+            graded = grader.grade(exercise, args.target, say=say, host=host)
+            say(graded.summary())
+            rounds.grades.append(graded)
+    except LockClassError as error:
+        raise CliError(say_class_error(error)) from None
+    finally:
+        if host is not None:
+            host[0].close()
     if args.repeat > 1:
         say(rounds.tally())
         say(rounds.said())

@@ -31,7 +31,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from locks import Backends, DistributedLock, LockFactory, Strategy
@@ -172,9 +172,12 @@ def late_write(database_url: str, fencing_token: int | None) -> str:
 class Holder:
     """A holder process (``main``), started in a session of its own: its lines, its signals."""
 
-    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(self, *args: str, env: dict[str, str] | None = None,
+                 launcher: Callable[[list[str]], list[str]] = list) -> None:
+        """``launcher``: the command line as it is run (the grader's: as the student's
+        user, ``lockshop.exercises.remote_locks.as_student``)."""
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "lockshop.cluster.holder", *args],
+            launcher([sys.executable, "-m", "lockshop.cluster.holder", *args]),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             env={**(env or os.environ), "PYTHONUNBUFFERED": "1"}, start_new_session=True)
 
@@ -215,6 +218,13 @@ class Holder:
     def tell(self, line: str) -> None:
         self.process.stdin.write(line + "\n")
         self.process.stdin.flush()
+
+    def kill_now(self) -> None:
+        """SIGKILL its process group, from any thread, without waiting (``kill`` reaps)."""
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
     def kill(self) -> int:
         """SIGKILL (a crash: no release, no goodbye), and close our ends of its pipes; its

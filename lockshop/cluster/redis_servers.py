@@ -28,17 +28,22 @@ class RedisServer(ServerProcess):
     port) when given."""
 
     def __init__(self, runtime_dir: Path, name: str = "redis", port: int | None = None, *,
-                 replica_of: int | None = None, host: Host = LOOPBACK) -> None:
+                 replica_of: int | None = None, host: Host = LOOPBACK,
+                 password: str | None = None) -> None:
         self.runtime_dir = runtime_dir
         self.name = name
         self.port = port or free_port()
         self.replica_of = replica_of
         self.host = host
+        #: Asked of every client (``requirepass``), when given: kept in a file of the
+        #: server's folder, never on its command line, which every user can read.
+        self.password = password
         self.process = None
 
     @property
     def url(self) -> str:
-        return f"redis://{self.host.address}:{self.port}/0"
+        secret = f":{self.password}@" if self.password else ""
+        return f"redis://{secret}{self.host.address}:{self.port}/0"
 
     def start(self) -> RedisServer:
         binary = redis_server_binary()
@@ -48,8 +53,14 @@ class RedisServer(ServerProcess):
         folder = self.runtime_dir / self.name
         folder.mkdir(parents=True, exist_ok=True)
         replica = ["--replicaof", "127.0.0.1", str(self.replica_of)] if self.replica_of else []
+        config = []
+        if self.password:
+            secret = folder / "secret.conf"
+            secret.touch(mode=0o600)
+            secret.write_text(f"requirepass {self.password}\n")
+            config = [str(secret)]
         self.process = spawn(self.host.command(
-            [binary, "--port", str(self.port), "--bind", self.host.address,
+            [binary, *config, "--port", str(self.port), "--bind", self.host.address,
              "--protected-mode", "no", "--save", "", "--appendonly", "no",
              "--dir", str(folder), *replica]),
             env=dict(os.environ), log_path=folder / "redis.log")
@@ -65,8 +76,8 @@ class RedisServer(ServerProcess):
         """Whether ours answers on its port: not another server that took the port between
         free_port() and our bind, or while ours was down for a restart (ours would exit,
         unable to bind, and whoever used it would talk to a stranger's server)."""
-        return _pong(self.port, self.host.address) and \
-            _folder_of(self.port, self.host.address) == os.path.realpath(folder)
+        return _pong(self.port, self.host.address, self.password) and \
+            _folder_of(self.port, self.host.address, self.password) == os.path.realpath(folder)
 
     def _wait_until_ready(self, log_path: Path, timeout: float = 10.0) -> None:
         deadline = time.monotonic() + timeout
@@ -126,19 +137,32 @@ sentinel parallel-syncs shop 1
         return _pong(self.port, self.host.address)
 
 
-def _pong(port: int, address: str = "127.0.0.1") -> bool:
+def _authenticated(connection: socket.socket, password: str | None) -> bool:
+    """Send AUTH first when the server asks for a password: whether it was accepted."""
+    if not password:
+        return True
+    secret = password.encode()
+    connection.sendall(b"*2\r\n$4\r\nAUTH\r\n$%d\r\n%s\r\n" % (len(secret), secret))
+    return connection.recv(16).startswith(b"+OK")
+
+
+def _pong(port: int, address: str = "127.0.0.1", password: str | None = None) -> bool:
     try:
         with socket.create_connection((address, port), timeout=0.5) as connection:
+            if not _authenticated(connection, password):
+                return False
             connection.sendall(b"PING\r\n")
             return connection.recv(16).startswith(b"+PONG")
     except OSError:
         return False
 
 
-def _folder_of(port: int, address: str) -> str | None:
+def _folder_of(port: int, address: str, password: str | None = None) -> str | None:
     """The working folder (``CONFIG GET dir``) of the Redis server answering on ``port``."""
     try:
         with socket.create_connection((address, port), timeout=0.5) as connection:
+            if not _authenticated(connection, password):
+                return None
             connection.sendall(b"CONFIG GET dir\r\n")
             answer = b""
             while answer.count(b"\r\n") < 5:  # *2, $3, dir, $n, the folder

@@ -145,3 +145,331 @@ class WatchedPipeline(redis.client.Pipeline):
 
 def _as_bytes(value) -> bytes:
     return value if isinstance(value, bytes) else str(value).encode()
+
+
+# --- the same watch, from outside the lock's process: a proxy on the wire --------------------
+
+#: Commands a client sends on connecting, before the lock's first: not the lock's to count.
+HANDSHAKE = frozenset({"HELLO", "AUTH", "CLIENT", "SELECT", "READONLY"})
+#: Commands no lock needs, refused by the proxy without reaching the server: what would
+#: show or change the server's settings (its password among them), stop it, make it
+#: another's replica, or read every other client's traffic.
+REFUSED = frozenset({
+    "CONFIG", "ACL", "AUTH", "SHUTDOWN", "DEBUG", "MONITOR", "SLAVEOF", "REPLICAOF",
+    "MODULE", "MIGRATE", "FAILOVER", "SYNC", "PSYNC", "CLUSTER", "BGSAVE", "SAVE",
+    "BGREWRITEAOF", "LATENCY", "MEMORY",
+})
+#: CLIENT's subcommands a connection may use on itself; the others (KILL, PAUSE, LIST...)
+#: reach other clients.
+CLIENT_OWN = frozenset({"SETINFO", "SETNAME", "GETNAME", "ID", "INFO", "NO-EVICT",
+                        "NO-TOUCH", "REPLY"})
+#: Commands after which a connection speaks push messages, not one answer per command: the
+#: proxy passes the rest through unread.
+PUSHED = frozenset({"SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE", "MONITOR"})
+
+
+class Incomplete(Exception):
+    """The buffer ends before the message does."""
+
+
+def read_resp(buffer: bytes | bytearray, at: int = 0) -> tuple[object, int]:
+    """One RESP message (2 or 3) from ``buffer`` at ``at``: (its value, where it ends).
+    Bulk strings are bytes, simple strings and errors ``str``; ``None`` for a null.
+    ``Incomplete`` when more bytes are needed; ``ValueError`` for what is not RESP."""
+    end = buffer.find(b"\r\n", at)
+    if end < 0:
+        raise Incomplete
+    kind, line = buffer[at:at + 1], bytes(buffer[at + 1:end])
+    after = end + 2
+    if kind in (b"+", b"-", b"("):
+        return line.decode("utf-8", "replace"), after
+    if kind in (b":", b","):
+        return line.decode("ascii", "replace"), after
+    if kind == b"_":
+        return None, after
+    if kind == b"#":
+        return line == b"t", after
+    if kind in (b"$", b"!", b"="):
+        size = int(line)
+        if size < 0:
+            return None, after
+        if len(buffer) < after + size + 2:
+            raise Incomplete
+        return bytes(buffer[after:after + size]), after + size + 2
+    if kind in (b"*", b"~", b">", b"%", b"|"):
+        count = int(line)
+        if count < 0:
+            return None, after
+        items = []
+        for _item in range(count * (2 if kind in (b"%", b"|") else 1)):
+            item, after = read_resp(buffer, after)
+            items.append(item)
+        if kind == b"|":  # attributes come before the answer they describe
+            return read_resp(buffer, after)
+        return items, after
+    if not kind:
+        raise Incomplete
+    # An inline command (``PING\r\n``), as telnet or a raw probe sends it.
+    return [word.encode() for word in line.decode("utf-8", "replace").split()] \
+        if kind.isalpha() else _not_resp(kind), after
+
+
+def _not_resp(kind: bytes):
+    raise ValueError(f"not RESP: {kind!r}")
+
+
+class RedisProxy:
+    """A TCP proxy between a lock's process and a Redis server that watches the lock's
+    commands as ``WatchedRedis`` does, from outside that process: the same counters
+    (``sent``, ``blocking``, ``woken``, ``in_blocking_wait``), the same list of commands on
+    the watched key (``commands``) and the same hooks. ``after(kind, command)`` runs once
+    the server has answered a command on the key, before the answer is passed on: the
+    lock's thread waits there for as long as the hook does, while the server has already
+    done the command. ``before_blocking()`` runs before a blocking command is passed on.
+
+    Each connection gets one of its own to the server, read command by command and answer
+    by answer, so one paused connection holds up nobody else's. A transaction's commands
+    (MULTI to EXEC) are counted, and written down once it is answered, without stepping
+    in, as ``WatchedPipeline`` does. Nothing the lock's process says is believed but the
+    bytes it sends the server: what is counted is what went over the wire.
+
+    With ``password``, the proxy signs in to the server on each of its connections, so
+    that the lock's process, which never learns the password, reaches the server only
+    through a proxy; ``REFUSED`` commands (``CONFIG GET requirepass`` among them) are
+    answered with an error and never sent.
+    """
+
+    def __init__(self, upstream: tuple[str, int], *, key: str | None = None,
+                 host: str = "127.0.0.1", password: str | None = None) -> None:
+        import socket
+        self.upstream = upstream
+        self.password = password
+        self.watched_key = key.encode() if key is not None else None
+        self.after: Callable[[str, str], None] | None = None
+        self.before_blocking: Callable[[], None] | None = None
+        self.commands: list[str] = []
+        self.client_name: str | None = None
+        self.sent = 0
+        self.blocking = 0
+        self.woken = 0
+        self._waiting = 0
+        self._guard = threading.Lock()
+        self._closed = threading.Event()
+        self._connections: list = []
+        self._listener = socket.create_server((host, 0))
+        self.address = self._listener.getsockname()[:2]
+        threading.Thread(target=self._accept, daemon=True, name="redis-proxy").start()
+
+    @property
+    def url(self) -> str:
+        return f"redis://{self.address[0]}:{self.address[1]}/0"
+
+    def watch(self, key: str | None, client_name: str | None = None) -> RedisProxy:
+        """Watch ``key`` from now on: its list of commands starts empty, and no hook is
+        set (the counters go on: a check counts from where they are). With
+        ``client_name``, ``commands`` lists only what the connections of that name (``CLIENT
+        SETNAME``) sent: one client's, for saying what it sent. The counters and the hooks
+        count and step in on every connection, whatever its name: a lock cannot go round
+        them by sending from another one."""
+        with self._guard:
+            self.watched_key = key.encode() if key is not None else None
+            self.client_name = client_name
+            self.commands = []
+        self.after = None
+        self.before_blocking = None
+        return self
+
+    @property
+    def in_blocking_wait(self) -> bool:
+        """A blocking command passed on is waiting in the server now."""
+        return self._waiting > 0
+
+    def close(self) -> None:
+        self._closed.set()
+        for sock in [self._listener, *self._connections]:
+            try:
+                sock.close()
+            except OSError:
+                pass
+
+    def __enter__(self) -> RedisProxy:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def _accept(self) -> None:
+        import socket
+        while not self._closed.is_set():
+            try:
+                client, _address = self._listener.accept()
+            except OSError:
+                return
+            try:
+                server = socket.create_connection(self.upstream, timeout=5)
+                if self.password:
+                    secret = self.password.encode()
+                    server.sendall(b"*2\r\n$4\r\nAUTH\r\n$%d\r\n%s\r\n"
+                                   % (len(secret), secret))
+                    if not server.recv(5).startswith(b"+OK"):
+                        raise OSError("the server refused the proxy's password")
+                server.settimeout(None)
+            except OSError:
+                client.close()  # the server is down: the client sees its connection refused
+                continue
+            self._connections += [client, server]
+            pending: list = []  # (name, args, in a transaction) per command passed on
+            state = {"multi": None, "raw": False, "lock": threading.Lock(),
+                     "drained": threading.Condition(), "name": None}
+            threading.Thread(target=self._commands, args=(client, server, pending, state),
+                             daemon=True).start()
+            threading.Thread(target=self._answers, args=(server, client, pending, state),
+                             daemon=True).start()
+
+    def _commands(self, client, server, pending: list, state: dict) -> None:
+        buffer = bytearray()
+        try:
+            while chunk := client.recv(65536):
+                if state["raw"]:
+                    server.sendall(chunk)
+                    continue
+                buffer += chunk
+                while buffer:
+                    try:
+                        command, end = read_resp(buffer)
+                    except Incomplete:
+                        break
+                    raw, buffer = bytes(buffer[:end]), buffer[end:]
+                    args = command if isinstance(command, list) and command else [b"?"]
+                    name = _as_bytes(args[0]).decode("utf-8", "replace").upper()
+                    if refused(name, args):
+                        self._refuse(client, name, pending, state)
+                        continue
+                    if name == "CLIENT" and len(args) > 2 and \
+                            _as_bytes(args[1]).upper() == b"SETNAME":
+                        state["name"] = _as_bytes(args[2]).decode("utf-8", "replace")
+                    if name in BLOCKING and self.before_blocking is not None:
+                        self.before_blocking()
+                    with state["lock"]:
+                        in_multi = state["multi"] is not None and name not in ("EXEC", "DISCARD")
+                        if name == "MULTI":
+                            state["multi"] = []
+                        elif in_multi:
+                            state["multi"].append(args)
+                        pending.append((name, args, in_multi))
+                    if name in BLOCKING and not in_multi:
+                        with self._guard:
+                            self._waiting += 1
+                    if name in PUSHED:
+                        state["raw"] = True
+                        server.sendall(raw + bytes(buffer))
+                        buffer.clear()
+                        break
+                    server.sendall(raw)
+        except (OSError, ValueError):
+            pass
+        finally:
+            _shut(client, server)
+
+    def _answers(self, server, client, pending: list, state: dict) -> None:
+        buffer = bytearray()
+        try:
+            while chunk := server.recv(65536):
+                if state["raw"] and not pending:
+                    client.sendall(chunk)
+                    continue
+                buffer += chunk
+                while buffer and pending:
+                    try:
+                        answer, end = read_resp(buffer)
+                    except Incomplete:
+                        break
+                    raw, buffer = bytes(buffer[:end]), buffer[end:]
+                    with state["lock"]:
+                        name, args, in_multi = pending.pop(0)
+                        finished = None
+                        if name in ("EXEC", "DISCARD") and state["multi"] is not None:
+                            finished, state["multi"] = state["multi"], None
+                    self._answered(name, args, answer, in_multi, finished, state["name"])
+                    client.sendall(raw)
+                    if not pending:
+                        with state["drained"]:
+                            state["drained"].notify_all()
+                if state["raw"] and not pending and buffer:
+                    client.sendall(bytes(buffer))
+                    buffer.clear()
+        except (OSError, ValueError):
+            pass
+        finally:
+            _shut(client, server)
+
+    @staticmethod
+    def _refuse(client, name: str, pending: list, state: dict) -> None:
+        """Answer a refused command with an error, in its turn: once every command sent
+        before it has had its answer."""
+        with state["drained"]:
+            state["drained"].wait_for(lambda: not pending, timeout=30)
+        client.sendall(f"-ERR {name} is not allowed here (the grader's proxy)\r\n"
+                       .encode())
+
+    def _answered(self, name: str, args: list, answer, in_multi: bool,
+                  transaction: list | None, client_name: str | None = None) -> None:
+        if name in HANDSHAKE:
+            return
+        blocking = name in BLOCKING and not in_multi
+        with self._guard:
+            self.sent += 1
+            self.blocking += blocking
+            if blocking:
+                self._waiting = max(0, self._waiting - 1)
+                self.woken += answer is not None and not isinstance(answer, str)
+        if in_multi:
+            return
+        if transaction is not None:  # EXEC or DISCARD: the transaction, written down
+            names = [_as_bytes(a[0]).decode("utf-8", "replace").upper() for a in transaction]
+            if any(self._names_key(n, a) for n, a in zip(names, transaction)):
+                with self._guard:
+                    if self._listed(client_name):
+                        self.commands += ["MULTI", *names, name]
+            return
+        if name == "MULTI" or not self._names_key(name, args):
+            return
+        kind = "script" if name in SCRIPTS else "write" if name in WRITES else \
+            "read" if name in READS else "other"
+        with self._guard:
+            if self._listed(client_name):
+                self.commands.append(name)
+        if self.after is not None:
+            self.after(kind, name)
+
+    def _listed(self, client_name: str | None) -> bool:
+        return self.client_name is None or client_name == self.client_name
+
+    def _names_key(self, name: str, args: list) -> bool:
+        if self.watched_key is None:
+            return False
+        try:
+            keys = keys_of(name, tuple(args))
+        except (ValueError, TypeError):
+            return False
+        return any(_as_bytes(key) == self.watched_key for key in keys)
+
+
+def refused(name: str, args: list) -> bool:
+    """Whether the proxy refuses this command (``REFUSED``, and CLIENT's subcommands on
+    other clients)."""
+    if name in REFUSED:
+        return True
+    if name == "CLIENT":
+        sub = _as_bytes(args[1]).decode("utf-8", "replace").upper() if len(args) > 1 else ""
+        return sub not in CLIENT_OWN
+    return False
+
+
+def _shut(*sockets) -> None:
+    import socket
+    for sock in sockets:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass

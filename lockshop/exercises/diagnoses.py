@@ -23,7 +23,6 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from lockshop.cluster.thread_ids import in_a_thread
 from lockshop.exercises.grading import Background, Grading
 from lockshop.exercises.registry import LOCK, Exercise
 from shop.i18n import N_, _
@@ -108,27 +107,28 @@ def recycled_owner(grading: Grading) -> str | None:
     name = grading.fresh_name("probe-owner")
     factory = grading.factory(lease_ms=PROBE_LEASE_MS)
 
-    def ask() -> bool:
-        return factory.lock(name).acquire(blocking=False)
-
-    # The live thread starts first, so that it runs on a stack (an id) of its own, and
-    # lives on until the end: the only stack free for the next thread is the dead one's.
-    go, done = threading.Event(), threading.Event()
+    # The live thread starts first (it makes its lock at once, so that the lock's process
+    # has its thread too), so that it runs on a stack (an id) of its own, and lives on
+    # until the end: the only stack free for the next thread is the dead one's.
+    ready, go, done = threading.Event(), threading.Event(), threading.Event()
     answer: list[bool] = []
 
     def live_thread() -> None:
+        lock = factory.lock(name)
+        ready.set()
         go.wait(PROBE_SECONDS)
-        answer.append(ask())
+        answer.append(lock.acquire(blocking=False))
         done.wait(PROBE_SECONDS)
 
     live = Background(live_thread)
     try:
-        first, dead_id = in_a_thread(ask)
+        grading.until(lambda: ready.is_set() or live.done(), seconds=PROBE_SECONDS)
+        first, dead_id = grading.try_in_new_thread(factory, name)
         go.set()
         grading.until(lambda: answer or live.done(), seconds=PROBE_SECONDS)
         if not first or not answer or answer[0]:
             return None  # it could not be taken, or it keeps nobody out: not this mistake
-        reused, _ident = in_a_thread(ask, wanted_id=dead_id)
+        reused, _ident = grading.try_in_new_thread(factory, name, dead_id)
     finally:
         go.set()
         done.set()

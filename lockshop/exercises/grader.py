@@ -11,6 +11,10 @@ When a known mistake explains a failed check (``diagnoses``: a probe of the grad
 own shows it), the check says why, its hint is the mistake's, and the verdict's first
 broken lesson is the mistake's. A check whose lesson does not apply to the lock
 (``grading.NotApplicable``) is marked "–" and counts as neither passed nor failed.
+
+A Redis lock (``out_of_process``) is never loaded here: it is loaded, and
+runs, in a lock host of its own (``remote_locks``, ``lock_host``), which says what it
+found; what was found wrong with the file comes back as the same one line.
 """
 
 from __future__ import annotations
@@ -36,7 +40,9 @@ from lockshop.exercises import databases
 from lockshop.exercises import grading as limits
 from lockshop.exercises.diagnoses import Diagnostician
 from lockshop.exercises.grading import Background, Check, Grading, NotApplicable
-from lockshop.exercises.registry import ELECTION, JOB_GUARD, ORDER_STEP, Exercise
+from lockshop.exercises.registry import ELECTION, JOB_GUARD, LOCK, ORDER_STEP, Exercise
+from lockshop.exercises import remote_locks
+from lockshop.exercises.remote_locks import LockHost
 from lockshop.exercises.results import CheckResult, Grade
 from lockshop.invoked import lockshop_command
 from shop.i18n import _
@@ -71,6 +77,33 @@ def resolve(spec: str, exercise: Exercise) -> tuple[type, str]:
     return written, f"{target}:{class_name or written.__name__}"
 
 
+#: The backends whose lock exercises are graded with the lock in a process of its own
+#: (``remote_locks``); the others' still load the student's class into the grader.
+#: (Redlock's is not yet: its C17 check and sale did not yet pass out of process.)
+OUT_OF_PROCESS_BACKENDS = ("redis",)
+
+
+def out_of_process(exercise: Exercise) -> bool:
+    """Whether ``exercise`` runs the student's code in a lock host, never in the grader."""
+    return exercise.writes == LOCK and exercise.backend in OUT_OF_PROCESS_BACKENDS
+
+
+def start_host(spec: str, exercise: Exercise) -> tuple[LockHost, str]:
+    """The student's lock class loaded in a process of its own, and a spec other processes
+    can load; ``LockClassError`` as ``resolve`` raises it, said by the host."""
+    target, class_name = split_spec(spec)
+    target = absolute_target(target)
+    host = LockHost(f"{target}:{class_name}" if class_name else target)
+    if host.family != exercise.lock_family:
+        host.close()
+        raise LockClassError(_(
+            "%(target)s: %(name)s is a %(family)s lock; exercise %(id)s is a %(wanted)s "
+            "exercise (start from its skeleton: %(lockshop)s exercise start %(id)s)",
+            target=target, name=host.class_name, family=host.family, id=exercise.id,
+            wanted=exercise.lock_family, lockshop=lockshop_command()))
+    return host, f"{target}:{class_name or host.class_name}"
+
+
 def resolve_step(spec: str) -> tuple[OrderStep, str]:
     """The student's order step and a spec other processes can load (an absolute path,
     and the step's name); ``OrderStepError`` (a ``LockClassError``) when there is none."""
@@ -84,17 +117,29 @@ def resolve_step(spec: str) -> tuple[OrderStep, str]:
 def grade(exercise: Exercise, spec: str, *, say: Callable[[str], None] = lambda _: None,
           sale: bool = True,
           on_result: Callable[[CheckResult], None] = lambda _: None,
-          database_url: str | None = None) -> Grade:
+          database_url: str | None = None,
+          host: tuple[LockHost, str] | None = None) -> Grade:
     """Run ``exercise``'s checks on the lock ``spec`` names, on servers of the grader's own
     (without the sale across shop instances, the slow one, when ``sale`` is false).
     ``on_result`` is given each check's result as soon as it is known (the room streams
     them to the student's browser). ``database_url``: the database to grade a database's
-    exercise on, made for this grading (the room's); else the grader makes its own."""
-    lock_class, spec = resolve(spec, exercise)
+    exercise on, made for this grading (the room's); else the grader makes its own.
+    ``host``: the lock host (and its spec) ``start_host`` started for ``spec``, kept by the
+    caller across gradings (``--repeat``: the student's process lives for the whole
+    command, as the grader's does); else one of its own, for this grading only."""
+    own_host = host is None and out_of_process(exercise)
+    if own_host:
+        host = start_host(spec, exercise)
+    if host is not None:
+        lock_class, (host, spec) = None, host
+    else:
+        lock_class, spec = resolve(spec, exercise)
     source = Path(spec.rpartition(":")[0])  # the student's file (a module's name: no file)
     result = Grade(exercise.id, spec, todos=todos_left(source))
     started = time.monotonic()
     runtime = Path(tempfile.mkdtemp(prefix=f"lockshop-exercise-{exercise.id}-"))
+    if host is not None and remote_locks.STUDENT_USER is not None:
+        runtime.chmod(0o711)  # the student's shop instances reach their sale's folder only
 
     def keep(outcome: CheckResult) -> None:
         result.results.append(outcome)
@@ -104,7 +149,7 @@ def grade(exercise: Exercise, spec: str, *, say: Callable[[str], None] = lambda 
 
     try:
         with Grading(lock_class, spec, exercise.backend, runtime,
-                     database_url=database_url) as grading:
+                     database_url=database_url, host=host) as grading:
             say(_("exercise %(id)s: %(title)s", id=exercise.id, title=exercise.title))
             if grading.redis_servers:
                 say("  " + _("your lock: %(spec)s, on %(count)s Redis servers of the grader's "
@@ -147,6 +192,8 @@ def grade(exercise: Exercise, spec: str, *, say: Callable[[str], None] = lambda 
                     explain(outcome, diagnostician)
                 keep(outcome)
     finally:
+        if own_host:
+            host.close()
         shutil.rmtree(runtime, ignore_errors=True)
         result.seconds = round(time.monotonic() - started, 1)
     return result
@@ -233,6 +280,9 @@ def run_check(check: Check, grading: Grading, *, source: Path) -> CheckResult:
 
 
 def _where(error: BaseException, source: Path) -> str:
+    where = getattr(error, "where", None)  # said by the lock's own process
+    if where is not None and Path(where[0]).name == source.name:
+        return _(" (%(file)s, line %(line)s)", file=where[0], line=where[1])
     frames = [f for f in traceback.extract_tb(error.__traceback__)
               if Path(f.filename).name == source.name]
     return _(" (%(file)s, line %(line)s)", file=frames[-1].filename, line=frames[-1].lineno) \

@@ -10,26 +10,36 @@ into: ``lockshop.cluster.wire``), starts the student's lock in holder
 processes of its own (``lockshop.cluster.holder``) to kill or pause, and runs
 another owner in a thread of its own. Every helper a check needs is a method
 of it, as every helper of MIT 6.5840's tests hangs on its one ``cfg``.
+
+For the exercises graded out of process (``grader.out_of_process``) the class is not
+here but in a lock host (``remote_locks``): ``factory()`` hands out stubs that read as
+the lock does, the servers ask for a password only the grader's proxies know, and every
+process of the student's reaches them through one proxy per server, which is where a
+check watches, counts and steps in (``watch``). What a check counts is counted here.
 """
 
 from __future__ import annotations
 
 import json
+import secrets
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import redis
 
-from locks import Backends, DistributedLock, LockFactory
+from locks import Backends, DistributedLock, LockFactory, LockLost
 from lockshop.cluster.holder import KEY_PREFIX, Holder, held, student_factory
 from lockshop.cluster.redis_servers import RedisServer
+from lockshop.cluster.thread_ids import in_a_thread
+from lockshop.cluster.wire import RedisProxy
 from lockshop.cluster.zookeeper_servers import ZooKeeperServer
 from lockshop.exercises import databases
+from lockshop.exercises.remote_locks import LockHost, as_student
 from shop.i18n import _
 
 #: The lease the grader gives a student's lock: short, so that waiting for one to run
@@ -39,6 +49,8 @@ LEASE_MS = 600
 SESSION_MS = 1500
 #: How long one check may take before the grader calls the student's lock hung.
 CHECK_SECONDS = 40.0
+#: The holder's flag for a crash right after its first write of the lock's key.
+CRASH_AFTER_FIRST_WRITE = "--crash-after-first-write"
 #: The "redlock" backend's servers: independent Redis servers, each of its own.
 REDLOCK_SERVERS = 5
 #: Redlock's lease: a per-server timeout must be far shorter, and a few still fit in it.
@@ -76,9 +88,14 @@ class Grading:
     """The student's lock on the grader's servers: makes its locks, holders and other
     owners, and every helper a check calls."""
 
-    def __init__(self, lock_class: type[DistributedLock], spec: str, backend: str,
-                 runtime: Path, *, database_url: str | None = None) -> None:
+    def __init__(self, lock_class: type[DistributedLock] | None, spec: str, backend: str,
+                 runtime: Path, *, database_url: str | None = None,
+                 host: LockHost | None = None) -> None:
+        #: The student's class, loaded here; None when it lives in ``host`` instead.
         self.lock_class = lock_class
+        #: The student's lock in a process of its own (``remote_locks``), or None: the
+        #: class runs in this process (an exercise not yet graded out of process).
+        self.host = host
         self.spec = spec  # FILE:Class, as the shop instances and holders load it
         #: The servers it starts (``Exercise.backend``): "redis", "zookeeper", "redlock"
         #: (REDLOCK_SERVERS Redis servers), or a database's (``databases.SERVERS``).
@@ -102,16 +119,25 @@ class Grading:
         self._keeper: ThreadPoolExecutor | None = None
         self._names = iter(range(1, 1_000_000))
         self._inspector: redis.Redis | None = None
+        self._students_proxies: dict[int, RedisProxy] = {}
 
     def __enter__(self) -> Grading:
+        # With the lock in a host, a Redis whose traffic checks watch asks for a password
+        # the host never learns: it reaches it through the grader's proxy only
+        # (``students_url``). Redlock's checks watch no traffic (they judge answers and
+        # keys), and its servers' timeouts of 0.1 s are too short for a hop through a
+        # proxy on a loaded machine: the host reaches those directly.
+        password = secrets.token_hex(16) if self.host is not None and self.proxied else None
         if self.backend == "redis":
-            self.redis_server = self._stack.enter_context(RedisServer(self.runtime, "redis"))
+            self.redis_server = self._stack.enter_context(
+                RedisServer(self.runtime, "redis", password=password))
         elif self.backend in databases.SERVERS:
             self.database_url = self._stack.enter_context(
                 databases.database_for(self.backend, self.runtime, self._given_database))
         elif self.backend == "redlock":
             self.redis_servers = [
-                self._stack.enter_context(RedisServer(self.runtime, f"redis{n}"))
+                self._stack.enter_context(RedisServer(self.runtime, f"redis{n}",
+                                                      password=password))
                 for n in range(1, REDLOCK_SERVERS + 1)]
             self.redis_server = self.redis_servers[0]
         else:
@@ -119,11 +145,15 @@ class Grading:
         return self
 
     def __exit__(self, *exc_info) -> None:
-        for factory in self._factories:
+        # A host's factories go with it (whoever started it closes it), hung or not: they
+        # are not asked to close one by one.
+        for factory in self._factories if self.host is None else ():
             try:
                 factory.close()
             except Exception:  # noqa: BLE001 - a student's factory that cannot close
                 pass
+        for proxy in self._students_proxies.values():
+            proxy.close()
         if self._inspector is not None:
             self._inspector.close()
         self._stack.close()
@@ -141,10 +171,20 @@ class Grading:
     # --- where things live ---------------------------------------------------------------
 
     def backends(self, lease_ms: int | None = None) -> Backends:
-        return Backends(redis_url=self.redis_server.url if self.redis_server else None,
-                        redis_urls=tuple(server.url for server in self.redis_servers),
+        """Where the student's code finds the servers (its lock, its holders, its shop
+        instances): with a host, the grader's proxies to them."""
+        return Backends(redis_url=self.students_url(self.redis_server),
+                        redis_urls=tuple(map(self.students_url, self.redis_servers)),
                         zk_hosts=self.zookeeper.address if self.zookeeper else None,
                         database_url=self.database_url, lease_ms=lease_ms or self.lease_ms)
+
+    def servers_backends(self, lease_ms: int | None = None) -> Backends:
+        """The servers themselves, password and all, for the sale's shop instances: the
+        sale is every lock exercise's last check, so what they could learn of the password
+        comes after every check that watches the traffic; and a sale's three instances
+        through one proxy in this process were too slow on a loaded machine."""
+        return replace(self.backends(lease_ms),
+                       redis_url=self.redis_server.url if self.redis_server else None)
 
     def fresh_name(self, label: str) -> str:
         """A lock name no earlier check used: checks never see each other's keys."""
@@ -165,10 +205,64 @@ class Grading:
                 ) -> LockFactory:
         """A factory of the student's locks; with ``watched_key``, on a ``WatchedRedis``.
         The same factory a holder process opens (``student_factory``)."""
-        factory = student_factory(self.lock_class, self.spec, self.backends(lease_ms),
-                                  watched_key=watched_key)
+        if self.host is not None:
+            backends, proxy = self.backends(lease_ms), None
+            if watched_key is not None:
+                # Its connections say their name, so that the proxy can say what this
+                # factory's locks sent; it counts and steps in on every connection.
+                name = f"watched-{next(self._names)}"
+                proxy = self.watch(watched_key, client_name=name)
+                backends = replace(backends, redis_url=f"{backends.redis_url}?client_name={name}")
+            factory = self.host.factory(backends, client=proxy)
+        else:
+            factory = student_factory(self.lock_class, self.spec, self.backends(lease_ms),
+                                      watched_key=watched_key)
         self._factories.append(factory)
         return factory
+
+    @property
+    def proxied(self) -> bool:
+        """Whether the student's processes reach the servers through the grader's proxies
+        (a lock host's, on one Redis: where checks watch the traffic)."""
+        return self.host is not None and self.backend == "redis"
+
+    def watch(self, key: str, client_name: str | None = None) -> RedisProxy:
+        """The proxy every process of the student's reaches the grader's (first) Redis
+        through, watching ``key`` from now on (``lockshop.cluster.wire.RedisProxy``): what
+        the student's code sends on it, by whichever connection, seen from outside."""
+        self.students_url(self.redis_server)
+        return self._students_proxies[self.redis_server.port].watch(key, client_name)
+
+    def students_url(self, server: RedisServer | None) -> str | None:
+        """The URL the student's code is given for ``server``: with a host, the one proxy
+        to it that every process of the student's shares (the server's password, which
+        only the proxy knows, keeps them from going round it); else the server's own."""
+        if server is None:
+            return None
+        if self.host is None or not self.proxied:
+            return server.url
+        if server.port not in self._students_proxies:
+            self._students_proxies[server.port] = RedisProxy(
+                (server.host.address, server.port), password=server.password)
+        return self._students_proxies[server.port].url
+
+    def try_in_new_thread(self, factory, name: str, wanted_id: int | None = None
+                          ) -> tuple[bool, int]:
+        """A lock of ``factory`` on ``name`` tried once (blocking=False) in a new thread
+        that then ends without releasing, in the process the lock lives in; with
+        ``wanted_id``, in one Python gave that dead thread's id
+        (``lockshop.cluster.thread_ids``): what the try returned, and the thread's id."""
+        if self.host is not None:
+            return factory.try_in_new_thread(name, wanted_id)
+        return in_a_thread(lambda: factory.lock(name).acquire(blocking=False),
+                           wanted_id=wanted_id)
+
+    def in_recycled_threads(self, factory, name: str, later: int) -> list[bool]:
+        """``try_in_new_thread`` once, then in ``later`` threads each given that first
+        thread's id: what each try returned."""
+        first, dead_id = self.try_in_new_thread(factory, name)
+        return [first, *(self.try_in_new_thread(factory, name, dead_id)[0]
+                         for _thread in range(later))]
 
     def lock(self, name: str, *, timeout: float = 5.0, lease_ms: int | None = None,
              factory: LockFactory | None = None) -> DistributedLock:
@@ -232,13 +326,37 @@ class Grading:
 
     def start_holder(self, name: str, *flags: str) -> Holder:
         """The student's lock held by a process of its own (``lockshop.cluster.holder``),
-        which the grader can kill or pause."""
+        which the grader can kill or pause, run as the student's user. With
+        ``--crash-after-first-write`` and the lock in a host, the grader's proxy kills it
+        right after its first write of the key (the holder is not asked to)."""
         backends = self.backends()
+        if self.host is not None and CRASH_AFTER_FIRST_WRITE in flags:
+            flags = tuple(flag for flag in flags if flag != CRASH_AFTER_FIRST_WRITE)
+            return self._crashing_holder(name, self.watch(self.key_of(name)), backends, flags)
+        return self._holder(name, backends, flags)
+
+    def _crashing_holder(self, name: str, proxy: RedisProxy, backends: Backends,
+                         flags: tuple[str, ...]) -> Holder:
+        started: list[Holder] = []
+        ready, crashed = threading.Event(), threading.Event()
+
+        def crash(kind: str, command: str) -> None:
+            if kind in ("write", "script") and not crashed.is_set():
+                crashed.set()  # once: the next owner's writes of the key are no crash
+                ready.wait(10)
+                started[0].kill_now()  # before its answer reaches it: a crash right there
+
+        proxy.after = crash
+        started.append(self._holder(name, backends, flags))
+        ready.set()
+        return started[0]
+
+    def _holder(self, name: str, backends: Backends, flags: tuple[str, ...]) -> Holder:
         fields = {"redis_url": backends.redis_url, "redis_urls": list(backends.redis_urls),
                   "zk_hosts": backends.zk_hosts, "database_url": backends.database_url,
                   "lease_ms": backends.lease_ms}
         return Holder("--lock", self.spec, "--backends", json.dumps(fields), "--name", name,
-                      *flags)
+                      *flags, launcher=as_student)
 
     def first_line(self, holder: Holder, seconds: float = 15.0) -> str:
         """The holder's next line ("held <fencing token>"), or what it said on dying."""
@@ -266,6 +384,16 @@ class Grading:
         if not held(said):
             return _("the holder did not get the lock: %(said)s", said=said)
         return None
+
+
+def release_said(lock) -> str:
+    """Release ``lock`` (another of the student's lock's errors is the lock's to show):
+    "returned", or "raised LockLost", in the reader's language."""
+    try:
+        lock.release()
+    except LockLost:
+        return _("raised LockLost")
+    return _("returned")
 
 
 def _last_words(line: str) -> str:

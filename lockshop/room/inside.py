@@ -1,6 +1,7 @@
-"""``python -m lockshop.room.inside EXERCISE_ID SOURCE_FILE --lang zh_CN [--database-file F]``:
-one grading, inside the sandbox (``--database-file``: a file holding the URL of the database
-the room made for it, on the room's MariaDB, for an exercise graded on one).
+"""``python -m lockshop.room.inside EXERCISE_ID SOURCE_FILE --lang zh_CN [--database-file F]
+[--student-user UID]``: one grading, inside the sandbox (``--database-file``: a file holding
+the URL of the database the room made for it, on the room's MariaDB, for an exercise graded
+on one).
 
 It grades the file with the same grader as ``lockshop exercise check`` (its own Redis or
 ZooKeeper, its holder processes and, for the sale, three shop instances: all inside the
@@ -18,11 +19,36 @@ then the verdict, ``{"verdict": {"passed": ..., "broken_lesson": ..., "rounds_to
 the diagnosed cause first); or, when the file gives no lock class,
 ``{"load_error": MESSAGE}``.
 
-The lines go to the pipe the sandbox hands over in ``$LOCKSHOP_REPORT_FD`` (stdout when
-run by hand), not to stdout: what the student's code prints goes to stdout and stderr,
-where it is only counted, so a ``print`` cannot pass for a check. (Code that rewrites
-the grader in its own process could still lie: ``sandboxed_grading`` believes a line
-only as far as it is well formed.)
+**The trust boundary.** With ``--student-user`` (the room passes it for every exercise the
+grader grades out of process: ``lockshop.exercises.grader.out_of_process``), no process
+that has run a line of the student's code decides, counts or reports anything:
+
+- this process is the grader. It runs only the project's code, as a user of its own
+  (``sandbox.GRADER``), keeping three capabilities: to start processes as another user
+  and to signal them. It never imports the student's file.
+- the student's lock runs in a lock host (``lockshop.exercises.lock_host``), its holders
+  and its shop instances in processes of their own, all started as ``UID`` (``nobody``)
+  with no capabilities and ``no_new_privs``. Another user's process is one they cannot
+  signal, trace or read (``/proc/<grader>/mem``, ``environ``, ``maps``: denied), and this
+  one's files are closed to them (its umask is 077).
+- the report channel (``$LOCKSHOP_REPORT_FD``) is taken from the environment and made
+  non-inheritable before anything starts: no process of the student's holds it. What
+  they print goes to stdout and stderr, only counted.
+- what the checks count is counted here: the grader's own counters and clocks, the keys
+  it reads from its servers with a client of its own, the commands it sees on the wire
+  through its proxy (``lockshop.cluster.wire.RedisProxy``). A Redis whose traffic a check
+  watches asks for a password the student's processes never learn, so the proxy is their
+  only way in, and commands that would show or change the server are refused there.
+- what the host answers is believed as the lock's own answer: a value the lock's method
+  could return (a lock that lies is a lock that behaves that way, and the checks judge
+  behaviour). The host's errors are shown as text.
+
+What is not yet behind this boundary (without ``--student-user``: the Redlock, ZooKeeper,
+table, job-guard, order-step and election exercises) is graded as before: the student's
+code in this process, as ``nobody`` with no capability, where code written to rewrite the grader
+could still report a pass (``sandboxed_grading`` believes a line only as far as it is well
+formed). And a sale's audit is read from a database its shop instances, which run the
+student's lock, can write.
 """
 
 from __future__ import annotations
@@ -52,8 +78,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("source")
     parser.add_argument("--lang", default="en")
     parser.add_argument("--database-file", default=None, type=Path)
+    parser.add_argument("--student-user", default=None, type=int)
     args = parser.parse_args(argv)
     channel = report_channel()
+    if args.student_user is not None:
+        from lockshop.exercises import remote_locks
+        remote_locks.STUDENT_USER = args.student_user
+        # The grading's folders are the grader's: closed to the student's user.
+        os.umask(0o077)
 
     def send(record: dict) -> None:
         channel.write(json.dumps(record, ensure_ascii=False) + "\n")

@@ -10,7 +10,11 @@ One run, from the outside in:
   and the project read-only, the folders a student must not read hidden under empty
   tmpfs, and a private ``/tmp`` of capped size;
 - ``setpriv`` dropping to an unprivileged user (``nobody``) with no capabilities, and
-  no way to gain any, before the command runs: root-only files stay closed to it.
+  no way to gain any, before the command runs: root-only files stay closed to it. Or, for
+  a grader that keeps the student's code in processes of its own (``grader_user``), to a
+  user of the grader's own (``GRADER``) with only the capabilities to start processes as
+  ``nobody`` and to signal them: the student's processes then run as another user than
+  the grader, which they can neither signal nor trace.
 
 We watch from outside: the wall clock, the cgroup's OOM kills, refused forks and CPU,
 and the bytes the run prints. At any limit the whole run is killed at once (bwrap's
@@ -45,6 +49,12 @@ MB = 1 << 20
 GB = 1 << 30
 #: The unprivileged user the student's code runs as (Debian's ``nobody``/``nogroup``).
 NOBODY = 65534
+#: A run with two users (``run(..., grader_user=GRADER)``): the grader's own, unprivileged
+#: user and group, which owns no file (no account of the system has this id); and the
+#: only capabilities it keeps, to start the student's processes as ``NOBODY`` and to
+#: stop, pause and kill them.
+GRADER = 65533
+GRADER_CAPABILITIES = "+setuid,+setgid,+kill"
 CGROUPS = Path("/sys/fs/cgroup")
 CONTROLLERS = ("memory", "pids", "cpuacct")
 #: The cpu controller's period: a quota of one period per period is one core.
@@ -390,13 +400,18 @@ def _remove_stale(place: Path) -> None:
 def run(command: Sequence[str], limits: Limits, view: View, *,
         on_report: Callable[[bytes], None] = lambda _: None,
         env: dict[str, str] | None = None, max_line: int = 64 * 1024,
-        max_report: int = 4 * MB) -> SandboxRun:
+        max_report: int = 4 * MB, grader_user: int | None = None) -> SandboxRun:
     """Run ``command`` in the sandbox until it ends or a limit stops it.
 
     The command finds a pipe's write end in ``$LOCKSHOP_REPORT_FD``: each line written
     there is handed to ``on_report`` (lines longer than ``max_line`` are dropped; past
     ``max_report`` bytes the run is stopped as printing too much). What it prints on
-    stdout and stderr only counts against ``limits.output_bytes``; its tail is kept."""
+    stdout and stderr only counts against ``limits.output_bytes``; its tail is kept.
+
+    The command runs as ``NOBODY`` with no capabilities; with ``grader_user``, as that
+    user instead, keeping ``GRADER_CAPABILITIES`` and nothing else, so that it can run
+    what it does not trust as ``NOBODY`` (which can then neither signal, trace nor read
+    it: another user's process)."""
     missing = missing_tools()
     if missing:
         raise SandboxUnavailable(f"missing {', '.join(missing)} (Debian packages bubblewrap, "
@@ -418,7 +433,7 @@ def run(command: Sequence[str], limits: Limits, view: View, *,
                   "TMPDIR": INSIDE_TMP, "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
                   "PYTHONUNBUFFERED": "1", "LOCKSHOP_REPORT_FD": str(report_write),
                   **(env or {})}
-    argv = _command_line(command, limits, view, inside_env, cgroups)
+    argv = _command_line(command, limits, view, inside_env, cgroups, grader_user)
     state = _Watch(limits)
     started = time.monotonic()
     try:
@@ -459,7 +474,7 @@ def run(command: Sequence[str], limits: Limits, view: View, *,
 
 
 def _command_line(command: Sequence[str], limits: Limits, view: View, env: dict[str, str],
-                  cgroups: Cgroups | None) -> list[str]:
+                  cgroups: Cgroups | None, grader_user: int | None = None) -> list[str]:
     rlimits = [f"--cpu={limits.cpu_seconds}:{limits.cpu_seconds + 5}",
                f"--nofile={limits.open_files}:{limits.open_files}",
                f"--fsize={limits.file_bytes}:{limits.file_bytes}", "--core=0:0"]
@@ -476,6 +491,11 @@ def _command_line(command: Sequence[str], limits: Limits, view: View, env: dict[
         bwrap += ["--setenv", name, value]
     drop = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
             "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+    if grader_user is not None:
+        kept = f"-all,{GRADER_CAPABILITIES}"
+        drop = ["setpriv", f"--reuid={grader_user}", f"--regid={grader_user}",
+                "--clear-groups", f"--inh-caps={kept}", f"--ambient-caps={kept}",
+                f"--bounding-set={kept}", "--no-new-privs", "--"]
     joined = cgroups.procs if cgroups is not None else []
     return ["/bin/sh", "-c", _JOIN, "sh", *joined, "--", "prlimit", *rlimits, "--",
             *bwrap, "--", *drop, *command]

@@ -10,11 +10,16 @@ the first broken lesson) and says the verdict in the command line's own line. Th
 outcome's message is one line in the student's language: the verdict, the limit that
 stopped the grading, or why the code did not load.
 
-What the sandbox guarantees is containment, not an honest verdict: the student's lock runs
-in the grader's own process, so code written to rewrite the grader there could report a
-pass. What is checked here stops the cheap forgeries: a line printed on stdout never
-counts (the report has a pipe of its own), the checks must come as the exercise runs
-them, each lesson in its place, and a pass needs every one of them.
+What the sandbox guarantees is containment; the verdict is honest where the grader grades
+out of process (``lockshop.exercises.grader.out_of_process``: the Redis lock
+exercises): there the grader runs as a user of its own (``sandbox.GRADER``) and the
+student's code only in processes it starts as ``nobody``, which hold no end of the report
+pipe and can neither signal nor read it (``lockshop.room.inside`` says what it trusts).
+Elsewhere the student's code still runs in the grader's process, where code written to
+rewrite the grader could report a pass. What is checked here stops the cheap forgeries in
+both: a line printed on stdout never counts (the report has a pipe of its own), the
+checks must come as the exercise runs them, each lesson in its place, and a pass needs
+every one of them.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from pathlib import Path
 
 from lockshop.cluster.processes import StartError
 from lockshop.exercises import registry
+from lockshop.exercises.grader import out_of_process
 from lockshop.exercises.results import CheckResult, Grade
 from lockshop.room import sandbox
 from lockshop.room.grading_databases import BACKENDS, INSIDE_SOCKET_FOLDER, GradingDatabases
@@ -87,6 +93,11 @@ def grade_in_sandbox(exercise_id: str, source: str, language: str, *,
         mounts: list[tuple[Path | str, str]] = []
         command = [sys.executable, "-m", "lockshop.room.inside", exercise.id,
                    f"{SUBMISSION}/{exercise.file}", "--lang", language]
+        # Where the student's lock runs in a process of its own, the grader runs as a user
+        # of its own and starts that process as nobody.
+        grader_user = sandbox.GRADER if out_of_process(exercise) else None
+        if grader_user is not None:
+            command += ["--student-user", str(sandbox.NOBODY)]
         with ExitStack() as own_database:
             if exercise.backend in BACKENDS:
                 if databases is None:
@@ -105,7 +116,8 @@ def grade_in_sandbox(exercise_id: str, source: str, language: str, *,
                 # sandbox's arguments, and this one holds the grading user's password.
                 command += ["--database-file", f"{SUBMISSION}/{DATABASE_FILE}"]
             ran = _run(exercise, source, command, mounts, limits, hidden, report,
-                       database_url=account.url if exercise.backend in BACKENDS else None)
+                       database_url=account.url if exercise.backend in BACKENDS else None,
+                       grader_user=grader_user)
         if isinstance(ran, GradingOutcome):
             return ran
         outcome = report.outcome(ran, limits, exercise.id)
@@ -116,7 +128,8 @@ def grade_in_sandbox(exercise_id: str, source: str, language: str, *,
 def _run(exercise: registry.Exercise, source: str, command: list[str],
          mounts: list[tuple[Path | str, str]], limits: Limits,
          hidden: tuple[Path | str, ...], report: _Report,
-         database_url: str | None = None) -> sandbox.SandboxRun | GradingOutcome:
+         database_url: str | None = None,
+         grader_user: int | None = None) -> sandbox.SandboxRun | GradingOutcome:
     """The grading in the sandbox, the student's file in a folder of its own (removed after),
     and beside it, for a grading on the room's MariaDB, the URL of its database."""
     folder = Path(tempfile.mkdtemp(prefix="lockshop-grading-"))  # root's, closed (0700)
@@ -133,7 +146,7 @@ def _run(exercise: registry.Exercise, source: str, command: list[str],
                                    mounts=[(submission, SUBMISSION), *mounts])
         try:
             return sandbox.run(command, limits, view, on_report=report.line,
-                               max_line=MAX_LINE)
+                               max_line=MAX_LINE, grader_user=grader_user)
         except sandbox.SandboxUnavailable as error:
             LOGGER.error("sandbox: %s", error)
             return GradingOutcome(None, message=_(

@@ -14,14 +14,13 @@ import threading
 import time
 
 from locks import LockLost
-from lockshop.cluster.thread_ids import given_a_dead_threads_id
 from lockshop.cluster.holder import held
 from lockshop.exercises.grading import (
-    CHECK_SECONDS,
     Background,
     Check,
     Grading,
     NotApplicable,
+    release_said,
 )
 from lockshop.cluster.wire import SCRIPTS
 from shop.i18n import _, lazy_gettext, yes_no
@@ -79,14 +78,6 @@ def _snapshot(grading: Grading, name: str):
         kind, lambda: None)()
 
 
-def _release(lock) -> str:
-    try:
-        lock.release()
-    except LockLost:
-        return _("raised LockLost")
-    return _("returned")
-
-
 def late_release(grading: Grading) -> tuple[str, bool]:
     name = grading.fresh_name("late")
     a = grading.take(grading.factory(lease_ms=5000), name)
@@ -102,9 +93,9 @@ def late_release(grading: Grading) -> tuple[str, bool]:
     if b is None:
         return _("B could not take the lock after A's lease ran out"), False
     b_had = _snapshot(grading, name)
-    a_said = grading.in_thread(_release, a)
+    a_said = grading.in_thread(release_said, a)
     b_has = _snapshot(grading, name)
-    grading.in_thread(_release, b)
+    grading.in_thread(release_said, b)
     if b_has != b_had:
         return _("A's release %(said)s, and B's lock is gone: A deleted it", said=a_said), False
     return _("A's release %(said)s; B's lock is still there", said=a_said), True
@@ -140,7 +131,7 @@ def window_in_release(grading: Grading) -> tuple[str, bool]:
     releasing.result(10)
     b_has = _snapshot(grading, name)
     if b_in:
-        grading.in_thread(_release, b)
+        grading.in_thread(release_said, b)
     if not b_in:
         return _("B could not take the lock after A's lease ran out"), False
     if b_has != b_had:
@@ -234,14 +225,11 @@ def recycled_thread(grading: Grading) -> tuple[str, bool]:
     name = grading.fresh_name("recycled")
     factory = grading.factory(lease_ms=5000)
 
-    def ask() -> bool:
-        return factory.lock(name).acquire(blocking=False)  # and the thread ends, holding it
-
-    # Each later thread asks only once Python has given it the first one's id.
-    first, later = given_a_dead_threads_id(ask, later=19, timeout=CHECK_SECONDS)
-    taken = [first, *later]
+    # Each thread asks and ends, holding it; each later one asks only once Python has
+    # given it the first one's id (in the lock's own process, where its threads are).
+    taken = grading.in_recycled_threads(factory, name, later=19)
     return _("%(taken)s of 20 got in (%(reused)s were given a dead thread's id)",
-             taken=taken.count(True), reused=len(later)), taken.count(True) == 1
+             taken=taken.count(True), reused=len(taken) - 1), taken.count(True) == 1
 
 
 # --- C14, C36: the watchdog ------------------------------------------------------------------

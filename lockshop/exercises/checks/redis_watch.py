@@ -14,22 +14,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from locks import LockLost
 from lockshop.cluster.wire import SCRIPTS
 from lockshop.exercises.checks.redis_steps import TOKEN, pause_after_first_read
-from lockshop.exercises.grading import Background, Check, Grading, NotApplicable
+from lockshop.exercises.grading import Background, Check, Grading, NotApplicable, release_said
 from shop.i18n import _, lazy_gettext
 
 #: A lease far longer than the check: a key left behind is still there when looked at.
 LONG_LEASE_MS = 5000
-
-
-def _release(lock) -> str:
-    try:
-        lock.release()
-    except LockLost:
-        return "LockLost"
-    return "returned"
 
 
 def conflict_in_release(grading: Grading) -> tuple[str, bool]:
@@ -41,7 +32,7 @@ def conflict_in_release(grading: Grading) -> tuple[str, bool]:
         return _("A could not take the free lock"), False
     paused, go = pause_after_first_read(factory.client)
     acquired_with = len(factory.client.commands)
-    releasing = Background(_release, a)
+    releasing = Background(release_said, a)
     grading.until(lambda: paused.is_set() or releasing.done(), seconds=10)
     if not paused.is_set():
         releasing.result(10)
@@ -62,9 +53,9 @@ def conflict_in_release(grading: Grading) -> tuple[str, bool]:
     if left:
         return _("A's release %(said)s after its EXEC was refused, and its own key is still "
                  "there, for %(ms)s ms more: every other owner waits that long (A sent "
-                 "%(commands)s)", said=_said(said), ms=grading.redis().pttl(key),
+                 "%(commands)s)", said=said, ms=grading.redis().pttl(key),
                  commands=", ".join(sent)), False
-    if said != "returned":
+    if said != _("returned"):
         return _("A's key is gone, but its release raised LockLost: the lock was still A's "
                  "(A sent %(commands)s)", commands=", ".join(sent)), False
     if "WATCH" not in sent:
@@ -73,10 +64,6 @@ def conflict_in_release(grading: Grading) -> tuple[str, bool]:
                  "%(commands)s)", commands=", ".join(sent)), NotApplicable(see="C12")
     return _("A's EXEC was refused, A went round again and deleted its own key (A sent "
              "%(commands)s)", commands=", ".join(sent)), True
-
-
-def _said(said: str) -> str:
-    return _("raised LockLost") if said == "LockLost" else _("returned")
 
 
 #: The token lock's checks, with hints for a release written with WATCH rather than Lua.

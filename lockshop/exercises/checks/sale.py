@@ -19,8 +19,12 @@ from pathlib import Path
 from lockshop.cluster.client import ShopClient
 from lockshop.cluster.hold_logs import collect_holds, overlap_audit
 from lockshop.cluster.launcher import Cluster
+from lockshop.cluster.network import Host
+from lockshop.exercises import remote_locks
+from lockshop.exercises.remote_locks import as_student
 from lockshop.exercises.grading import Check, Grading
 from shop.config import Config
+from sqlalchemy.engine import make_url
 from shop.i18n import _, lazy_gettext
 
 INSTANCES = 3
@@ -67,12 +71,39 @@ def three_shops(config: Config, folder: Path, products: list[dict], *,
     stocked with ``products``, each order held ``delay_ms`` in its business delay."""
     folder.mkdir(parents=True, exist_ok=True)
     config = replace(config, admin_token=TOKEN, strategy="exercise", job_interval_ms=0)
-    with Cluster(config, instances=INSTANCES, runtime_dir=folder) as cluster:
+    with StudentsCluster(config, instances=INSTANCES, runtime_dir=folder) as cluster:
         shops = [ShopClient(url, TOKEN, timeout=60) for url in cluster.urls]
         shops[0].reset(products)
         shops[0].set_settings(strategy="exercise", business_delay_ms=delay_ms,
                               job_interval_ms=0)
         yield cluster, shops
+
+
+class _StudentsHost(Host):
+    """A host whose commands run as the student's user (``remote_locks.as_student``)."""
+
+    def command(self, argv) -> list[str]:
+        return as_student(super().command(argv))
+
+
+class StudentsCluster(Cluster):
+    """The shop instances that run the student's code, run as the student's user where the
+    grader has one to give (the room's sandbox): they can reach the grader no more than
+    the lock host can. Their database is then theirs to write too (its folder and file
+    opened to them)."""
+
+    def host_of(self, name: str) -> Host:
+        host = super().host_of(name)
+        return _StudentsHost(host.name, host.address, host.namespace)
+
+    def prepare_database(self) -> None:
+        super().prepare_database()
+        if remote_locks.STUDENT_USER is None:
+            return
+        self.runtime_dir.chmod(0o777)
+        path = make_url(self.config.database_url).database
+        if path:
+            Path(path).chmod(0o666)
 
 
 def sell_on_three(config: Config, folder: Path, *, read_holds: bool = False) -> Sold:
@@ -95,7 +126,7 @@ def sell_on_three(config: Config, folder: Path, *, read_holds: bool = False) -> 
 
 
 def flash_sale(grading: Grading) -> tuple[str, bool]:
-    backends = grading.backends(lease_ms=LEASE_MS)
+    backends = grading.servers_backends(lease_ms=LEASE_MS)
     config = Config(database_url=f"sqlite:///{grading.runtime / 'sale' / 'shop.db'}",
                     redis_url=backends.redis_url, redis_urls=backends.redis_urls,
                     zk_hosts=backends.zk_hosts, lock_lease_ms=LEASE_MS, lock_timeout_ms=30_000,

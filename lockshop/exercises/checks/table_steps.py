@@ -14,10 +14,9 @@ from dataclasses import replace
 
 from sqlalchemy import Engine, create_engine, select
 
-from locks import LockLost
 from locks.table_lock import _driver_url, lock_rows, now_ms
 from lockshop.exercises.checks import sale
-from lockshop.exercises.grading import Check, Grading, NotApplicable
+from lockshop.exercises.grading import Check, Grading, NotApplicable, release_said
 from shop.i18n import _, lazy_gettext
 
 
@@ -86,14 +85,6 @@ def _next_owner_gets_in(grading: Grading, name: str) -> int | None:
 
 # --- C11: the release of a row another holder took over -------------------------------
 
-def _release(lock) -> str:
-    try:
-        lock.release()
-    except LockLost:
-        return _("raised LockLost")
-    return _("returned")
-
-
 def late_release(grading: Grading) -> tuple[str, bool]:
     name = grading.fresh_name("late")
     factory = grading.factory()
@@ -107,7 +98,7 @@ def late_release(grading: Grading) -> tuple[str, bool]:
     if a_row[1] - now_ms() > NO_EXPIRY_MS:
         # No lease runs out, so no one takes over and there is no late release: the lock
         # breaks where a holder dies instead (C06).
-        grading.in_thread(_release, a)
+        grading.in_thread(release_said, a)
         return _("A's row has no expiry (%(row)s): nobody can take it over, so there is no "
                  "late release to test", row=_say_row(a_row)), NotApplicable(see="C06")
     # A stops here, as a paused holder would: its row's lease runs out.
@@ -119,9 +110,9 @@ def late_release(grading: Grading) -> tuple[str, bool]:
         return _("B could not take the lock after A's lease ran out (%(left)s)",
                  left=_say_row(_row(grading, name))), False
     b_row = _row(grading, name)
-    a_said = grading.in_thread(_release, a)
+    a_said = grading.in_thread(release_said, a)
     after = _row(grading, name)
-    grading.in_thread(_release, b)
+    grading.in_thread(release_said, b)
     if after is None or after[0] != b_row[0]:
         return _("A's release %(said)s, and B's row is gone: A deleted it",
                  said=a_said), False

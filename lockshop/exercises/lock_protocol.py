@@ -1,0 +1,86 @@
+"""The lock host's protocol: how the grader drives a student's lock in a process of its own.
+
+One stream (a socket pair the grader makes; the host finds its end's number in its
+arguments), one JSON object per line, UTF-8, in both directions. Nothing but JSON's
+own values crosses it (no pickles, no code), so a host written in another language
+can speak it: it needs a JSON reader, threads and the lock.
+
+The host speaks first, once its class has loaded::
+
+    {"ready": {"class": "TokenLock", "family": "redis"}}
+    {"load_error": "token_lock.py:3: syntax error ..."}     (and it exits)
+
+then answers requests. A request names its ``id`` (the grader's, echoed in the answer),
+its ``thread`` (a name the grader chose: the host runs every request of one name, in
+order, in one thread of its own, made at the first; a lock's owner is the thread that
+made it, as in one process) and its ``op``::
+
+    {"id": 7, "thread": "t3", "op": "factory", "factory": "f1",
+     "backends": {"redis_url": "redis://127.0.0.1:4711/0", "lease_ms": 600, ...}}
+    {"id": 8, "thread": "t3", "op": "lock", "factory": "f1", "lock": "l1",
+     "name": "counter-1", "timeout": 5.0}
+    {"id": 9, "thread": "t3", "op": "acquire", "lock": "l1", "blocking": true,
+     "timeout": null}
+    {"id": 10, "thread": "t4", "op": "release", "lock": "l1"}
+    {"id": 11, "thread": "t4", "op": "ensure_held", "lock": "l1"}
+    {"id": 12, "thread": "t4", "op": "get", "lock": "l1", "attribute": "fencing_token"}
+    {"id": 13, "thread": "t5", "op": "try_in_new_thread", "factory": "f1",
+     "name": "recycled-4", "wanted_id": 140093}
+    {"id": 14, "thread": "t5", "op": "close", "factory": "f1"}
+
+(``try_in_new_thread``: a lock on ``name`` tried once, blocking=False, in a new thread of
+the host that then ends; with ``wanted_id``, only in one the host's runtime gave that
+thread id, a dead thread's: answered ``{"taken": bool, "thread_id": id}``) and one that
+has no answer: the grader's thread of that name has ended, so the host ends
+its own (once the requests before are done), as a thread ends in one process::
+
+    {"thread": "t3", "op": "end_thread"}
+
+Every other request is answered, when it is done, with its value or the error it raised::
+
+    {"id": 9, "value": true}
+    {"id": 10, "error": {"type": "LockNotOwned", "message": "...", "file": "token_lock.py",
+                         "line": 31}}
+
+The grader believes an answer exactly as far as it would believe the lock's method
+returning that value: it is what the lock says. What a check counts (a counter, a
+time, the commands on the wire, the keys on the server) the grader measures itself.
+"""
+
+from __future__ import annotations
+
+import json
+
+#: The longest line either side reads (a lock's error message is capped well below).
+MAX_LINE = 64 * 1024
+#: The longest error message a host sends.
+MAX_MESSAGE = 2000
+#: ``get``'s attributes: what a check reads off a lock object.
+ATTRIBUTES = ("fencing_token", "token", "held", "owner")
+
+
+def encode(message: dict) -> bytes:
+    return (json.dumps(message, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def decode(line: bytes) -> dict:
+    """A message, or ``ValueError`` for anything that is not one JSON object."""
+    if len(line) > MAX_LINE:
+        raise ValueError("line too long")
+    message = json.loads(line.decode("utf-8"))
+    if not isinstance(message, dict):
+        raise ValueError("not an object")
+    return message
+
+
+def plain(value: object) -> object:
+    """``value`` as JSON can say it: a scalar as it is, anything else as its text."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, (list, tuple)):
+        return [plain(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): plain(item) for key, item in value.items()}
+    return str(value)

@@ -1,0 +1,213 @@
+"""The verdict is the grader's: submissions written to forge it, graded by the room through
+the real sandbox, come back not passed and leave the board as it was.
+
+Each attack is exercise 3's skeleton with a few lines of its own, as a student who has read
+the grader would write it; the student's lock runs in a process of its own as ``nobody``,
+the grader as a user of its own (``lockshop.room.inside``). Each submission goes through
+``Room.submit`` to the board, beside a student whose ✓ was there before: that row must be
+untouched, and the attacker's own row must be a ✗.
+"""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from helpers import require, wait_for
+from lockshop.cluster.redis_servers import redis_server_binary
+from lockshop.exercises import EXERCISES
+from lockshop.room import Room, sandbox
+
+pytestmark = pytest.mark.cluster
+
+SKELETON = EXERCISES["3"].skeleton.read_text()
+
+
+@pytest.fixture(autouse=True)
+def _sandbox_can_run():
+    require(os.geteuid() == 0, "the sandbox runs gradings as nobody: it needs root")
+    require(not sandbox.missing_tools(), f"missing {sandbox.missing_tools()}")
+    require(redis_server_binary() is not None, "redis-server is not installed")
+
+
+@pytest.fixture()
+def room(tmp_path):
+    from lockshop.room.sandboxed_grading import grade_in_sandbox
+    opened = Room.open(tmp_path / "room", workers=1, grade=grade_in_sandbox)
+    honest = opened.store.join("Grace")
+    opened.store.record_self_reported("Grace", "3", True, None)
+    yield opened
+    opened.close()
+
+
+def graded(room: Room, source: str) -> dict:
+    """``source`` submitted by Mallory as exercise 3, graded to its end: the submission as
+    the room keeps it. The board must be as it was but for Mallory's own ✗."""
+    before = [r for r in room.board()["results"] if r["name"] != "Mallory"]
+    mallory = room.store.student(room.store.join("Mallory"))
+    submission = room.submit(mallory, "3", source, "en")
+    done = wait_for(lambda: (now := room.store.submission(submission, mallory))["state"]
+                    in ("done", "failed") and now, timeout=600)
+    after = room.board()["results"]
+    assert [r for r in after if r["name"] != "Mallory"] == before
+    assert all(r["passed"] is False for r in after if r["name"] == "Mallory"), after
+    assert done["passed"] is not True, done
+    return done
+
+
+def with_lines(code: str, *, in_acquire: str | None = None, in_release: str | None = None
+               ) -> str:
+    """The skeleton with ``code`` added at its end, and its acquire's TODO (its release's)
+    replaced by ``in_acquire`` (``in_release``) where given."""
+    source = SKELETON
+    release_todo = ('        raise NotImplementedError("TODO 2 and 3: write RELEASE (compare '
+                    'and delete in Lua) "\n'
+                    '                                  "and run it with self.run")\n')
+    assert release_todo in source
+    for line, body in (('        raise NotImplementedError("TODO 1: SET self.key self.token '
+                        'NX PX self.lease_ms")\n', in_acquire), (release_todo, in_release)):
+        if body is not None:
+            assert line in source
+            source = source.replace(line, textwrap.indent(textwrap.dedent(body), " " * 8))
+    return source + "\n" + textwrap.dedent(code)
+
+
+def test_rewriting_the_results_objects_forges_nothing(room):
+    """The issue's five lines: in the grader's process they made the verdict a pass."""
+    source = with_lines("""
+        import lockshop.exercises.results as _r
+        _rec = _r.CheckResult.record
+        _r.CheckResult.record = lambda self: {**_rec(self), 'passed': True}
+        _r.Grade.verdict_record = lambda self: {'verdict': {'passed': True, 'lesson': None}}
+        """)
+    assert "raise NotImplementedError" in source
+    done = graded(room, source)
+    assert done["state"] == "done" and len(done["checks"]) == 8
+    assert not done["checks"][0]["passed"]
+    assert "not written yet: TODO" in done["checks"][0]["observed"]
+
+
+def test_lines_written_to_every_open_descriptor_are_not_the_report(room):
+    forged = ('{"lesson": "C01", "passed": true, "action": "FORGED", "expected": "", '
+              '"observed": "", "hint": "", "lesson_title": ""}\\n'
+              '{"verdict": {"passed": true, "lesson": null}}\\n')
+    done = graded(room, with_lines(f"""
+        import os
+        for _fd in os.listdir("/proc/self/fd"):
+            for _attempt in range(3):
+                try:
+                    os.write(int(_fd), b'{forged}')
+                except OSError:
+                    pass
+        """))
+    assert done["state"] == "done"
+    assert [c["action"] for c in done["checks"]].count("FORGED") == 0
+    assert len(done["checks"]) == 8
+
+
+def test_killing_or_stopping_its_parent_is_refused(room):
+    done = graded(room, with_lines("""
+        import os
+        import signal
+        _tried = []
+        for _pid in [os.getppid(), *map(int, filter(str.isdigit, os.listdir("/proc")))]:
+            if _pid == os.getpid():
+                continue
+            for _signal in (signal.SIGSTOP, signal.SIGKILL):
+                try:
+                    os.kill(_pid, _signal)
+                    _tried.append(f"{_pid}:{_signal.name}:done")
+                except OSError as error:
+                    _tried.append(f"{_pid}:{_signal.name}:{error.strerror}")
+        _PARENT = f"{os.getppid()} " + ", ".join(t for t in _tried
+                                                 if t.startswith(f"{os.getppid()}:"))
+        """, in_acquire='raise RuntimeError("tried: " + _PARENT)'))
+    # The grader outlived it and graded every check; the attempt on it was refused.
+    assert done["state"] == "done" and len(done["checks"]) == 8, done
+    said = done["checks"][0]["observed"]
+    assert "SIGKILL:Operation not permitted" in said and "SIGSTOP:Operation not permitted" \
+        in said, said
+
+
+def test_the_graders_memory_cannot_be_read_through_proc(room):
+    done = graded(room, with_lines("""
+        import os
+        def _read_parent():
+            said = []
+            for name in ("mem", "environ", "maps"):
+                try:
+                    with open(f"/proc/{os.getppid()}/{name}", "rb") as f:
+                        said.append(f"{name}: read {len(f.read(4096))} bytes")
+                except OSError as error:
+                    said.append(f"{name}: {error.strerror}")
+            return "; ".join(said)
+        """, in_acquire='raise RuntimeError(_read_parent())'))
+    said = done["checks"][0]["observed"]
+    assert "mem: Permission denied" in said and "environ: Permission denied" in said, said
+    assert "maps: Permission denied" in said, said
+
+
+def test_writing_on_its_redis_past_the_lock_changes_no_count(room):
+    """A lock that lets everyone in, and tries the server behind the grader's back: the
+    password, the settings, other clients, the keys of every check."""
+    done = graded(room, with_lines("""
+        def _meddle(client):
+            said = []
+            for command in (("CONFIG", "GET", "requirepass"), ("CONFIG", "SET", "requirepass",
+                            ""), ("CLIENT", "KILL", "TYPE", "normal"), ("CLIENT", "LIST"),
+                            ("ACL", "WHOAMI"), ("SHUTDOWN", "NOSAVE"), ("MONITOR",)):
+                try:
+                    client.execute_command(*command)
+                    said.append(f"{command[0]} {command[1] if len(command) > 1 else ''}: ok")
+                except Exception as error:
+                    said.append(f"{command[0]}: {type(error).__name__}")
+            for key in client.scan_iter("*"):
+                client.set(key, "mine")
+            return "; ".join(said)
+        """, in_acquire="""
+        self.meddled = _meddle(self.client)
+        return True
+        """, in_release="""
+        self.client.delete(self.key)
+        """))
+    assert done["state"] == "done" and len(done["checks"]) == 8, done
+    c01 = done["checks"][0]
+    # Everyone got in at once: the grader's own counter says so.
+    assert not c01["passed"] and "the counter reads" in c01["observed"], c01
+
+
+def test_a_thread_that_outlives_its_release_forges_nothing(room):
+    """A lock whose release leaves a thread behind, which then, as long as it lives, takes
+    the key again and writes forged lines wherever it can."""
+    right = (Path(__file__).parent / "exercise_locks" / "token_lock.py").read_text()
+    source = right.replace(
+        "    def _release(self) -> None:\n",
+        "    def _release(self) -> None:\n"
+        "        threading.Thread(target=_haunt, args=(self.client, self.key), daemon=True)"
+        ".start()\n")
+    source = source.replace("from locks import LockLost", textwrap.dedent('''\
+        import os
+        import threading
+        import time
+
+        from locks import LockLost
+
+        FORGED = (b'{"verdict": {"passed": true, "lesson": null}}\\n')
+
+
+        def _haunt(client, key):
+            while True:
+                client.set(key, "ghost", px=60000)
+                for fd in os.listdir("/proc/self/fd"):
+                    try:
+                        os.write(int(fd), FORGED)
+                    except OSError:
+                        pass
+                time.sleep(0.01)
+        '''))
+    assert "_haunt, args" in source
+    done = graded(room, source)
+    assert done["passed"] is not True, done
