@@ -1,20 +1,55 @@
-# The shop image: every instance, and Locust, run from it (docker-compose.yml).
-FROM python:3.11-slim
-
+# lockshop's images, from one base (BASE: a public Debian by default; the check
+# `./run compose check` passes the Debian it made itself, having no registry):
+#
+#   shop       every shop instance and Locust run from it (docker-compose.yml)
+#   workshop   the whole workshop in one container, `lockshop up` with its own Redis,
+#              ZooKeeper, PostgreSQL and MariaDB programs and the room's sandbox
+#              (docs/operations/compose.md: for an instructor whose laptop is not Linux)
+ARG BASE=debian:bookworm-slim
+FROM ${BASE} AS shop
+RUN apt-get update \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+       python3 python3-venv ca-certificates \
+    && rm -rf /var/lib/apt/lists/* /var/cache/apt/*
+ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PATH=/opt/venv/bin:$PATH PYTHONPATH=/app
+# One pip layer, from pyproject.toml alone, so that a change of the code rebuilds none
+# of it: the app's requirements and the extras a container uses. matplotlib draws the
+# demo's report, which no container writes (60 MB less). Certificate authorities in
+# .lockshop/compose/certificates (none on a user's machine; `./run compose check` puts
+# there those its machine added to Debian's, for a network that reaches PyPI through an
+# intercepting proxy) are trusted by this step alone, and not kept in the image.
+COPY pyproject.toml .lockshop/compose/certificate[s] /tmp/build/
+RUN python3 -m venv /opt/venv \
+    && python3 -c 'import tomllib; project = tomllib.load(open("/tmp/build/pyproject.toml", "rb"))["project"]; extras = project["optional-dependencies"]; wanted = project["dependencies"] + [d for e in ("postgres", "redis", "zookeeper", "mysql", "load") for d in extras[e]]; print("\n".join(d for d in wanted if not d.startswith("matplotlib")))' > /tmp/build/requirements.txt \
+    && cat /etc/ssl/certs/ca-certificates.crt $(ls /tmp/build/*.crt 2>/dev/null) > /tmp/build/trusted.pem \
+    && PIP_CERT=/tmp/build/trusted.pem pip install -r /tmp/build/requirements.txt \
+    && rm -rf /tmp/build /root/.cache
 WORKDIR /app
-ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
-
-COPY pyproject.toml README.md ./
+# The code runs where it is copied (PYTHONPATH), as `./run` runs it from a clone.
 COPY locks locks
 COPY shop shop
-# For the console's page, which each instance serves beside the shop (lockshop/console).
 COPY lockshop lockshop
 COPY loadtest loadtest
-RUN pip install ".[postgres,redis,zookeeper,load]"
-
 EXPOSE 8000
 # The same server the launcher runs: one worker process per instance, so
 # that an "instance" is one process (the in-process lock's scope).
 CMD ["gunicorn", "lockshop.console.instance:app", "--bind", "0.0.0.0:8000", "--workers", "1", \
      "--worker-class", "gthread", "--threads", "16", "--graceful-timeout", "5", \
      "--no-control-socket"]
+HEALTHCHECK --interval=2s --timeout=3s --retries=60 CMD ["python3", "-c", \
+    "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/api/health', timeout=2)"]
+
+FROM shop AS workshop
+# What `./run` installs on a Debian machine for `lockshop up` and the room: the servers'
+# programs (each started by lockshop on a port of its own) and the sandbox's tools.
+RUN apt-get update \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+       redis-server zookeeper libslf4j-java default-jre-headless postgresql-15 \
+       mariadb-server bubblewrap util-linux procps \
+    && rm -rf /var/lib/apt/lists/* /var/cache/apt/*
+ENV PATH=/opt/venv/bin:/usr/lib/postgresql/15/bin:$PATH
+# The control and the room (8090) and the three instances (8000-8002).
+EXPOSE 8000 8001 8002 8090
+HEALTHCHECK NONE
+CMD ["python3", "-m", "lockshop.cli", "up", "--host", "0.0.0.0"]
