@@ -170,7 +170,7 @@ class Compose:
                         LOCKSHOP_BIND="127.0.0.1",
                         **{name: str(port) for name, port in run.ports.items()})
 
-    def __call__(self, *arguments: str, timeout: float = 600) -> str:
+    def __call__(self, *arguments: str, timeout: float = 1200) -> str:
         command = [COMPOSE, "--project-name", PROJECT_NAME, "--file",
                    str(self.run.project / "docker-compose.yml"), *arguments]
         done = subprocess.run(command, env=self.env, capture_output=True, text=True,
@@ -266,8 +266,11 @@ class Shop:
         self._admin("put", "/api/admin/settings", {"strategy": strategy})
         self._admin("post", "/api/admin/reset", {})
         since = time.time()
-        self._ok(self.http.post(self.locust("/swarm"), data={
+        swarm = self._ok(self.http.post(self.locust("/swarm"), data={
             "user_count": BUYERS, "spawn_rate": BUYERS, "host": "http://proxy"}, timeout=30))
+        if not swarm.json().get("success"):
+            raise StepFailed(_("Locust refused the sale: %(message)s",
+                               message=swarm.json().get("message")))
         _wait(lambda: self._locust_state() == "running", READY_TIMEOUT_S,
               lambda: _("Locust did not start the sale: %(state)s",
                         state=self._locust_state()))
@@ -279,7 +282,7 @@ class Shop:
             time.sleep(max(0.0, opened + SALE_S / 3 - time.monotonic()))
             fault()
         time.sleep(max(0.0, opened + SALE_S - time.monotonic()))
-        self._ok(self.http.get(self.locust("/stop"), timeout=30))
+        self._ok(self.http.post(self.locust("/stop"), timeout=30))
         _wait(lambda: self._locust_state() == "stopped", 60,
               lambda: _("Locust did not stop: %(state)s", state=self._locust_state()))
         stats = self.http.get(self.locust("/stats/requests"), timeout=30).json()
@@ -367,7 +370,8 @@ class Shop:
         if answer.status_code >= 400:
             raise StepFailed(_("%(method)s %(url)s answered %(status)s: %(text)s",
                                method=answer.request.method, url=answer.url,
-                               status=answer.status_code, text=answer.text[:200]))
+                               status=answer.status_code,
+                               text=" ".join(answer.text.split())[:200]))
         return answer
 
 
