@@ -11,6 +11,7 @@ the launcher serves it. And the check's own refusals that need no Docker.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import fields
 from pathlib import Path
@@ -135,3 +136,22 @@ def test_missing_docker_without_apt_is_one_line(monkeypatch):
     with pytest.raises(engine.EngineError) as refused:
         engine.install_missing()
     assert "no apt-get" in str(refused.value) and "\n" not in str(refused.value)
+
+
+@pytest.mark.skipif(not Path(engine.DOCKERD).exists() or os.geteuid() != 0,
+                    reason="needs Debian's docker.io and root (./run compose check installs it)")
+def test_a_daemon_that_cannot_start_is_one_line_and_leaves_nothing_running(tmp_path):
+    (tmp_path / "exec").write_text("a file where the daemon's exec root should be")
+    daemon = engine.Engine(tmp_path)
+    with pytest.raises(engine.EngineError) as refused:
+        daemon.__enter__()
+    said = str(refused.value)
+    assert said.startswith("the Docker daemon could not start") and "\n" not in said, said
+    assert daemon.process is None and not daemon.socket.exists()
+    pid = int((tmp_path / "dockerd.pid").read_text()) if (tmp_path / "dockerd.pid").exists() \
+        else None
+    assert pid is None or not Path(f"/proc/{pid}").exists()
+    mounts = Path("/proc/self/mounts").read_text()
+    assert str(tmp_path.resolve()) + "/" not in mounts  # its data root, bound, unmounted
+    daemon._take_the_lock()  # and the lock was given back
+    daemon.close()

@@ -89,7 +89,10 @@ class Run:
 
 def run_check(project: Path) -> int:
     """The whole check; 0 if every step did what it should, 1 if one did not."""
-    run = Run(project=project, runtime=project / ".lockshop" / "compose",
+    # LOCKSHOP_COMPOSE_DIR: a folder kept across clones (CI's), so that a fresh clone
+    # finds the base and the images' layers already made.
+    runtime = Path(os.environ.get("LOCKSHOP_COMPOSE_DIR") or project / ".lockshop" / "compose")
+    run = Run(project=project, runtime=runtime.resolve(),
               ports={name: _port(name, default) for name, default in PORTS.items()})
     started = time.monotonic()
     previous = signal.signal(signal.SIGTERM, _interrupt)  # cleaned up as on Ctrl-C
@@ -103,6 +106,10 @@ def run_check(project: Path) -> int:
                 _steps(run, engine, compose)
             except StepFailed as failure:
                 print(_("compose check: FAILED: %(why)s", why=failure), flush=True)
+                print(_("  every container's log: %(path)s", path=compose.save_logs()),
+                      flush=True)
+                # A fixed line a CI reads in any language, as pytest's closing line.
+                print(f"compose: {len(run.times)} passed, 1 failed", flush=True)
                 return 1
             finally:
                 compose.down_quietly()
@@ -110,6 +117,7 @@ def run_check(project: Path) -> int:
         signal.signal(signal.SIGTERM, previous)
     total = time.monotonic() - started
     print(_("compose check: every step passed in %(seconds)s s", seconds=f"{total:.0f}"))
+    print(f"compose: {len(run.times)} passed, 0 failed")
     return 0
 
 
@@ -128,7 +136,8 @@ def _steps(run: Run, engine: Engine, compose: Compose) -> None:
     compose_file = run.project / "docker-compose.yml"
     run.timed(_("the base image (debootstrap, docker import)"),
               lambda: base_image.ensure_base(engine, run.runtime / "base"))
-    images.stage_certificates(run.runtime / "certificates")
+    # Where the shop's Dockerfile looks, in its build context (wherever the runtime is).
+    images.stage_certificates(run.project / ".lockshop" / "compose" / "certificates")
     for build in images.image_builds(compose_file):
         run.timed(_("image %(image)s", image=build.image), lambda build=build: (
             images.build(engine, build, base_image.IMAGE, run.runtime / "logs"),
@@ -202,6 +211,17 @@ class Compose:
             raise StepFailed(_("docker-compose down -v left %(what)s", what=", ".join(left)))
         return _("no container, network or volume of %(project)s is left",
                  project=PROJECT_NAME)
+
+    def save_logs(self) -> Path:
+        """Every container's log, kept in the runtime folder before ``down`` removes them."""
+        path = self.run.runtime / "logs" / "compose.log"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.write_text(self("--profile", "workshop", "logs", "--no-color",
+                                 "--timestamps", timeout=120))
+        except (StepFailed, subprocess.TimeoutExpired, OSError) as error:
+            path.write_text(f"{error}\n")
+        return path
 
     def down_quietly(self) -> None:
         """Whatever is left, removed; never raises (it runs on the way out)."""

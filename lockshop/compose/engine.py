@@ -7,6 +7,8 @@ Guarantees:
   when missing, as ``./run`` installs Debian packages (waiting for dpkg's lock); the
   client used is Debian's ``/usr/bin/docker``, the one that matches the daemon, never
   whichever ``docker`` comes first on the PATH.
+* Its containers get the CPU share their processes would get outside Docker
+  (``CPU_SHARES``), not one process's share of a loaded machine.
 * One check at a time: a second one, while the first holds the lock file, is refused.
 * The daemon manages no iptables rules and makes no default bridge: the machine's
   firewall and a system Docker's ``docker0`` are left alone. Containers reach each
@@ -43,6 +45,31 @@ PACKAGES = {"docker.io": DOCKERD, "docker-compose": COMPOSE, "debootstrap": DEBO
 APT = ["apt-get", "-o", "DPkg::Lock::Timeout=600"]
 #: How long the daemon may take to answer on its socket (a loaded machine, a cold start).
 START_TIMEOUT_S = 90
+
+
+#: The cgroup every container of this daemon is put under (cgroupfs: under the root).
+CGROUP = "lockshop-compose"
+#: Its CPU weight: as much as the sixteen processes its containers run would have outside
+#: Docker. Each container's cgroup has the weight of one process (1024), and all of them
+#: together, under one parent, would otherwise get one process's share of a loaded
+#: machine: seen here, Locust's workers missed their heartbeats and the master dropped them.
+CPU_SHARES = 16 * 1024
+
+
+def _share_the_cpu() -> None:
+    """Give the containers' parent cgroup its weight; best effort (cgroup v1 or v2)."""
+    root = Path("/sys/fs/cgroup")
+    if (root / "cpu" / "cpu.shares").exists():
+        folder, name, value = root / "cpu" / CGROUP, "cpu.shares", CPU_SHARES
+    elif (root / "cgroup.controllers").exists():
+        folder, name, value = root / CGROUP, "cpu.weight", CPU_SHARES * 100 // 1024
+    else:
+        return
+    try:
+        folder.mkdir(exist_ok=True)
+        (folder / name).write_text(f"{value}\n")
+    except OSError:
+        pass  # the containers run, only more slowly on a loaded machine
 
 
 class EngineError(RuntimeError):
@@ -117,10 +144,20 @@ class Engine:
             # after the grace is killed with the process group.
             stop(self.process, grace=60)
             self.process = None
-        self.socket.unlink(missing_ok=True)
+            self.socket.unlink(missing_ok=True)  # ours: never another check's
+            self._unmount()
         if self._lock_file is not None:
             self._lock_file.close()  # releases the lock
             self._lock_file = None
+
+    def _unmount(self) -> None:
+        """What the daemon mounted under its folders and left (seen: its data root, bound
+        onto itself, stays mounted when it fails to start), deepest first."""
+        mine = str(self.folder.resolve()) + "/"
+        with open("/proc/self/mounts") as mounts:
+            points = [line.split()[1] for line in mounts]
+        for point in sorted((p for p in points if p.startswith(mine)), key=len, reverse=True):
+            subprocess.run(["umount", point], capture_output=True)
 
     def docker(self, *arguments: str, check: bool = True, timeout: float | None = None
                ) -> subprocess.CompletedProcess:
@@ -177,7 +214,9 @@ class Engine:
             "--pidfile", str(self.pidfile),
             # The machine's firewall stays as it was, and so does a system Docker's bridge.
             "--iptables=false", "--ip6tables=false", "--ip-masq=false", "--bridge=none",
+            "--cgroup-parent", f"/{CGROUP}",
         ], env=dict(os.environ), log_path=self.log_path)
+        _share_the_cpu()
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
