@@ -1,12 +1,14 @@
 # lockshop's images, from one base (BASE: a public Debian by default; the check
 # `./run compose check` passes the Debian it made itself, having no registry):
 #
+#   python     Debian's Python and the project's requirements (no code: a change of the
+#              code rebuilds neither this nor the workshop's Debian packages)
 #   shop       every shop instance and Locust run from it (docker-compose.yml)
 #   workshop   the whole workshop in one container, `lockshop up` with its own Redis,
-#              ZooKeeper, PostgreSQL and MariaDB programs and the room's sandbox
+#              ZooKeeper and MariaDB programs and the room's sandbox
 #              (docs/operations/compose.md: for an instructor whose laptop is not Linux)
 ARG BASE=debian:bookworm-slim
-FROM ${BASE} AS shop
+FROM ${BASE} AS python
 RUN apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
        python3 python3-venv ca-certificates \
@@ -26,6 +28,8 @@ RUN python3 -m venv /opt/venv \
     && PIP_CERT=/tmp/build/trusted.pem pip install -r /tmp/build/requirements.txt \
     && rm -rf /tmp/build /root/.cache
 WORKDIR /app
+
+FROM python AS shop
 # The code runs where it is copied (PYTHONPATH), as `./run` runs it from a clone.
 COPY locks locks
 COPY shop shop
@@ -43,7 +47,7 @@ CMD ["gunicorn", "lockshop.console.instance:app", "--bind", "0.0.0.0:8000", "--w
 HEALTHCHECK --interval=3s --timeout=10s --start-period=300s --retries=3 CMD ["bash", "-c", \
     "exec 3<>/dev/tcp/127.0.0.1/8000 && printf 'GET /api/health HTTP/1.0\\r\\n\\r\\n' >&3 && head -n 1 <&3 | grep -q ' 200 '"]
 
-FROM shop AS workshop
+FROM python AS workshop
 # What `./run` installs on a Debian machine for `lockshop up` and the room: the servers'
 # programs (each started by lockshop on a port of its own), the room's MariaDB and the
 # sandbox's tools. Not PostgreSQL: `up` runs on SQLite here, as it does by default.
@@ -52,7 +56,10 @@ RUN apt-get update \
        redis-server zookeeper libslf4j-java default-jre-headless mariadb-server \
        bubblewrap util-linux procps \
     && rm -rf /var/lib/apt/lists/* /var/cache/apt/*
+COPY locks locks
+COPY shop shop
+COPY lockshop lockshop
+COPY loadtest loadtest
 # The control and the room (8090) and the three instances (8000-8002).
 EXPOSE 8000 8001 8002 8090
-HEALTHCHECK NONE
 CMD ["python3", "-m", "lockshop.cli", "up", "--host", "0.0.0.0"]

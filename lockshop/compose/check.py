@@ -186,6 +186,8 @@ class Compose:
                               timeout=timeout)
         if done.returncode != 0:
             said = [line for line in (done.stderr + done.stdout).splitlines() if line.strip()]
+            # compose ends with "Encountered errors ..."; the reason is its last ERROR line.
+            said = [line for line in said if line.startswith("ERROR")] or said
             raise StepFailed(_("docker-compose %(command)s failed: %(said)s",
                                command=arguments[0], said=said[-1] if said else done.returncode))
         return done.stdout
