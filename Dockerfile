@@ -30,6 +30,9 @@ RUN python3 -m venv /opt/venv \
 WORKDIR /app
 
 FROM python AS shop
+# The project on the virtual environment's path, as an editable install puts it: for every
+# Python started here, the room's sandbox among them, which passes no PYTHONPATH on.
+RUN echo /app > "$(python3 -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/lockshop.pth"
 # The code runs where it is copied (PYTHONPATH), as `./run` runs it from a clone.
 COPY locks locks
 COPY shop shop
@@ -56,6 +59,7 @@ RUN apt-get update \
        redis-server zookeeper libslf4j-java default-jre-headless mariadb-server \
        bubblewrap util-linux procps \
     && rm -rf /var/lib/apt/lists/* /var/cache/apt/*
+RUN echo /app > "$(python3 -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/lockshop.pth"
 COPY locks locks
 COPY shop shop
 COPY lockshop lockshop

@@ -459,12 +459,16 @@ class Workshop:
 
             def graded() -> bool:
                 seen.update(Shop._ok(self.http.get(url, headers=student, timeout=30)).json())
-                return seen.get("state") == "done"
+                return seen.get("state") not in (None, "queued", "running")
 
             _wait(graded, GRADING_TIMEOUT_S, lambda: _(
                 "the room did not grade the %(which)s lock in %(seconds)s s: %(state)s",
                 which=which, seconds=GRADING_TIMEOUT_S, state=seen.get("state")))
             verdicts[which] = dict(seen)
+        for which, verdict in verdicts.items():
+            if verdict["state"] != "done":
+                raise StepFailed(_("the room could not grade the %(which)s lock: %(message)s",
+                                   which=which, message=verdict.get("message")))
         if verdicts["right"]["passed"] is not True:
             raise StepFailed(_("the room failed the right lock: %(message)s",
                                message=verdicts["right"]["message"]))
