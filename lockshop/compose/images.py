@@ -13,6 +13,7 @@ How it fails: ``EngineError`` naming the image, the build's last line and its lo
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -22,6 +23,8 @@ import yaml
 
 from lockshop.compose.engine import DOCKER, Engine, EngineError
 from shop.i18n import _
+
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
 
 
 @dataclass(frozen=True)
@@ -59,7 +62,9 @@ def build(engine: Engine, image: ImageBuild, base: str, logs: Path) -> None:
         done = subprocess.run([*command, str(image.context)], env=engine.env, stdout=out,
                               stderr=subprocess.STDOUT)
     if done.returncode != 0:
-        lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
+        # The builder colours its errors: the line is said without the escapes.
+        text = ANSI_ESCAPE.sub("", log.read_text(errors="replace"))
+        lines = [line for line in text.splitlines() if line.strip()]
         raise EngineError(_("building %(image)s failed: %(said)s (log: %(log)s)",
                             image=image.image, said=lines[-1] if lines else done.returncode,
                             log=log))
