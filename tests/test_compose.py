@@ -1,28 +1,33 @@
-"""docker-compose.yml, checked statically (no Docker engine runs here).
+"""docker-compose.yml and the Dockerfiles: what a run cannot show.
 
-It must parse, hold every service the app needs, and agree with the app:
-the environment is made of variables ``Config`` reads, the hosts and ports
-it names are services of the file, and the commands are the ones the
-launcher and the locustfiles use.
+``./run compose check`` builds every image and runs the cluster and the workshop
+container for real (lockshop/compose/check.py). It runs with its own base, its own
+admin token and 127.0.0.1 set explicitly, so the defaults a user gets are checked
+here: the public base, no admin token that a published port would accept by default,
+ports on 127.0.0.1. So is what a run would not notice: a variable the app does not
+read (ignored in silence), Redlock's servers being one, a shop served otherwise than
+the launcher serves it. And the check's own refusals that need no Docker.
 """
 
 from __future__ import annotations
 
+import os
 import re
-import shlex
 from dataclasses import fields
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
 import yaml
 
 from lockshop.cluster.launcher import gunicorn_arguments
+from lockshop.compose import check, engine, images
 from lockshop.console.launch import INSTANCE_APP
 from shop.config import PREFIX, Config
+from shop.i18n import _
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOPS = ["shop-1", "shop-2", "shop-3"]
+DOCKERFILES = [ROOT / "Dockerfile", *sorted((ROOT / "deploy").glob("*/Dockerfile"))]
 
 
 @pytest.fixture(scope="module")
@@ -40,14 +45,44 @@ def resolve(value: str) -> str:
     return re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", value)
 
 
-def shop_environment(services, name: str) -> dict[str, str]:
-    return {k: resolve(str(v)) for k, v in services[name]["environment"].items()}
+def shop_environment(services, name: str, token: str = "a-secret") -> dict[str, str]:
+    environment = {k: resolve(str(v)) for k, v in services[name]["environment"].items()}
+    environment["LOCKSHOP_ADMIN_TOKEN"] = token
+    return environment
 
 
-def test_every_service_the_app_needs_is_there(services):
-    assert set(services) >= {"proxy", *SHOPS, "postgres", "redis", "zk1", "zk2", "zk3",
-                             "locust-master", "locust-worker"}
-    assert sum(name.startswith("redlock-") for name in services) == 5
+def test_the_admin_token_has_no_default_anywhere(services):
+    """compose refuses to start (``${NAME:?message}``) rather than publish a guessable one."""
+    tokens = {name: service["environment"]["LOCKSHOP_ADMIN_TOKEN"]
+              for name, service in services.items()
+              if "LOCKSHOP_ADMIN_TOKEN" in service.get("environment", {})}
+    assert set(tokens) >= {*SHOPS, "locust-master", "locust-worker", "workshop"}
+    for name, value in tokens.items():
+        assert re.fullmatch(r"\$\{LOCKSHOP_ADMIN_TOKEN:\?[^}]+\}", value), (name, value)
+
+
+def test_every_published_port_is_on_127_0_0_1_by_default(services):
+    published = [port for service in services.values() for port in service.get("ports", [])]
+    assert len(published) == 6  # proxy, Locust's web UI, the workshop's three and its room
+    for port in published:
+        assert resolve(port).startswith("127.0.0.1:"), port
+
+
+def test_every_image_is_built_from_the_public_base_by_default():
+    for dockerfile in DOCKERFILES:
+        text = dockerfile.read_text()
+        assert "ARG BASE=debian:bookworm-slim" in text, dockerfile
+        bases = [f for f in re.findall(r"^FROM (\S+)", text, re.M) if f not in ("python", "shop")]
+        assert bases == ["${BASE}"], dockerfile
+
+
+def test_every_service_is_built_here_or_reuses_an_image_built_here(services):
+    built = {s["image"] for s in services.values() if "build" in s}
+    for name, service in services.items():
+        assert service["image"] in built, name
+    assert [b.image for b in images.image_builds(ROOT / "docker-compose.yml")] == [
+        "lockshop-proxy", "lockshop-shop", "lockshop-postgres", "lockshop-redis",
+        "lockshop-zookeeper", "lockshop-workshop"]  # the shop stage before the workshop's
 
 
 @pytest.mark.parametrize("shop", SHOPS)
@@ -55,71 +90,68 @@ def test_shop_environment_is_what_config_reads(services, shop):
     environment = shop_environment(services, shop)
     known = {PREFIX + f.name.upper() for f in fields(Config)}
     assert set(environment) <= known, set(environment) - known
-    config = Config.from_env(environment)  # parses, with no value refused
-    assert config.instance == shop
-    assert config.admin_token  # a workshop cluster is reachable by others: admin needs a token
+    assert Config.from_env(environment).instance == shop  # parses, with no value refused
 
 
-def test_instances_have_their_own_names(services):
-    assert len({shop_environment(services, s)["LOCKSHOP_INSTANCE"] for s in SHOPS}) == 3
-
-
-def test_backend_addresses_point_at_services_of_this_file(services):
+def test_redlock_has_five_servers_of_its_own(services):
     config = Config.from_env(shop_environment(services, "shop-1"))
-    database = urlsplit(config.database_url)
-    postgres = services["postgres"]["environment"]
-    assert database.hostname == "postgres" and database.port == 5432
-    assert (database.username, database.password, database.path.lstrip("/")) == (
-        postgres["POSTGRES_USER"], postgres["POSTGRES_PASSWORD"], postgres["POSTGRES_DB"])
-    assert urlsplit(config.redis_url).hostname == "redis"
-    redlock_hosts = [urlsplit(u).hostname for u in config.redis_urls]
-    assert sorted(redlock_hosts) == sorted(n for n in services if n.startswith("redlock-"))
-    assert config.redis_url not in config.redis_urls  # Redlock's servers are independent
-    assert [h.split(":") for h in config.zk_hosts.split(",")] == [
-        ["zk1", "2181"], ["zk2", "2181"], ["zk3", "2181"]]
+    hosts = [u.split("//")[1].split(":")[0] for u in config.redis_urls]
+    assert sorted(hosts) == [f"redlock-{n}" for n in range(1, 6)]
+    assert config.redis_url not in config.redis_urls
+    redlock = [services[h] for h in hosts]
+    assert all(s["image"] == "lockshop-redis" for s in redlock)
 
 
-def test_the_zookeeper_ensemble_is_consistent(services):
-    for number, name in enumerate(["zk1", "zk2", "zk3"], start=1):
-        environment = services[name]["environment"]
-        assert environment["ZOO_MY_ID"] == str(number)
-        assert f"server.{number}={name}:2888:3888;2181" in environment["ZOO_SERVERS"].split()
-
-
-@pytest.mark.parametrize("shop", SHOPS)
-def test_shops_run_as_the_launcher_runs_them(services, shop):
-    assert services[shop]["command"] == ["gunicorn", *gunicorn_arguments("0.0.0.0:8000", 16,
-                                                                        INSTANCE_APP)]
-    assert services[shop]["depends_on"]["postgres"]["condition"] == "service_healthy"
-
-
-def test_the_dockerfile_serves_the_same_way_and_installs_the_extras():
+def test_shops_and_the_image_serve_as_the_launcher_does(services):
+    launcher = ["gunicorn", *gunicorn_arguments("0.0.0.0:8000", 16, INSTANCE_APP)]
+    for shop in SHOPS:
+        assert services[shop]["command"] == launcher
     dockerfile = (ROOT / "Dockerfile").read_text()
     cmd = re.search(r"^CMD (\[.*?\])\s*$", dockerfile, re.M | re.S).group(1)
-    assert yaml.safe_load(cmd.replace("\\\n", " ")) == ["gunicorn",
-                                                       *gunicorn_arguments("0.0.0.0:8000", 16,
-                                                                           INSTANCE_APP)]
-    for copied in re.findall(r"^COPY (\S+) \S+$", dockerfile, re.M):
-        assert (ROOT / copied).exists(), copied
-    assert '".[postgres,redis,zookeeper,load]"' in dockerfile
+    assert yaml.safe_load(cmd.replace("\\\n", " ")) == launcher
 
 
-def test_the_proxy_balances_over_every_shop(services):
-    proxy = services["proxy"]
-    mount = proxy["volumes"][0].split(":")
-    conf = (ROOT / mount[0]).read_text()
-    assert re.findall(r"server (shop-\d):8000;", conf) == SHOPS
-    assert "proxy_pass http://shop;" in conf
-    assert proxy["ports"] == ["127.0.0.1:8080:80"]
+def test_the_check_finds_the_room_line_lockshop_up_prints():
+    # As lockshop.cli.commands._say_what_runs prints it, behind compose's "name | ".
+    line = "room: http://172.18.0.2:8090/room/    " + _("(code %(code)s)", code="K7QX2M")
+    logs = f"workshop_1  | lockshop: 3 instances on sqlite\nworkshop_1  | {line}\n"
+    assert check.ROOM_LINE.search(logs).group(1) == "K7QX2M"
 
 
-def test_locust_runs_the_flash_sale_distributed_against_every_shop(services):
-    master, worker = services["locust-master"], services["locust-worker"]
-    for service in (master, worker):
-        locustfile = service["command"][service["command"].index("-f") + 1]
-        assert (ROOT / locustfile).is_file()
-        targets = resolve(service["environment"]["LOCKSHOP_TARGETS"]).split(",")
-        assert targets == [f"http://{s}:8000" for s in SHOPS]
-    assert "--master" in master["command"]
-    assert shlex.join(worker["command"]).endswith("--worker --master-host locust-master")
-    assert worker["deploy"]["replicas"] == 2
+def test_a_second_check_is_refused_while_one_runs(tmp_path):
+    first, second = engine.Engine(tmp_path), engine.Engine(tmp_path)
+    first._take_the_lock()
+    try:
+        with pytest.raises(engine.EngineError, match="another compose check is running"):
+            second._take_the_lock()
+    finally:
+        first.close()
+    second._take_the_lock()  # free again once the first has ended
+    second.close()
+
+
+def test_missing_docker_without_apt_is_one_line(monkeypatch):
+    monkeypatch.setattr(engine, "PACKAGES", {"docker.io": "/nonexistent/dockerd"})
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(engine.EngineError) as refused:
+        engine.install_missing()
+    assert "no apt-get" in str(refused.value) and "\n" not in str(refused.value)
+
+
+@pytest.mark.skipif(not Path(engine.DOCKERD).exists() or os.geteuid() != 0,
+                    reason="needs Debian's docker.io and root (./run compose check installs it)")
+def test_a_daemon_that_cannot_start_is_one_line_and_leaves_nothing_running(tmp_path):
+    (tmp_path / "exec").write_text("a file where the daemon's exec root should be")
+    daemon = engine.Engine(tmp_path)
+    with pytest.raises(engine.EngineError) as refused:
+        daemon.__enter__()
+    said = str(refused.value)
+    assert said.startswith("the Docker daemon could not start") and "\n" not in said, said
+    assert daemon.process is None and not daemon.socket.exists()
+    pid = int((tmp_path / "dockerd.pid").read_text()) if (tmp_path / "dockerd.pid").exists() \
+        else None
+    assert pid is None or not Path(f"/proc/{pid}").exists()
+    mounts = Path("/proc/self/mounts").read_text()
+    assert str(tmp_path.resolve()) + "/" not in mounts  # its data root, bound, unmounted
+    daemon._take_the_lock()  # and the lock was given back
+    daemon.close()

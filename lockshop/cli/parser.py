@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from lockshop.cli import commands
+from lockshop.cli.compose import add_compose_parser
 from lockshop.cli.exercise import add_exercise_parser
 from lockshop.cli.language import ArgumentParser
 from lockshop.cli.your_lock import add_lock_option
@@ -89,6 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_lock_option(lab, commands.cmd_lab, stand_in=True)
 
     add_exercise_parser(subcommands, positive)
+    add_compose_parser(subcommands)
 
     soak = subcommands.add_parser(
         "soak", help=_("each correct strategy under load and seeded network faults, on hosts "
