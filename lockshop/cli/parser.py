@@ -8,6 +8,7 @@ from pathlib import Path
 from lockshop.cli import commands
 from lockshop.cli.exercise import add_exercise_parser
 from lockshop.cli.language import ArgumentParser
+from lockshop.cli.sandbox_check import add_sandbox_parser
 from lockshop.cli.your_lock import add_lock_option
 from lockshop.cluster.scratch import DEFAULT_SERVERS
 from lockshop.console import CONTROL_PORT
@@ -96,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_lock_option(lab, commands.cmd_lab, stand_in=True)
 
     add_exercise_parser(subcommands, positive)
+    add_sandbox_parser(subcommands)
 
     soak = subcommands.add_parser(
         "soak", help=_("each correct strategy under load and seeded network faults, on hosts "
