@@ -63,6 +63,19 @@ def test_the_room_s_page_and_api_answer_at_the_room_s_address(up):
     assert [e["id"] for e in exercises] == list(EXERCISES) == [str(n) for n in range(1, 23)]
 
 
+def test_a_room_with_writable_cgroups_opens_with_its_limits_and_shows_no_warning(up):
+    """The other side of tests/test_room_limits.py: where the sandbox can write its
+    cgroups, nothing is said against the room."""
+    state = requests.get(f"{up['control']}/control/state", timeout=10).json()
+    assert state["room_limits"]["unenforced"] == [], state["room_limits"]
+    assert state["room_limits"]["cgroups"] in ("v1", "v2")
+    with chromium() as browser:
+        page, errors = open_console(browser, up)
+        page.locator("#room-code:not(:empty)").wait_for()
+        assert page.locator("#room-limits").is_hidden()
+    assert errors == []
+
+
 def test_a_reported_result_is_kept_as_self_reported(up):
     kept = report(up, "Hopper")
     assert kept.status_code == 201 and kept.json()["source"] == "self-reported"

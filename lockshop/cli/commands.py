@@ -39,9 +39,14 @@ class CliError(Exception):
 # --- commands -------------------------------------------------------------------
 
 def cmd_up(args: argparse.Namespace, config: Config) -> int:
+    from lockshop.cli.room_limits import refusal
+    from lockshop.cli.room_limits import room_limits as probe_room_limits
     from lockshop.cluster.network import Network, unavailable
     from lockshop.cluster.servers import own_servers
 
+    room_limits = probe_room_limits(args.cgroup_root)  # before anything starts
+    if room_limits.problem and not args.room_without_limits:
+        raise CliError(refusal(room_limits))
     _raise_on_sigterm()
     # `kill -USR1 <pid>` prints where every thread of a launcher that will not stop is.
     faulthandler.register(signal.SIGUSR1, all_threads=True)
@@ -58,7 +63,7 @@ def cmd_up(args: argparse.Namespace, config: Config) -> int:
         servers = stack.enter_context(own_servers(config, args.runtime_dir, network))
         if postgres is not None:
             servers.started[postgres.name] = postgres  # the console may stop and start it
-        return _serve(servers, args, network)
+        return _serve(servers, args, network, room_limits)
 
 
 def _postgres_of_its_own(config: Config, network, stack: ExitStack):
@@ -78,7 +83,7 @@ def _postgres_of_its_own(config: Config, network, stack: ExitStack):
     return server, replace(config, database_url=url)
 
 
-def _serve(servers, args: argparse.Namespace, network=None) -> int:
+def _serve(servers, args: argparse.Namespace, network=None, room_limits=None) -> int:
     from lockshop.cluster.launcher import Cluster
     from lockshop.console.launch import Console
 
@@ -94,12 +99,14 @@ def _serve(servers, args: argparse.Namespace, network=None) -> int:
                          cluster.config, args)
     with cluster, console:  # the control closes before the instances stop
         control = console.start(cluster, servers.started, args.runtime_dir / "console",
-                                args.room_code, args.gradings)
-        _say_what_runs(cluster, servers.config, console, control.room.code)
+                                args.room_code, args.gradings, room_limits)
+        _say_what_runs(cluster, servers.config, console, control.room.code, room_limits)
         return _watch(cluster)
 
 
-def _say_what_runs(cluster, config: Config, console, room_code: str) -> None:
+def _say_what_runs(cluster, config: Config, console, room_code: str,
+                   room_limits=None) -> None:
+    from lockshop.cli.room_limits import say_room_limits
     from lockshop.cluster.addresses import reachable_url
     from lockshop.console import CONTROL_PORT
 
@@ -136,6 +143,8 @@ def _say_what_runs(cluster, config: Config, console, room_code: str) -> None:
             console=f"{shop}/console", dashboard=f"{shop}/", api=f"{shop}/api/openapi.json"))
     # "room:" as "redis:" above: a fixed word a script can find, in every language.
     print(f"room: {console.room_url}    " + _("(code %(code)s)", code=room_code))
+    if room_limits is not None:
+        say_room_limits(room_limits)
     if not config.admin_token:
         print("  " + _("no admin token (LOCKSHOP_ADMIN_TOKEN): anyone who reaches the "
                        "console can act on the cluster"))

@@ -9,9 +9,11 @@ from lockshop.cli import commands
 from lockshop.cli.compose import add_compose_parser
 from lockshop.cli.exercise import add_exercise_parser
 from lockshop.cli.language import ArgumentParser
+from lockshop.cli.sandbox_check import add_sandbox_parser
 from lockshop.cli.your_lock import add_lock_option
 from lockshop.cluster.scratch import DEFAULT_SERVERS
 from lockshop.console import CONTROL_PORT
+from lockshop.room import cgroups
 from lockshop.room.codes import CODE_ALPHABET, is_code
 from shop.i18n import _
 from shop.store.settings import JOB_GUARDS, MAX_BUSINESS_DELAY_MS, MAX_JOB_MS
@@ -49,6 +51,12 @@ def build_parser() -> argparse.ArgumentParser:
         "folder, else a new one)"))
     up.add_argument("--gradings", type=positive, help=_(
         "how many of the room's checks run at once (default: the cores, plus one)"))
+    up.add_argument("--room-without-limits", action="store_true", help=_(
+        "open the room even where its sandbox cannot enforce memory, process and total CPU "
+        "time limits (no writable cgroups): a student's program may then take this machine "
+        "down; the room guide says when that is acceptable"))
+    up.add_argument("--cgroup-root", type=Path, default=cgroups.CGROUPS, help=_(
+        "where the sandbox finds the cgroups it limits gradings with (default %(default)s)"))
     up.add_argument("--runtime-dir", type=Path, default=DEFAULT_RUNTIME_DIR,
                     help=_("where the instances' logs and the console's runs go "
                            "(default %(default)s)"))
@@ -91,6 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_exercise_parser(subcommands, positive)
     add_compose_parser(subcommands)
+    add_sandbox_parser(subcommands)
 
     soak = subcommands.add_parser(
         "soak", help=_("each correct strategy under load and seeded network faults, on hosts "

@@ -78,11 +78,14 @@ class Console:
         return f"{self.control_url}/room/"
 
     def start(self, cluster: Cluster, servers: dict[str, ServerProcess], runtime: Path,
-              room_code: str | None = None, gradings: int | None = None) -> Control:
+              room_code: str | None = None, gradings: int | None = None,
+              room_limits=None) -> Control:
         """Answer for ``cluster`` and ``servers``, keeping the console's files and the room
         in ``runtime`` (its code: ``room_code`` if given, else the one kept there; it
-        runs ``gradings`` at once, by default the cores plus one)."""
-        control = Control(cluster, servers, cluster.config, runtime, room_code, gradings)
+        runs ``gradings`` at once, by default the cores plus one; ``room_limits``: what its
+        sandbox can enforce, ``lockshop.room.cgroups.Support``)."""
+        control = Control(cluster, servers, cluster.config, runtime, room_code, gradings,
+                          room_limits)
         self._app = control_app(control)
         threading.Thread(target=self._server.serve_forever, name="control", daemon=True).start()
         self.control = control

@@ -45,7 +45,7 @@ from urllib.parse import quote
 
 from lockshop.cluster.mariadb_servers import MariaDBServer
 from lockshop.exercises.databases import lock_wait_view
-from lockshop.room.sandbox import ServerCgroups
+from lockshop.room import cgroups
 
 LOGGER = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ class GradingDatabases:
         self.disk_bytes, self.memory_bytes, self.cpu_cores = disk_bytes, memory_bytes, cpu_cores
         self.statement_seconds, self.quota_bytes = statement_seconds, quota_bytes
         self._server: MariaDBServer | None = None
-        self._cgroups: ServerCgroups | None = None
+        self._cgroups: cgroups.ServerGroup | None = None
         self._starting = threading.Lock()
         #: Gradings with an account on the server now, and whether the server must be made
         #: afresh once they have ended (it could not drop a grading's database).
@@ -160,8 +160,8 @@ class GradingDatabases:
 
     def _confine(self, server: MariaDBServer) -> None:
         try:
-            self._cgroups = ServerCgroups(server.process.pid, cpu_cores=self.cpu_cores,
-                                          memory_bytes=self.memory_bytes)
+            self._cgroups = cgroups.server_group(server.process.pid, cpu_cores=self.cpu_cores,
+                                                 memory_bytes=self.memory_bytes)
         except OSError as error:
             LOGGER.warning("the room's MariaDB: cgroups are not writable here (%s): its "
                            "CPU and memory are not capped", error)

@@ -2,8 +2,9 @@
 
 One run, from the outside in:
 
-- a cgroup per run (memory, pids, cpuacct; cgroup v1 as Debian 12 mounts it), which the
-  run's first process joins before it executes anything else (a line of ``sh``);
+- a cgroup per run (``lockshop.room.cgroups``: cgroup v1's memory, pids and cpuacct
+  groups, or one group in cgroup v2's unified hierarchy, as the machine mounts them),
+  which the run's first process joins before it executes anything else (a line of ``sh``);
 - rlimits set by ``prlimit``: CPU seconds per process, open files, file size, no core;
 - ``bwrap`` (run as root, so that it can bind what root can read) giving the run its own
   network namespace with loopback only, its own PID, IPC and UTS namespaces, the system
@@ -30,7 +31,6 @@ from __future__ import annotations
 
 import logging
 import os
-import secrets
 import shutil
 import signal
 import subprocess
@@ -41,6 +41,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lockshop.room import cgroups
+from lockshop.room.cgroups import RunGroup, Usage
 from shop.i18n import _
 
 LOGGER = logging.getLogger(__name__)
@@ -55,10 +57,6 @@ NOBODY = 65534
 #: stop, pause and kill them.
 GRADER = 65533
 GRADER_CAPABILITIES = "+setuid,+setgid,+kill"
-CGROUPS = Path("/sys/fs/cgroup")
-CONTROLLERS = ("memory", "pids", "cpuacct")
-#: The cpu controller's period: a quota of one period per period is one core.
-CPU_PERIOD_US = 100_000
 #: Where a run's private, writable folder is, inside the sandbox.
 INSIDE_TMP = "/tmp"
 
@@ -89,7 +87,7 @@ class Limits:
     memory_bytes: int = 1 * GB
     #: Per process (RLIMIT_CPU): a loop in one process ends here at the latest.
     cpu_seconds: int = 60
-    #: All the run's processes together (the cgroup's cpuacct).
+    #: All the run's processes together (v1's cpuacct, v2's cpu.stat).
     total_cpu_seconds: float = 60.0
     #: Counted as the kernel counts them: threads too (a ZooKeeper JVM has ~40).
     processes: int = 384
@@ -101,16 +99,6 @@ class Limits:
     #: The size of its private /tmp (counted in its memory too: it is a tmpfs).
     tmp_bytes: int = 256 * MB
     wall_seconds: float = 120.0
-
-
-@dataclass
-class Usage:
-    """What a run used, as far as the cgroups could tell."""
-
-    peak_memory_bytes: int | None = None
-    peak_processes: int | None = None
-    cpu_seconds: float | None = None
-    wall_seconds: float = 0.0
 
 
 @dataclass
@@ -224,176 +212,6 @@ def bwrap_arguments(view: View, limits: Limits) -> list[str]:
     return [arg for _depth, _order, args in ordered for arg in args]
 
 
-# --- cgroups -----------------------------------------------------------------------------
-
-
-class Cgroups:
-    """A memory, a pids and a cpuacct cgroup of the run's own, under this process's."""
-
-    def __init__(self, limits: Limits) -> None:
-        self.folders: dict[str, Path] = {}
-        name = f"lockshop-sandbox-{os.getpid()}-{secrets.token_hex(4)}"
-        mine = _own_cgroups()
-        try:
-            for controller in CONTROLLERS:
-                self.folders[controller] = _make(controller, mine.get(controller, "/"), name)
-            memory = self.folders["memory"]
-            (memory / "memory.limit_in_bytes").write_text(str(limits.memory_bytes))
-            if (memory / "memory.memsw.limit_in_bytes").exists():
-                # With swap on, the limit must hold for memory and swap together.
-                (memory / "memory.memsw.limit_in_bytes").write_text(str(limits.memory_bytes))
-            (self.folders["pids"] / "pids.max").write_text(str(limits.processes))
-        except OSError:
-            self.remove()
-            raise
-
-    @property
-    def procs(self) -> list[str]:
-        return [str(folder / "cgroup.procs") for folder in self.folders.values()]
-
-    def read(self, controller: str, name: str) -> str:
-        try:
-            return (self.folders[controller] / name).read_text()
-        except (OSError, KeyError):
-            return ""
-
-    def counter(self, controller: str, name: str, key: str) -> int:
-        """A ``key value`` line's value in a flat-keyed file (``memory.oom_control``)."""
-        for line in self.read(controller, name).splitlines():
-            parts = line.split()
-            if len(parts) == 2 and parts[0] == key:
-                return int(parts[1])
-        return 0
-
-    def number(self, controller: str, name: str) -> int | None:
-        text = self.read(controller, name).strip()
-        return int(text) if text.isdigit() else None
-
-    def oom_kills(self) -> int:
-        return self.counter("memory", "memory.oom_control", "oom_kill")
-
-    def refused_forks(self) -> int:
-        return self.counter("pids", "pids.events", "max")
-
-    def cpu_seconds(self) -> float | None:
-        nanoseconds = self.number("cpuacct", "cpuacct.usage")
-        return nanoseconds / 1e9 if nanoseconds is not None else None
-
-    def usage(self) -> Usage:
-        return Usage(peak_memory_bytes=self.number("memory", "memory.max_usage_in_bytes"),
-                     peak_processes=self.number("pids", "pids.peak"),
-                     cpu_seconds=self.cpu_seconds())
-
-    def pids(self) -> set[int]:
-        found: set[int] = set()
-        for folder in self.folders.values():
-            try:
-                found.update(int(p) for p in (folder / "cgroup.procs").read_text().split())
-            except OSError:
-                pass
-        return found
-
-    def kill_all(self, seconds: float = 10.0) -> None:
-        """SIGKILL every process left in the cgroups, until there are none."""
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            left = self.pids()
-            if not left:
-                return
-            for pid in left:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            time.sleep(0.02)
-        LOGGER.error("sandbox: processes %s outlived their grading", sorted(self.pids()))
-
-    def remove(self) -> None:
-        for folder in self.folders.values():
-            for _attempt in range(50):
-                try:
-                    folder.rmdir()
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.02)  # the last killed processes are still leaving
-
-
-class ServerCgroups:
-    """A cpu and a memory cgroup for a long-lived server the gradings use (the room's
-    MariaDB): whatever a grading asks of it, it takes at most ``cpu_cores`` of the
-    machine's CPU and ``memory_bytes`` of its memory."""
-
-    def __init__(self, pid: int, *, cpu_cores: float, memory_bytes: int) -> None:
-        self.folders: dict[str, Path] = {}
-        name = f"lockshop-sandbox-{os.getpid()}-server-{secrets.token_hex(4)}"
-        mine = _own_cgroups()
-        try:
-            for controller in ("cpu", "memory"):
-                self.folders[controller] = _make(controller, mine.get(controller, "/"), name)
-            cpu, memory = self.folders["cpu"], self.folders["memory"]
-            (cpu / "cpu.cfs_period_us").write_text(str(CPU_PERIOD_US))
-            (cpu / "cpu.cfs_quota_us").write_text(str(round(cpu_cores * CPU_PERIOD_US)))
-            (memory / "memory.limit_in_bytes").write_text(str(memory_bytes))
-            for folder in self.folders.values():
-                (folder / "cgroup.procs").write_text(str(pid))  # with all its threads
-        except OSError:
-            self.remove()
-            raise
-
-    def read(self, controller: str, name: str) -> str:
-        return (self.folders[controller] / name).read_text().strip()
-
-    def remove(self) -> None:
-        """Once the server has stopped (a cgroup with a process in it stays)."""
-        for folder in self.folders.values():
-            try:
-                folder.rmdir()
-            except OSError:
-                LOGGER.warning("sandbox: could not remove %s", folder)
-
-
-def _own_cgroups() -> dict[str, str]:
-    """This process's cgroup per controller (cgroup v1's /proc/self/cgroup)."""
-    found = {}
-    try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
-    except OSError:
-        return found
-    for line in lines:
-        _number, controllers, path = line.split(":", 2)
-        for controller in controllers.split(","):
-            found[controller] = path
-    return found
-
-
-def _make(controller: str, parent: str, name: str) -> Path:
-    """``name`` under ``parent`` in ``controller``'s hierarchy, else under its root (a
-    container may let us write only at the top)."""
-    base = CGROUPS / controller
-    for place in (base / parent.lstrip("/"), base):
-        _remove_stale(place)
-        try:
-            folder = place / name
-            folder.mkdir()
-            return folder
-        except OSError:
-            continue
-    raise PermissionError(f"cannot make a {controller} cgroup under {base}")
-
-
-def _remove_stale(place: Path) -> None:
-    """Empty cgroups left by a room that was killed before it could remove them."""
-    for folder in place.glob("lockshop-sandbox-*-*"):
-        owner = folder.name.split("-")[2]
-        if owner.isdigit() and not Path(f"/proc/{owner}").exists():
-            try:
-                folder.rmdir()
-            except OSError:
-                pass  # processes still in it, or already gone
-
-
 # --- running -----------------------------------------------------------------------------
 
 
@@ -421,9 +239,9 @@ def run(command: Sequence[str], limits: Limits, view: View, *,
                                  "then runs the student's code as nobody")
     warnings: list[str] = []
     try:
-        cgroups: Cgroups | None = Cgroups(limits)
+        group: RunGroup | None = cgroups.run_group(limits.memory_bytes, limits.processes)
     except OSError as error:
-        cgroups = None
+        group = None
         warnings.append(f"cgroups are not writable here ({error}): memory, process and "
                         "total CPU limits are not enforced; only rlimits and the wall clock")
         LOGGER.warning("sandbox: %s", warnings[-1])
@@ -433,7 +251,7 @@ def run(command: Sequence[str], limits: Limits, view: View, *,
                   "TMPDIR": INSIDE_TMP, "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
                   "PYTHONUNBUFFERED": "1", "LOCKSHOP_REPORT_FD": str(report_write),
                   **(env or {})}
-    argv = _command_line(command, limits, view, inside_env, cgroups, grader_user)
+    argv = _command_line(command, limits, view, inside_env, group, grader_user)
     state = _Watch(limits)
     started = time.monotonic()
     try:
@@ -444,8 +262,8 @@ def run(command: Sequence[str], limits: Limits, view: View, *,
     except OSError:
         os.close(report_read)
         os.close(output_read)
-        if cgroups is not None:
-            cgroups.remove()
+        if group is not None:
+            group.remove()
         raise
     finally:
         os.close(report_write)
@@ -457,28 +275,28 @@ def run(command: Sequence[str], limits: Limits, view: View, *,
     for reader in readers:
         reader.start()
     try:
-        returncode = _watch(process, state, cgroups, limits, started)
+        returncode = _watch(process, state, group, limits, started)
     finally:
         if process.poll() is None:
             process.kill()
             process.wait()
-        if cgroups is not None:
-            cgroups.kill_all()
+        if group is not None:
+            group.kill_all()
         for reader in readers:
             reader.join(10)
-        usage = cgroups.usage() if cgroups is not None else Usage()
-        if cgroups is not None:
-            cgroups.remove()
+        usage = group.usage() if group is not None else Usage()
+        if group is not None:
+            group.remove()
     usage.wall_seconds = round(time.monotonic() - started, 2)
     return SandboxRun(returncode, state.limit, state.tail(), usage, warnings)
 
 
 def _command_line(command: Sequence[str], limits: Limits, view: View, env: dict[str, str],
-                  cgroups: Cgroups | None, grader_user: int | None = None) -> list[str]:
+                  group: RunGroup | None, grader_user: int | None = None) -> list[str]:
     rlimits = [f"--cpu={limits.cpu_seconds}:{limits.cpu_seconds + 5}",
                f"--nofile={limits.open_files}:{limits.open_files}",
                f"--fsize={limits.file_bytes}:{limits.file_bytes}", "--core=0:0"]
-    if cgroups is None:
+    if group is None:
         # Without a pids cgroup, a per-user count: shared by every grading running now.
         rlimits.append(f"--nproc={limits.processes}:{limits.processes}")
     bwrap = ["bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
@@ -496,7 +314,7 @@ def _command_line(command: Sequence[str], limits: Limits, view: View, env: dict[
         drop = ["setpriv", f"--reuid={grader_user}", f"--regid={grader_user}",
                 "--clear-groups", f"--inh-caps={kept}", f"--ambient-caps={kept}",
                 f"--bounding-set={kept}", "--no-new-privs", "--"]
-    joined = cgroups.procs if cgroups is not None else []
+    joined = group.procs if group is not None else []
     return ["/bin/sh", "-c", _JOIN, "sh", *joined, "--", "prlimit", *rlimits, "--",
             *bwrap, "--", *drop, *command]
 
@@ -561,17 +379,17 @@ def _hand_over(on_report: Callable[[bytes], None], line: bytes) -> None:
         LOGGER.exception("sandbox: the report's reader failed on a line")
 
 
-def _watch(process: subprocess.Popen, state: _Watch, cgroups: Cgroups | None,
+def _watch(process: subprocess.Popen, state: _Watch, group: RunGroup | None,
            limits: Limits, started: float) -> int | None:
     """Poll until the run ends or hits a limit (then kill it); its exit status."""
     while True:
         returncode = process.poll()
-        if cgroups is not None:
-            if cgroups.oom_kills():
+        if group is not None:
+            if group.oom_kills():
                 state.hit(MEMORY)
-            elif cgroups.refused_forks():
+            elif group.refused_forks():
                 state.hit(PROCESSES)
-            elif (cgroups.cpu_seconds() or 0) > limits.total_cpu_seconds:
+            elif (group.cpu_seconds() or 0) > limits.total_cpu_seconds:
                 state.hit(CPU)
         if returncode is not None:
             if returncode in (128 + signal.SIGXCPU, -signal.SIGXCPU) and state.limit is None:
@@ -584,7 +402,7 @@ def _watch(process: subprocess.Popen, state: _Watch, cgroups: Cgroups | None,
             # namespace; the cgroup sweep catches whatever was on its way out.
             process.kill()
             process.wait()
-            if cgroups is not None:
-                cgroups.kill_all()
+            if group is not None:
+                group.kill_all()
             return None
         state.stop.wait(0.05)

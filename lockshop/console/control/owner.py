@@ -14,6 +14,7 @@ from lockshop.console.live_sales import SaleRunner
 from lockshop.console.recent_holds import RecentHolds
 from lockshop.console.snapshot import Snapshot
 from lockshop.room import Room
+from lockshop.room.cgroups import Support
 from shop.config import Config
 
 
@@ -26,8 +27,10 @@ class Control:
 
     def __init__(self, cluster: Cluster, servers: dict[str, ServerProcess], config: Config,
                  runtime: Path, room_code: str | None = None,
-                 gradings: int | None = None) -> None:
+                 gradings: int | None = None, room_limits: Support | None = None) -> None:
         self.cluster, self.servers, self.config = cluster, servers, config
+        #: What the room's sandbox enforces here (``up`` found out before it started).
+        self.room_limits = room_limits
         self.faults = Faults(cluster, servers, config)
         self.labs = LabRunner(runtime / "labs")
         self.sales = SaleRunner(cluster, config.admin_token, runtime / "sales")
@@ -65,6 +68,8 @@ class Control:
             # The instructor's page shows it to the room; anyone who can read the
             # console is in the room.
             "room_code": self.room.code,
+            # Said to the instructor when the room opened without its cgroup limits.
+            "room_limits": self.room_limits.as_dict() if self.room_limits else None,
         }
 
     def close(self) -> None:

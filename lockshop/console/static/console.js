@@ -347,6 +347,15 @@ async function refreshRoom() {
   const board = await control("/control/room");
   const code = view.state && view.state.room_code;
   document.getElementById("room-code").textContent = code ? _("Room code: %(code)s", {code}) : "";
+  // A room opened with --room-without-limits: its instructor must know what does not hold.
+  const limits = view.state && view.state.room_limits;
+  const unlimited = document.getElementById("room-limits");
+  unlimited.hidden = !(limits && limits.problem);
+  if (limits && limits.problem) {
+    unlimited.textContent = _("This room opened without its memory, process and total CPU " +
+      "time limits (no writable cgroups): a student's program can take this machine down. " +
+      "Why: %(why)s", {why: limits.problem});
+  }
   // What the room graded counts; what a student's own machine reported is shown apart,
   // under it, and never as passed by the room.
   const latest = new Map(board.results.map(r => [`${r.name}\u0000${r.exercise}\u0000${r.source}`, r]));
