@@ -40,7 +40,7 @@ from lockshop.cluster.wire import RedisProxy
 from lockshop.cluster.zookeeper_servers import ZooKeeperServer
 from lockshop.exercises import databases
 from lockshop.exercises.remote_locks import LockHost, as_student
-from shop.i18n import _
+from shop.i18n import _, yes_no
 
 #: The lease the grader gives a student's lock: short, so that waiting for one to run
 #: out costs little, and long next to a command on this machine's loopback.
@@ -394,6 +394,16 @@ def release_said(lock) -> str:
     except LockLost:
         return _("raised LockLost")
     return _("returned")
+
+
+def inner_release_verdict(entered: bool, during: bool, after: bool) -> tuple[str, bool]:
+    """C27's verdict on a holder that entered twice: the inner release must keep the lock
+    (no other owner gets in ``during``), the outer one free it (one gets in ``after``)."""
+    if not entered:
+        return _("the holder could not enter twice"), False
+    return _("after the inner release another owner got in: %(during)s; after the outer "
+             "release: %(after)s", during=yes_no(during), after=yes_no(after)), \
+        not during and after
 
 
 def _last_words(line: str) -> str:

@@ -20,6 +20,7 @@ from lockshop.exercises.grading import (
     Check,
     Grading,
     NotApplicable,
+    inner_release_verdict,
     release_said,
 )
 from lockshop.cluster.wire import SCRIPTS
@@ -200,12 +201,7 @@ def inner_release_keeps(grading: Grading) -> tuple[str, bool]:
         after = grading.in_thread(other_owner_asks)
         return True, during, after
 
-    entered, during, after = grading.in_thread(nested)
-    if not entered:
-        return _("the holder could not enter twice"), False
-    return _("after the inner release another owner got in: %(during)s; after the outer "
-             "release: %(after)s", during=yes_no(during), after=yes_no(after)), \
-        not during and after
+    return inner_release_verdict(*grading.in_thread(nested))
 
 
 def two_owners_at_once(grading: Grading) -> tuple[str, bool]:

@@ -19,7 +19,13 @@ import time
 from locks import LockError
 from lockshop.cluster.thread_ids import given_a_dead_threads_id
 from lockshop.cluster.zookeeper_sessions import end_session
-from lockshop.exercises.grading import CHECK_SECONDS, Background, Check, Grading
+from lockshop.exercises.grading import (
+    CHECK_SECONDS,
+    Background,
+    Check,
+    Grading,
+    inner_release_verdict,
+)
 from shop.i18n import _, lazy_gettext, yes_no
 
 #: How long an inner call may wait for its own lock before it is said to have queued.
@@ -90,12 +96,7 @@ def inner_release_keeps(grading: Grading) -> tuple[str, bool]:
         after = grading.in_thread(_asks, grading, elsewhere, name, AFTER_RELEASE_S)
         return True, during, after
 
-    entered, during, after = grading.in_thread(nested)
-    if not entered:
-        return _("the holder could not enter twice"), False
-    return _("after the inner release another owner got in: %(during)s; after the outer "
-             "release: %(after)s", during=yes_no(during), after=yes_no(after)), \
-        not during and after
+    return inner_release_verdict(*grading.in_thread(nested))
 
 
 # --- C29: an expired session's holder is not the holder any more -------------------------------
