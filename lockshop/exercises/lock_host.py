@@ -24,7 +24,14 @@ import time
 import traceback
 from pathlib import Path
 
-from lockshop.exercises.lock_protocol import ATTRIBUTES, MAX_MESSAGE, decode, encode, plain
+from lockshop.exercises.lock_protocol import (
+    ATTRIBUTES,
+    LOCK_ERROR_FIELDS,
+    MAX_MESSAGE,
+    decode,
+    encode,
+    plain,
+)
 
 
 class Host:
@@ -98,7 +105,12 @@ class Host:
     def described(self, error: BaseException) -> dict:
         frames = [f for f in traceback.extract_tb(error.__traceback__)
                   if Path(f.filename).name == self.source]
+        fields = {key: value[:MAX_MESSAGE] if isinstance(value, str) else value
+                  for key in LOCK_ERROR_FIELDS
+                  if isinstance(value := getattr(error, key, None), (str, int, float))
+                  and not isinstance(value, bool)}
         return {"type": type(error).__name__[:100], "message": str(error)[:MAX_MESSAGE],
+                "fields": fields,
                 "file": frames[-1].filename if frames else None,
                 "line": frames[-1].lineno if frames else None}
 

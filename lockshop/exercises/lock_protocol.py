@@ -40,7 +40,7 @@ Every other request is answered, when it is done, with its value or the error it
 
     {"id": 9, "value": true}
     {"id": 10, "error": {"type": "LockNotOwned", "message": "...", "file": "token_lock.py",
-                         "line": 31}}
+                         "line": 31, "fields": {"name": "counter-1", "owner": "..."}}}
 
 The grader believes an answer exactly as far as it would believe the lock's method
 returning that value: it is what the lock says. What a check counts (a counter, a
@@ -55,6 +55,9 @@ import json
 MAX_LINE = 64 * 1024
 #: The longest error message a host sends.
 MAX_MESSAGE = 2000
+#: The fields of the ``locks`` errors (``LockLost.reason``...) an error answer carries
+#: beside its text, so that the grader says it as it says its own locks' errors.
+LOCK_ERROR_FIELDS = ("name", "reason", "timeout", "owner", "backend")
 #: ``get``'s attributes: what a check reads off a lock object.
 ATTRIBUTES = ("fencing_token", "token", "held", "owner")
 

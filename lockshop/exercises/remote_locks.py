@@ -35,7 +35,7 @@ from dataclasses import asdict
 from locks import Backends
 from locks.custom import LockClassError
 from locks.errors import BackendUnavailable, LockError, LockLost, LockNotAcquired, LockNotOwned
-from lockshop.exercises.lock_protocol import MAX_LINE, decode, encode
+from lockshop.exercises.lock_protocol import LOCK_ERROR_FIELDS, MAX_LINE, decode, encode
 from shop.i18n import _
 
 #: The uid (and gid) the student's processes run as, or None: as the grader itself (a
@@ -249,6 +249,11 @@ def raised(error: object) -> BaseException:
     if known is not None:
         exception = known.__new__(known)
         Exception.__init__(exception, message)
+        fields = error.get("fields")
+        for key, value in (fields.items() if isinstance(fields, dict) else ()):
+            if key in LOCK_ERROR_FIELDS and isinstance(value, (str, int, float)) \
+                    and not isinstance(value, bool):
+                setattr(exception, key, value[:300] if isinstance(value, str) else value)
     else:
         kind = type(name if name.isidentifier() else "Exception", (RaisedInHost,), {})
         exception = kind(message)

@@ -98,6 +98,8 @@ def say_reason(reason: str, templates: tuple[str, ...] = REASONS) -> str:
 
 def say_lock_error(error: BaseException) -> str:
     """A lock error as a reader reads it: what happened, and to which lock."""
+    if isinstance(error, LockError) and not hasattr(error, "name"):
+        return str(error)  # made without its fields (only its text came): its own words
     if isinstance(error, LockLost):
         return _("lock %(lock)s was lost while held: %(reason)s", lock=error.name,
                  reason=say_reason(error.reason))
