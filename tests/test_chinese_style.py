@@ -465,14 +465,16 @@ KEPT_IN_ENGLISH = frozenset("""
     Redis Redlock Lua ZooKeeper MariaDB PostgreSQL SQLite Sentinel Redisson Curator Quartz
     Python Java Go Tomcat Debian Locust Gradescope Markdown GitHub kazoo pottery redis-py
     Authorization Bearer Content-Type Idempotency-Key Retry-After X-Room-Code X-Student
-    Ctrl-C Esc Tab Candidate Lock True False None""".split())
+    Ctrl-C Esc Tab Candidate Lock True False None
+    Docker docker-compose cgroup debootstrap qemu initramfs""".split())
 #: Words of code, commands, settings and values a Chinese sentence names as they are.
 CODE_WORDS = frozenset("""
     acquire release raise sleep reentrant entries started elapsed now owner name job token
     version rowcount quantity sku pipeline since lesson null true false pending code
     create delete fsync zxid znode mutex initdb mariadbd mariadb-install-db postgres
     redis-server root en start check package database shop machine lockshop
-    none redis atomic sqlite postgresql mysql""".split())
+    none redis atomic sqlite postgresql mysql
+    docker compose up down import apt apt-get master worker""".split())
 
 
 def english_words(text: str) -> list[str]:
