@@ -36,7 +36,7 @@ LOCKSHOP_FLOORS = (
     ("lockshop.cli",),
     ("lockshop.console",),
     ("lockshop.room",),
-    ("lockshop.exercises", "lockshop.bench", "lockshop.soak"),
+    ("lockshop.exercises", "lockshop.bench", "lockshop.soak", "lockshop.compose"),
     ("lockshop.workshop",),
     ("lockshop.cluster",),
     ("lockshop",),
