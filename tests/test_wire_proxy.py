@@ -128,3 +128,20 @@ def test_another_connection_cannot_go_round_the_watch(server, proxy):
     finally:
         named.close()
         aside.close()
+
+
+def test_once_closed_it_serves_no_one(server):
+    proxy = RedisProxy(("127.0.0.1", server.port), key=KEY, password=server.password)
+    connected = redis.Redis.from_url(proxy.url, socket_timeout=5)
+    try:
+        assert connected.ping()
+        proxy.close()
+        # The connection made before is cut (not left served by a thread blocked in
+        # recv), and no new one is accepted.
+        with pytest.raises(redis.ConnectionError):
+            connected.ping()
+        with pytest.raises(redis.ConnectionError):
+            redis.Redis.from_url(proxy.url, socket_timeout=5).ping()
+    finally:
+        connected.close()
+        proxy.close()

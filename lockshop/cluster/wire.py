@@ -285,8 +285,13 @@ class RedisProxy:
         return self._waiting > 0
 
     def close(self) -> None:
+        """Stop accepting, and cut every connection both ways. Shut down first: on Linux
+        a close alone wakes neither the thread blocked in ``accept`` nor those blocked in
+        ``recv``, and the proxy would go on serving the student's lock after its grading."""
         self._closed.set()
-        for sock in [self._listener, *self._connections]:
+        sockets = [self._listener, *self._connections]
+        _shut(*sockets)
+        for sock in sockets:
             try:
                 sock.close()
             except OSError:

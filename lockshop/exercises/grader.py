@@ -20,6 +20,7 @@ found; what was found wrong with the file comes back as the same one line.
 from __future__ import annotations
 
 import ast
+import contextlib
 import shutil
 import tempfile
 import time
@@ -68,13 +69,18 @@ def resolve(spec: str, exercise: Exercise) -> tuple[type, str]:
         written = load_lock_class(spec)
         requires = factory_for(written)[1]
         if requires != (exercise.lock_family,):
-            raise LockClassError(_(
-                "%(target)s: %(name)s is a %(family)s lock; exercise %(id)s is a %(wanted)s "
-                "exercise (start from its skeleton: %(lockshop)s exercise start %(id)s)",
-                target=target, name=written.__name__,
-                family=say_reason(requires[0], BACKENDS), id=exercise.id,
-                wanted=say_reason(exercise.lock_family, BACKENDS), lockshop=lockshop_command()))
+            raise wrong_family(target, written.__name__, requires[0], exercise)
     return written, f"{target}:{class_name or written.__name__}"
+
+
+def wrong_family(target: str, name: str, family: str, exercise: Exercise) -> LockClassError:
+    """The student's lock is of another family than the exercise's (said by the grader
+    or by the lock host)."""
+    return LockClassError(_(
+        "%(target)s: %(name)s is a %(family)s lock; exercise %(id)s is a %(wanted)s "
+        "exercise (start from its skeleton: %(lockshop)s exercise start %(id)s)",
+        target=target, name=name, family=say_reason(family, BACKENDS), id=exercise.id,
+        wanted=say_reason(exercise.lock_family, BACKENDS), lockshop=lockshop_command()))
 
 
 #: The backends whose lock exercises are graded with the lock in a process of its own
@@ -96,11 +102,7 @@ def start_host(spec: str, exercise: Exercise) -> tuple[LockHost, str]:
     host = LockHost(f"{target}:{class_name}" if class_name else target)
     if host.family != exercise.lock_family:
         host.close()
-        raise LockClassError(_(
-            "%(target)s: %(name)s is a %(family)s lock; exercise %(id)s is a %(wanted)s "
-            "exercise (start from its skeleton: %(lockshop)s exercise start %(id)s)",
-            target=target, name=host.class_name, family=host.family, id=exercise.id,
-            wanted=exercise.lock_family, lockshop=lockshop_command()))
+        raise wrong_family(target, host.class_name, host.family, exercise)
     return host, f"{target}:{class_name or host.class_name}"
 
 
@@ -127,76 +129,75 @@ def grade(exercise: Exercise, spec: str, *, say: Callable[[str], None] = lambda 
     ``host``: the lock host (and its spec) ``start_host`` started for ``spec``, kept by the
     caller across gradings (``--repeat``: the student's process lives for the whole
     command, as the grader's does); else one of its own, for this grading only."""
-    own_host = host is None and out_of_process(exercise)
-    if own_host:
-        host = start_host(spec, exercise)
-    if host is not None:
-        lock_class, (host, spec) = None, host
-    else:
-        lock_class, spec = resolve(spec, exercise)
-    source = Path(spec.rpartition(":")[0])  # the student's file (a module's name: no file)
-    result = Grade(exercise.id, spec, todos=todos_left(source))
-    started = time.monotonic()
-    runtime = Path(tempfile.mkdtemp(prefix=f"lockshop-exercise-{exercise.id}-"))
-    if host is not None and remote_locks.STUDENT_USER is not None:
-        runtime.chmod(0o711)  # the student's shop instances reach their sale's folder only
+    with contextlib.ExitStack() as own:
+        if host is None and out_of_process(exercise):
+            host = start_host(spec, exercise)
+            own.callback(host[0].close)  # whatever fails below, the student's process ends
+        if host is not None:
+            lock_class, (host, spec) = None, host
+        else:
+            lock_class, spec = resolve(spec, exercise)
+        source = Path(spec.rpartition(":")[0])  # the student's file (a module's name: no file)
+        result = Grade(exercise.id, spec, todos=todos_left(source))
+        started = time.monotonic()
+        runtime = Path(tempfile.mkdtemp(prefix=f"lockshop-exercise-{exercise.id}-"))
+        if host is not None and remote_locks.STUDENT_USER is not None:
+            runtime.chmod(0o711)  # the student's shop instances reach their sale's folder only
 
-    def keep(outcome: CheckResult) -> None:
-        result.results.append(outcome)
-        on_result(outcome)
-        for line in outcome.lines():
-            say(line)
+        def keep(outcome: CheckResult) -> None:
+            result.results.append(outcome)
+            on_result(outcome)
+            for line in outcome.lines():
+                say(line)
 
-    try:
-        with Grading(lock_class, spec, exercise.backend, runtime,
-                     database_url=database_url, host=host) as grading:
-            say(_("exercise %(id)s: %(title)s", id=exercise.id, title=exercise.title))
-            if grading.redis_servers:
-                say("  " + _("your lock: %(spec)s, on %(count)s Redis servers of the grader's "
-                             "own", spec=spec, count=len(grading.redis_servers)))
-            elif exercise.writes == ORDER_STEP:  # no lock, and SQLite has no server
-                say("  " + _("your order step: %(spec)s, on a %(database)s database of the "
-                             "grader's own", spec=spec, database=exercise.backend))
-            elif exercise.writes == ELECTION:
-                say("  " + _("your leader election: %(spec)s, on a %(family)s server of the "
-                             "grader's own", spec=spec, family=say_reason(exercise.backend,
-                                                                          BACKENDS)))
-            elif exercise.writes == JOB_GUARD and exercise.backend in databases.SERVERS:
-                say("  " + _("your job guard: %(spec)s, around the shop's jobs, on a "
-                             "%(database)s database of the grader's own", spec=spec,
-                             database=exercise.backend))
-            elif exercise.writes == JOB_GUARD:
-                say("  " + _("your job guard: %(spec)s, around the shop's jobs, on a redis "
-                             "server of the grader's own", spec=spec))
-            elif exercise.backend in databases.SERVERS:  # a lock table
-                say("  " + _("your lock: %(spec)s, on a %(database)s database of the grader's "
-                             "own", spec=spec, database=exercise.backend))
-            else:
-                say("  " + _("your lock: %(spec)s, on a %(family)s server of the grader's own",
-                             spec=spec, family=say_reason(exercise.backend, BACKENDS)))
-            for line, todo in result.todos:
-                say("  " + _("TODO left (line %(line)s): %(todo)s", line=line, todo=todo))
-            diagnostician = Diagnostician(grading, exercise)
-            for check in exercise.checks():
-                if check.sale and not sale:
-                    continue
-                if check.sale and result.todos:
-                    # Three shop instances cannot sell with a lock whose TODOs are left:
-                    # say so at once rather than after the slowest check of all.
-                    keep(skipped_for_todos(check, len(result.todos)))
-                    continue
-                outcome = run_check(check, grading, source=source)
-                # A hung lock would hang the probes too; a TODO is its own explanation.
-                hung = outcome.seconds >= limits.CHECK_SECONDS
-                if outcome.failed and outcome.todo is None and not hung:
-                    explain(outcome, diagnostician)
-                keep(outcome)
-    finally:
-        if own_host:
-            host.close()
-        shutil.rmtree(runtime, ignore_errors=True)
-        result.seconds = round(time.monotonic() - started, 1)
-    return result
+        try:
+            with Grading(lock_class, spec, exercise.backend, runtime,
+                         database_url=database_url, host=host) as grading:
+                say(_("exercise %(id)s: %(title)s", id=exercise.id, title=exercise.title))
+                if grading.redis_servers:
+                    say("  " + _("your lock: %(spec)s, on %(count)s Redis servers of the grader's "
+                                 "own", spec=spec, count=len(grading.redis_servers)))
+                elif exercise.writes == ORDER_STEP:  # no lock, and SQLite has no server
+                    say("  " + _("your order step: %(spec)s, on a %(database)s database of the "
+                                 "grader's own", spec=spec, database=exercise.backend))
+                elif exercise.writes == ELECTION:
+                    say("  " + _("your leader election: %(spec)s, on a %(family)s server of the "
+                                 "grader's own", spec=spec, family=say_reason(exercise.backend,
+                                                                              BACKENDS)))
+                elif exercise.writes == JOB_GUARD and exercise.backend in databases.SERVERS:
+                    say("  " + _("your job guard: %(spec)s, around the shop's jobs, on a "
+                                 "%(database)s database of the grader's own", spec=spec,
+                                 database=exercise.backend))
+                elif exercise.writes == JOB_GUARD:
+                    say("  " + _("your job guard: %(spec)s, around the shop's jobs, on a redis "
+                                 "server of the grader's own", spec=spec))
+                elif exercise.backend in databases.SERVERS:  # a lock table
+                    say("  " + _("your lock: %(spec)s, on a %(database)s database of the grader's "
+                                 "own", spec=spec, database=exercise.backend))
+                else:
+                    say("  " + _("your lock: %(spec)s, on a %(family)s server of the grader's own",
+                                 spec=spec, family=say_reason(exercise.backend, BACKENDS)))
+                for line, todo in result.todos:
+                    say("  " + _("TODO left (line %(line)s): %(todo)s", line=line, todo=todo))
+                diagnostician = Diagnostician(grading, exercise)
+                for check in exercise.checks():
+                    if check.sale and not sale:
+                        continue
+                    if check.sale and result.todos:
+                        # Three shop instances cannot sell with a lock whose TODOs are left:
+                        # say so at once rather than after the slowest check of all.
+                        keep(skipped_for_todos(check, len(result.todos)))
+                        continue
+                    outcome = run_check(check, grading, source=source)
+                    # A hung lock would hang the probes too; a TODO is its own explanation.
+                    hung = outcome.seconds >= limits.CHECK_SECONDS
+                    if outcome.failed and outcome.todo is None and not hung:
+                        explain(outcome, diagnostician)
+                    keep(outcome)
+        finally:
+            shutil.rmtree(runtime, ignore_errors=True)
+            result.seconds = round(time.monotonic() - started, 1)
+        return result
 
 
 def _lesson(lesson: str) -> tuple[tuple[str, ...], str]:

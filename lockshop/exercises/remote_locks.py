@@ -35,7 +35,7 @@ from dataclasses import asdict
 from locks import Backends
 from locks.custom import LockClassError
 from locks.errors import BackendUnavailable, LockError, LockLost, LockNotAcquired, LockNotOwned
-from lockshop.exercises.lock_protocol import LOCK_ERROR_FIELDS, MAX_LINE, decode, encode
+from lockshop.exercises.lock_protocol import MAX_LINE, decode, encode
 from shop.i18n import _
 
 #: The uid (and gid) the student's processes run as, or None: as the grader itself (a
@@ -240,8 +240,21 @@ class LockHost:
         self.close()
 
 
+#: The fields each lock error needs, and their types. An answer's fields are believed
+#: only whole: a ``LockNotAcquired`` without a number for its timeout is made without
+#: fields (its text alone, which ``say_lock_error`` says as it came), never half made,
+#: for the grader reads these fields when it says the error.
+_FIELDS_OF = {
+    LockNotAcquired: {"name": str, "timeout": (int, float)},
+    LockNotOwned: {"name": str, "owner": (str, type(None))},
+    LockLost: {"name": str, "reason": str},
+    BackendUnavailable: {"name": str, "backend": str},
+}
+
+
 def raised(error: object) -> BaseException:
-    """The exception an error answer stands for (only its text is kept)."""
+    """The exception an error answer stands for (its text, and a lock error's fields
+    when they are all there and of their types)."""
     if not isinstance(error, dict):
         return RaisedInHost(_("an error the grader could not read"))
     name, message = str(error.get("type", "Exception"))[:100], str(error.get("message", ""))
@@ -249,11 +262,8 @@ def raised(error: object) -> BaseException:
     if known is not None:
         exception = known.__new__(known)
         Exception.__init__(exception, message)
-        fields = error.get("fields")
-        for key, value in (fields.items() if isinstance(fields, dict) else ()):
-            if key in LOCK_ERROR_FIELDS and isinstance(value, (str, int, float)) \
-                    and not isinstance(value, bool):
-                setattr(exception, key, value[:300] if isinstance(value, str) else value)
+        for key, value in _whole_fields(known, error.get("fields")).items():
+            setattr(exception, key, value)
     else:
         kind = type(name if name.isidentifier() else "Exception", (RaisedInHost,), {})
         exception = kind(message)
@@ -261,6 +271,20 @@ def raised(error: object) -> BaseException:
     if isinstance(error.get("file"), str) and isinstance(line, int):
         exception.where = (error["file"][:300], line)
     return exception
+
+
+def _whole_fields(kind: type, fields: object) -> dict:
+    """``fields`` (untrusted) as ``kind`` needs them, or none at all."""
+    wanted = _FIELDS_OF.get(kind)
+    if wanted is None or not isinstance(fields, dict):
+        return {}
+    whole = {}
+    for key, types in wanted.items():
+        value = fields.get(key)
+        if not isinstance(value, types) or isinstance(value, bool):
+            return {}
+        whole[key] = value[:300] if isinstance(value, str) else value
+    return whole
 
 
 class RemoteFactory:
