@@ -411,9 +411,14 @@ class RedisProxy:
     @staticmethod
     def _refuse(client, name: str, pending: list, state: dict) -> None:
         """Answer a refused command with an error, in its turn: once every command sent
-        before it has had its answer."""
+        before it has had its answer. Those still unanswered after 30 s (a blocking wait
+        with no timeout ahead of it) and the connection is cut instead: an answer out of
+        its turn would be read by the client as another command's."""
         with state["drained"]:
-            state["drained"].wait_for(lambda: not pending, timeout=30)
+            drained = state["drained"].wait_for(lambda: not pending, timeout=30)
+        if not drained:
+            _shut(client)
+            return
         client.sendall(f"-ERR {name} is not allowed here (the grader's proxy)\r\n"
                        .encode())
 
