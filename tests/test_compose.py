@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import os
 import re
+import signal
+import subprocess
+import sys
 from dataclasses import fields
 from pathlib import Path
 
@@ -155,3 +158,41 @@ def test_a_daemon_that_cannot_start_is_one_line_and_leaves_nothing_running(tmp_p
     assert str(tmp_path.resolve()) + "/" not in mounts  # its data root, bound, unmounted
     daemon._take_the_lock()  # and the lock was given back
     daemon.close()
+
+
+# --- the check's own faults, each one line (no Docker needed) -------------------------------
+
+def a_process(tmp_path: Path, argv0: str, *arguments: str) -> subprocess.Popen:
+    """A process that sleeps, whose command line reads ``argv0 arguments...`` in /proc."""
+    return subprocess.Popen([argv0, "-c", "import time; time.sleep(60)", *arguments],
+                            executable=sys.executable, cwd=tmp_path)
+
+
+@pytest.mark.parametrize("command", [
+    pytest.param(["/bin/sleep"], id="any-process"),
+    pytest.param([engine.DOCKERD, "--data-root", "/var/lib/docker"], id="another-dockerd"),
+])
+def test_a_pid_file_naming_another_process_signals_nothing(tmp_path, command):
+    """After a reboot, or with a system Docker beside it, the pid is not our daemon's."""
+    stranger = a_process(tmp_path, *command)
+    try:
+        (tmp_path / "dockerd.pid").write_text(f"{stranger.pid}\n")
+        engine.Engine(tmp_path)._stop_a_leftover()
+        assert stranger.poll() is None  # not signalled
+        assert not (tmp_path / "dockerd.pid").exists()  # dockerd would refuse to start
+    finally:
+        stranger.kill()
+        stranger.wait()
+
+
+def test_a_leftover_daemon_on_our_data_root_is_stopped(tmp_path):
+    leftover = a_process(tmp_path, engine.DOCKERD, "--host", f"unix://{tmp_path}/docker.sock",
+                         "--data-root", str(tmp_path / "data"))
+    try:
+        (tmp_path / "dockerd.pid").write_text(f"{leftover.pid}\n")
+        engine.Engine(tmp_path)._stop_a_leftover()
+        assert leftover.wait(timeout=5) == -signal.SIGTERM
+        assert not (tmp_path / "dockerd.pid").exists()
+    finally:
+        leftover.kill()
+        leftover.wait()

@@ -16,7 +16,9 @@ Guarantees:
   mirror, run on the host's network (``images.py``).
 * Whatever happens (a failure, Ctrl-C, SIGTERM, the check killed: the daemon gets
   SIGTERM with its parent), the daemon is stopped, and a daemon a crashed check left
-  behind is stopped before a new one starts.
+  behind is stopped before a new one starts. Only that daemon: the process its pid file
+  names is signalled only if it is ``dockerd`` on this folder's data root (after a
+  reboot the pid may be anyone's).
 
 How it fails: ``EngineError``, one readable line (no apt-get, an install that failed,
 a daemon that exited or did not answer in time, with the last line of its log).
@@ -190,20 +192,38 @@ class Engine:
         self._lock_file = lock
 
     def _stop_a_leftover(self) -> None:
-        """A daemon whose check was killed (SIGKILL leaves no time to stop it)."""
+        """A daemon whose check was killed (SIGKILL leaves no time to stop it); its pid
+        file removed, which a daemon killed, or a reboot, leaves behind."""
         try:
             pid = int(self.pidfile.read_text().strip())
         except (OSError, ValueError):
             return
+        # Asked again before each signal: the pid may be freed and given to another.
         try:
-            os.kill(pid, signal.SIGTERM)
+            if self._is_our_daemon(pid):
+                os.kill(pid, signal.SIGTERM)
+                deadline = time.monotonic() + 60
+                while time.monotonic() < deadline and self._is_our_daemon(pid):
+                    time.sleep(0.2)
+                if self._is_our_daemon(pid):
+                    os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
-            return
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
-            time.sleep(0.2)
-        if Path(f"/proc/{pid}").exists():
-            os.kill(pid, signal.SIGKILL)
+            pass  # it ended by itself meanwhile
+        # dockerd refuses to start while its pid file names a running process, anyone's.
+        self.pidfile.unlink(missing_ok=True)
+
+    def _is_our_daemon(self, pid: int) -> bool:
+        """Whether ``pid`` is a dockerd on this folder's data root, as ``_start`` starts
+        it (a process that has ended, a zombie included, has no command line)."""
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            return False
+        arguments = command.split("\0")
+        data_root = str(self.folder / "data")
+        return (os.path.basename(arguments[0]) == "dockerd"
+                and any(flag == "--data-root" and value == data_root
+                        for flag, value in zip(arguments, arguments[1:])))
 
     def _start(self) -> None:
         self.socket.unlink(missing_ok=True)
