@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import stat
 import subprocess
 import sys
 from dataclasses import fields
@@ -196,3 +197,38 @@ def test_a_leftover_daemon_on_our_data_root_is_stopped(tmp_path):
     finally:
         leftover.kill()
         leftover.wait()
+
+
+def test_the_folder_is_made_for_its_user_alone(tmp_path):
+    folder = tmp_path / "var-tmp" / "lockshop-compose"
+    assert engine.private_folder(folder) == folder.resolve()
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    engine.private_folder(folder)  # made before: accepted as it is
+
+
+def test_a_folder_others_can_write_in_is_refused_before_anything_runs(tmp_path, monkeypatch):
+    folder = tmp_path / "lockshop-compose"
+    folder.mkdir()
+    folder.chmod(0o777)
+    monkeypatch.setenv("LOCKSHOP_COMPOSE_DIR", str(folder))
+    monkeypatch.setattr(check, "install_missing", lambda: pytest.fail("the check ran"))
+    with pytest.raises(engine.EngineError) as refused:
+        check.run_check(ROOT)
+    said = str(refused.value)
+    assert said.startswith(f"{folder} can be written by other users (mode 777)"), said
+    assert "\n" not in said
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a folder to another user needs root")
+@pytest.mark.parametrize("made_by_another", ["folder", "link"])
+def test_a_folder_of_another_user_is_refused(tmp_path, made_by_another):
+    theirs = tmp_path / "theirs"
+    theirs.mkdir(mode=0o700)
+    folder = tmp_path / "lockshop-compose"
+    if made_by_another == "folder":
+        folder = theirs
+    else:  # their link, in a world-writable parent, to a folder of ours
+        folder.symlink_to(tmp_path)
+    os.lchown(folder, 65534, 65534)
+    with pytest.raises(engine.EngineError, match="belongs to another user"):
+        engine.private_folder(folder)

@@ -20,9 +20,10 @@ The steps, each printed with its time (cold: the base and the images made; warm:
 
 Guarantees: whatever happens (a failed step, Ctrl-C, SIGTERM), the project's containers,
 networks and volumes are removed and the daemon is stopped. A fault before a step can
-run (no Docker to be had, a daemon that cannot start, a port taken, a build that fails,
-a second check) is ``EngineError``: one line, exit 2. A step whose result is wrong makes
-the check exit 1, having said which and why.
+run (no Docker to be had, a folder another user could write in, a daemon that cannot
+start, a port taken, a build that fails, a second check) is ``EngineError``: one line,
+exit 2. A step whose result is wrong, or that got no answer in time (docker-compose, a
+shop, Locust, the room), makes the check exit 1, having said which and why.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ import requests
 
 from lockshop.cluster.processes import port_is_free
 from lockshop.compose import base_image, images
-from lockshop.compose.engine import COMPOSE, Engine, EngineError, install_missing
+from lockshop.compose.engine import (COMPOSE, Engine, EngineError, install_missing,
+                                     private_folder)
 from shop.i18n import _
 
 #: The compose project's name: the check's containers never mix with a user's own.
@@ -92,7 +94,8 @@ def run_check(project: Path) -> int:
     # LOCKSHOP_COMPOSE_DIR: a folder kept across clones (CI's), so that a fresh clone
     # finds the base and the images' layers already made.
     runtime = Path(os.environ.get("LOCKSHOP_COMPOSE_DIR") or project / ".lockshop" / "compose")
-    run = Run(project=project, runtime=runtime.resolve(),
+    # Checked before anything runs, and as named: a link in its place is resolved after.
+    run = Run(project=project, runtime=private_folder(runtime),
               ports={name: _port(name, default) for name, default in PORTS.items()})
     started = time.monotonic()
     previous = signal.signal(signal.SIGTERM, _interrupt)  # cleaned up as on Ctrl-C

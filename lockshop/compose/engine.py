@@ -19,9 +19,12 @@ Guarantees:
   behind is stopped before a new one starts. Only that daemon: the process its pid file
   names is signalled only if it is ``dockerd`` on this folder's data root (after a
   reboot the pid may be anyone's).
+* Its folder is the running user's alone (``private_folder``): it holds the pid file
+  of a process that root signals, and the data root whose images root runs.
 
 How it fails: ``EngineError``, one readable line (no apt-get, an install that failed,
-a daemon that exited or did not answer in time, with the last line of its log).
+a folder another user could write in, a daemon that exited or did not answer in time,
+with the last line of its log).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import fcntl
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import time
 from pathlib import Path
@@ -76,6 +80,29 @@ def _share_the_cpu() -> None:
 
 class EngineError(RuntimeError):
     """The engine cannot be had; said in one line."""
+
+
+def private_folder(folder: Path) -> Path:
+    """``folder`` made (0700) if missing, refused if another user could have put or
+    could change anything in it; its resolved path.
+
+    A folder such as CI's /var/tmp/lockshop-compose sits in a world-writable parent: any
+    local user could make it first, or a link of their own by that name, and fill it
+    with a pid file root then signals and a data root whose images root then runs.
+    """
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    # lstat: the link itself, if the name is a link; stat: the folder it leads to.
+    for status in (folder.lstat(), folder.stat()):
+        if status.st_uid != os.geteuid():
+            raise EngineError(_("%(folder)s belongs to another user (uid %(uid)s): remove "
+                                "it, or choose another folder with LOCKSHOP_COMPOSE_DIR",
+                                folder=folder, uid=status.st_uid))
+    mode = stat.S_IMODE(folder.stat().st_mode)
+    if mode & 0o022:
+        raise EngineError(_("%(folder)s can be written by other users (mode %(mode)s): "
+                            "chmod 700 it, or choose another folder with "
+                            "LOCKSHOP_COMPOSE_DIR", folder=folder, mode=f"{mode:o}"))
+    return folder.resolve()
 
 
 def missing_packages() -> list[str]:
@@ -127,7 +154,7 @@ class Engine:
         return dict(os.environ, DOCKER_HOST=f"unix://{self.socket}")
 
     def __enter__(self) -> Engine:
-        self.folder.mkdir(parents=True, exist_ok=True)
+        private_folder(self.folder)
         self._take_the_lock()
         try:
             self._stop_a_leftover()
