@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -25,6 +26,7 @@ import yaml
 
 from lockshop.cluster.launcher import gunicorn_arguments
 from lockshop.compose import check, engine, images
+from lockshop.cluster.processes import free_port
 from lockshop.console.launch import INSTANCE_APP
 from shop.config import PREFIX, Config
 from shop.i18n import _
@@ -232,3 +234,65 @@ def test_a_folder_of_another_user_is_refused(tmp_path, made_by_another):
     os.lchown(folder, 65534, 65534)
     with pytest.raises(engine.EngineError, match="belongs to another user"):
         engine.private_folder(folder)
+
+
+def fake_program(tmp_path: Path, name: str, script: str) -> str:
+    program = tmp_path / "bin" / name
+    program.parent.mkdir(exist_ok=True)
+    program.write_text(f"#!/bin/sh\n{script}\n")
+    program.chmod(0o755)
+    return str(program)
+
+
+def test_a_docker_client_that_hangs_is_one_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(engine, "DOCKER", fake_program(tmp_path, "docker", "exec sleep 30"))
+    with pytest.raises(engine.EngineError) as refused:
+        engine.Engine(tmp_path).docker("version", timeout=0.3)
+    assert str(refused.value) == "docker version did not answer in 0.3 s"
+
+
+def test_a_daemon_whose_client_hangs_is_one_line_and_is_stopped(tmp_path, monkeypatch):
+    """``docker version`` timing out as the daemon starts is no answer yet, then one line;
+    the daemon is stopped."""
+    # A daemon that makes its socket (the path after --host) and does nothing else.
+    monkeypatch.setattr(engine, "DOCKERD", fake_program(
+        tmp_path, "dockerd", 'while [ "$1" != --host ]; do shift; done\n'
+                             'touch "${2#unix://}"\nexec sleep 60'))
+    monkeypatch.setattr(engine, "DOCKER", fake_program(tmp_path, "docker", "exec sleep 30"))
+    monkeypatch.setattr(engine, "PROBE_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(engine, "START_TIMEOUT_S", 1)
+    monkeypatch.setattr(engine, "_share_the_cpu", lambda: None)  # the machine's cgroups
+    folder = tmp_path / "compose"
+    daemon = engine.Engine(folder)
+    with pytest.raises(engine.EngineError) as refused:
+        daemon.__enter__()
+    said = str(refused.value)
+    assert said.startswith("the Docker daemon did not answer in 1 s") and "\n" not in said
+    assert daemon.process is None and not daemon.socket.exists()
+
+
+def test_docker_compose_that_hangs_fails_its_step_in_one_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(check, "COMPOSE", fake_program(tmp_path, "docker-compose",
+                                                       "exec sleep 30"))
+    compose = check.Compose(engine.Engine(tmp_path), check.Run(project=ROOT, runtime=tmp_path))
+    with pytest.raises(check.StepFailed) as failed:
+        compose("up", "--detach", timeout=0.3)
+    assert str(failed.value) == "docker-compose up did not finish in 0.3 s"
+
+
+def test_a_shop_that_does_not_answer_fails_its_step_in_one_line(tmp_path):
+    port = free_port()  # nothing listens there
+    shop = check.Shop(check.Run(project=ROOT, runtime=tmp_path,
+                                ports={"LOCKSHOP_HTTP_PORT": port}))
+    with pytest.raises(check.StepFailed) as failed:
+        shop._admin("get", "/api/admin/audit")
+    assert str(failed.value) == (f"GET http://127.0.0.1:{port}/api/admin/audit got no "
+                                 "answer (ConnectionError)")
+
+
+def test_a_request_that_times_out_fails_its_step_in_one_line():
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # accepts, never answers
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}/stats/requests"
+        with pytest.raises(check.StepFailed) as failed:
+            check.Http().get(url, timeout=0.3)
+    assert str(failed.value) == f"GET {url} got no answer (ReadTimeout)"

@@ -51,6 +51,9 @@ PACKAGES = {"docker.io": DOCKERD, "docker-compose": COMPOSE, "debootstrap": DEBO
 APT = ["apt-get", "-o", "DPkg::Lock::Timeout=600"]
 #: How long the daemon may take to answer on its socket (a loaded machine, a cold start).
 START_TIMEOUT_S = 90
+#: How long one ``docker version`` may take while the daemon starts; a slower answer is
+#: no answer yet, and it is asked again until START_TIMEOUT_S.
+PROBE_TIMEOUT_S = 10
 
 
 #: The cgroup every container of this daemon is put under (cgroupfs: under the root).
@@ -191,8 +194,12 @@ class Engine:
     def docker(self, *arguments: str, check: bool = True, timeout: float | None = None
                ) -> subprocess.CompletedProcess:
         """Run Debian's docker client against this daemon; its output captured."""
-        done = subprocess.run([DOCKER, *arguments], env=self.env, capture_output=True,
-                              text=True, timeout=timeout)
+        try:
+            done = subprocess.run([DOCKER, *arguments], env=self.env, capture_output=True,
+                                  text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise EngineError(_("docker %(command)s did not answer in %(seconds)s s",
+                                command=arguments[0], seconds=f"{timeout:g}")) from None
         if check and done.returncode != 0:
             said = (done.stderr.strip() or done.stdout.strip()).splitlines()
             raise EngineError(_("docker %(command)s failed: %(said)s",
@@ -270,10 +277,17 @@ class Engine:
                 raise EngineError(_("the Docker daemon could not start (exit %(code)s): "
                                     "%(said)s (log: %(log)s)", code=self.process.returncode,
                                     said=last_line(self.log_path), log=self.log_path))
-            if self.socket.exists() and self.docker("version", check=False,
-                                                    timeout=10).returncode == 0:
+            if self.socket.exists() and self._answers():
                 return
             time.sleep(0.3)
         raise EngineError(_("the Docker daemon did not answer in %(seconds)s s: %(said)s "
                             "(log: %(log)s)", seconds=START_TIMEOUT_S,
                             said=last_line(self.log_path), log=self.log_path))
+
+    def _answers(self) -> bool:
+        """Whether the starting daemon answers ``docker version``; a slow answer (a loaded
+        machine) is no answer yet."""
+        try:
+            return self.docker("version", check=False, timeout=PROBE_TIMEOUT_S).returncode == 0
+        except EngineError:
+            return False
