@@ -25,8 +25,8 @@ import pytest
 import yaml
 
 from lockshop.cluster.launcher import gunicorn_arguments
-from lockshop.compose import check, engine, images
 from lockshop.cluster.processes import free_port
+from lockshop.compose import base_image, check, engine, images
 from lockshop.console.launch import INSTANCE_APP
 from shop.config import PREFIX, Config
 from shop.i18n import _
@@ -296,3 +296,18 @@ def test_a_request_that_times_out_fails_its_step_in_one_line():
         with pytest.raises(check.StepFailed) as failed:
             check.Http().get(url, timeout=0.3)
     assert str(failed.value) == f"GET {url} got no answer (ReadTimeout)"
+
+
+def test_the_base_is_imported_with_the_engines_docker_client(tmp_path, monkeypatch):
+    """Debian's client, as the engine and the images use it: one place names it."""
+    called = tmp_path / "called"
+    monkeypatch.setattr(base_image, "DOCKER", fake_program(
+        tmp_path, "docker", f'echo "$@" > {called}; cat > /dev/null'))
+    (tmp_path / f"debian-{base_image.SUITE}.tar").write_bytes(b"a rootfs")
+
+    class NoImageYet(engine.Engine):
+        def docker(self, *arguments, check=True, timeout=None):
+            return subprocess.CompletedProcess(arguments, 1, "", "no such image")
+
+    assert base_image.ensure_base(NoImageYet(tmp_path), tmp_path) == "imported"
+    assert called.read_text() == f"import - {base_image.IMAGE}\n"
