@@ -13,6 +13,11 @@ from __future__ import annotations
 
 import os
 import re
+import signal
+import socket
+import stat
+import subprocess
+import sys
 from dataclasses import fields
 from pathlib import Path
 
@@ -20,7 +25,8 @@ import pytest
 import yaml
 
 from lockshop.cluster.launcher import gunicorn_arguments
-from lockshop.compose import check, engine, images
+from lockshop.cluster.processes import free_port
+from lockshop.compose import base_image, check, engine, images
 from lockshop.console.launch import INSTANCE_APP
 from shop.config import PREFIX, Config
 from shop.i18n import _
@@ -155,3 +161,153 @@ def test_a_daemon_that_cannot_start_is_one_line_and_leaves_nothing_running(tmp_p
     assert str(tmp_path.resolve()) + "/" not in mounts  # its data root, bound, unmounted
     daemon._take_the_lock()  # and the lock was given back
     daemon.close()
+
+
+# --- the check's own faults, each one line (no Docker needed) -------------------------------
+
+def a_process(tmp_path: Path, argv0: str, *arguments: str) -> subprocess.Popen:
+    """A process that sleeps, whose command line reads ``argv0 arguments...`` in /proc."""
+    return subprocess.Popen([argv0, "-c", "import time; time.sleep(60)", *arguments],
+                            executable=sys.executable, cwd=tmp_path)
+
+
+@pytest.mark.parametrize("command", [
+    pytest.param(["/bin/sleep"], id="any-process"),
+    pytest.param([engine.DOCKERD, "--data-root", "/var/lib/docker"], id="another-dockerd"),
+])
+def test_a_pid_file_naming_another_process_signals_nothing(tmp_path, command):
+    """After a reboot, or with a system Docker beside it, the pid is not our daemon's."""
+    stranger = a_process(tmp_path, *command)
+    try:
+        (tmp_path / "dockerd.pid").write_text(f"{stranger.pid}\n")
+        engine.Engine(tmp_path)._stop_a_leftover()
+        assert stranger.poll() is None  # not signalled
+        assert not (tmp_path / "dockerd.pid").exists()  # dockerd would refuse to start
+    finally:
+        stranger.kill()
+        stranger.wait()
+
+
+def test_a_leftover_daemon_on_our_data_root_is_stopped(tmp_path):
+    leftover = a_process(tmp_path, engine.DOCKERD, "--host", f"unix://{tmp_path}/docker.sock",
+                         "--data-root", str(tmp_path / "data"))
+    try:
+        (tmp_path / "dockerd.pid").write_text(f"{leftover.pid}\n")
+        engine.Engine(tmp_path)._stop_a_leftover()
+        assert leftover.wait(timeout=5) == -signal.SIGTERM
+        assert not (tmp_path / "dockerd.pid").exists()
+    finally:
+        leftover.kill()
+        leftover.wait()
+
+
+def test_the_folder_is_made_for_its_user_alone(tmp_path):
+    folder = tmp_path / "var-tmp" / "lockshop-compose"
+    assert engine.private_folder(folder) == folder.resolve()
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    engine.private_folder(folder)  # made before: accepted as it is
+
+
+def test_a_folder_others_can_write_in_is_refused_before_anything_runs(tmp_path, monkeypatch):
+    folder = tmp_path / "lockshop-compose"
+    folder.mkdir()
+    folder.chmod(0o777)
+    monkeypatch.setenv("LOCKSHOP_COMPOSE_DIR", str(folder))
+    monkeypatch.setattr(check, "install_missing", lambda: pytest.fail("the check ran"))
+    with pytest.raises(engine.EngineError) as refused:
+        check.run_check(ROOT)
+    said = str(refused.value)
+    assert said.startswith(f"{folder} can be written by other users (mode 777)"), said
+    assert "\n" not in said
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a folder to another user needs root")
+@pytest.mark.parametrize("made_by_another", ["folder", "link"])
+def test_a_folder_of_another_user_is_refused(tmp_path, made_by_another):
+    theirs = tmp_path / "theirs"
+    theirs.mkdir(mode=0o700)
+    folder = tmp_path / "lockshop-compose"
+    if made_by_another == "folder":
+        folder = theirs
+    else:  # their link, in a world-writable parent, to a folder of ours
+        folder.symlink_to(tmp_path)
+    os.lchown(folder, 65534, 65534)
+    with pytest.raises(engine.EngineError, match="belongs to another user"):
+        engine.private_folder(folder)
+
+
+def fake_program(tmp_path: Path, name: str, script: str) -> str:
+    program = tmp_path / "bin" / name
+    program.parent.mkdir(exist_ok=True)
+    program.write_text(f"#!/bin/sh\n{script}\n")
+    program.chmod(0o755)
+    return str(program)
+
+
+def test_a_docker_client_that_hangs_is_one_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(engine, "DOCKER", fake_program(tmp_path, "docker", "exec sleep 30"))
+    with pytest.raises(engine.EngineError) as refused:
+        engine.Engine(tmp_path).docker("version", timeout=0.3)
+    assert str(refused.value) == "docker version did not answer in 0.3 s"
+
+
+def test_a_daemon_whose_client_hangs_is_one_line_and_is_stopped(tmp_path, monkeypatch):
+    """``docker version`` timing out as the daemon starts is no answer yet, then one line;
+    the daemon is stopped."""
+    # A daemon that makes its socket (the path after --host) and does nothing else.
+    monkeypatch.setattr(engine, "DOCKERD", fake_program(
+        tmp_path, "dockerd", 'while [ "$1" != --host ]; do shift; done\n'
+                             'touch "${2#unix://}"\nexec sleep 60'))
+    monkeypatch.setattr(engine, "DOCKER", fake_program(tmp_path, "docker", "exec sleep 30"))
+    monkeypatch.setattr(engine, "PROBE_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(engine, "START_TIMEOUT_S", 1)
+    monkeypatch.setattr(engine, "_share_the_cpu", lambda: None)  # the machine's cgroups
+    folder = tmp_path / "compose"
+    daemon = engine.Engine(folder)
+    with pytest.raises(engine.EngineError) as refused:
+        daemon.__enter__()
+    said = str(refused.value)
+    assert said.startswith("the Docker daemon did not answer in 1 s") and "\n" not in said
+    assert daemon.process is None and not daemon.socket.exists()
+
+
+def test_docker_compose_that_hangs_fails_its_step_in_one_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(check, "COMPOSE", fake_program(tmp_path, "docker-compose",
+                                                       "exec sleep 30"))
+    compose = check.Compose(engine.Engine(tmp_path), check.Run(project=ROOT, runtime=tmp_path))
+    with pytest.raises(check.StepFailed) as failed:
+        compose("up", "--detach", timeout=0.3)
+    assert str(failed.value) == "docker-compose up did not finish in 0.3 s"
+
+
+def test_a_shop_that_does_not_answer_fails_its_step_in_one_line(tmp_path):
+    port = free_port()  # nothing listens there
+    shop = check.Shop(check.Run(project=ROOT, runtime=tmp_path,
+                                ports={"LOCKSHOP_HTTP_PORT": port}))
+    with pytest.raises(check.StepFailed) as failed:
+        shop._admin("get", "/api/admin/audit")
+    assert str(failed.value) == (f"GET http://127.0.0.1:{port}/api/admin/audit got no "
+                                 "answer (ConnectionError)")
+
+
+def test_a_request_that_times_out_fails_its_step_in_one_line():
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # accepts, never answers
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}/stats/requests"
+        with pytest.raises(check.StepFailed) as failed:
+            check.Http().get(url, timeout=0.3)
+    assert str(failed.value) == f"GET {url} got no answer (ReadTimeout)"
+
+
+def test_the_base_is_imported_with_the_engines_docker_client(tmp_path, monkeypatch):
+    """Debian's client, as the engine and the images use it: one place names it."""
+    called = tmp_path / "called"
+    monkeypatch.setattr(base_image, "DOCKER", fake_program(
+        tmp_path, "docker", f'echo "$@" > {called}; cat > /dev/null'))
+    (tmp_path / f"debian-{base_image.SUITE}.tar").write_bytes(b"a rootfs")
+
+    class NoImageYet(engine.Engine):
+        def docker(self, *arguments, check=True, timeout=None):
+            return subprocess.CompletedProcess(arguments, 1, "", "no such image")
+
+    assert base_image.ensure_base(NoImageYet(tmp_path), tmp_path) == "imported"
+    assert called.read_text() == f"import - {base_image.IMAGE}\n"

@@ -19,7 +19,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from lockshop.compose.engine import DEBOOTSTRAP, Engine, EngineError
+from lockshop.compose.engine import DEBOOTSTRAP, DOCKER, Engine, EngineError
 from shop.i18n import _
 
 IMAGE = "lockshop-base:bookworm"
@@ -58,7 +58,7 @@ def ensure_base(engine: Engine, cache: Path) -> str:
         _make_tarball(cache, tarball)
         how = "made"
     with tarball.open("rb") as rootfs:
-        done = subprocess.run(["/usr/bin/docker", "import", "-", IMAGE], stdin=rootfs,
+        done = subprocess.run([DOCKER, "import", "-", IMAGE], stdin=rootfs,
                               env=engine.env, capture_output=True, text=True)
     if done.returncode != 0:
         raise EngineError(_("docker import of %(tarball)s failed: %(said)s", tarball=tarball,

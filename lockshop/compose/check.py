@@ -20,9 +20,10 @@ The steps, each printed with its time (cold: the base and the images made; warm:
 
 Guarantees: whatever happens (a failed step, Ctrl-C, SIGTERM), the project's containers,
 networks and volumes are removed and the daemon is stopped. A fault before a step can
-run (no Docker to be had, a daemon that cannot start, a port taken, a build that fails,
-a second check) is ``EngineError``: one line, exit 2. A step whose result is wrong makes
-the check exit 1, having said which and why.
+run (no Docker to be had, a folder another user could write in, a daemon that cannot
+start, a port taken, a build that fails, a second check) is ``EngineError``: one line,
+exit 2. A step whose result is wrong, or that got no answer in time (docker-compose, a
+shop, Locust, the room), makes the check exit 1, having said which and why.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ import requests
 
 from lockshop.cluster.processes import port_is_free
 from lockshop.compose import base_image, images
-from lockshop.compose.engine import COMPOSE, Engine, EngineError, install_missing
+from lockshop.compose.engine import (COMPOSE, Engine, EngineError, install_missing,
+                                     private_folder)
 from shop.i18n import _
 
 #: The compose project's name: the check's containers never mix with a user's own.
@@ -92,7 +94,8 @@ def run_check(project: Path) -> int:
     # LOCKSHOP_COMPOSE_DIR: a folder kept across clones (CI's), so that a fresh clone
     # finds the base and the images' layers already made.
     runtime = Path(os.environ.get("LOCKSHOP_COMPOSE_DIR") or project / ".lockshop" / "compose")
-    run = Run(project=project, runtime=runtime.resolve(),
+    # Checked before anything runs, and as named: a link in its place is resolved after.
+    run = Run(project=project, runtime=private_folder(runtime),
               ports={name: _port(name, default) for name, default in PORTS.items()})
     started = time.monotonic()
     previous = signal.signal(signal.SIGTERM, _interrupt)  # cleaned up as on Ctrl-C
@@ -182,8 +185,12 @@ class Compose:
     def __call__(self, *arguments: str, timeout: float = 1200) -> str:
         command = [COMPOSE, "--project-name", PROJECT_NAME, "--file",
                    str(self.run.project / "docker-compose.yml"), *arguments]
-        done = subprocess.run(command, env=self.env, capture_output=True, text=True,
-                              timeout=timeout)
+        try:
+            done = subprocess.run(command, env=self.env, capture_output=True, text=True,
+                                  timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise StepFailed(_("docker-compose %(command)s did not finish in %(seconds)s s",
+                               command=arguments[0], seconds=f"{timeout:g}")) from None
         if done.returncode != 0:
             said = [line for line in (done.stderr + done.stdout).splitlines() if line.strip()]
             # compose ends with "Encountered errors ..."; the reason is its last ERROR line.
@@ -221,7 +228,7 @@ class Compose:
         try:
             path.write_text(self("--profile", "workshop", "logs", "--no-color",
                                  "--timestamps", timeout=120))
-        except (StepFailed, subprocess.TimeoutExpired, OSError) as error:
+        except (StepFailed, OSError) as error:
             path.write_text(f"{error}\n")
         return path
 
@@ -230,7 +237,7 @@ class Compose:
         try:
             self("--profile", "workshop", "down", "--volumes", "--remove-orphans",
                  "--timeout", "2", timeout=180)
-        except (StepFailed, subprocess.TimeoutExpired, OSError):
+        except (StepFailed, OSError):
             pass
 
     def _containers(self) -> list[str]:
@@ -252,10 +259,23 @@ class Compose:
 
 # --- the shops, through the proxy, and Locust, through its web API ---------------------------
 
+class Http(requests.Session):
+    """A requests session whose request that gets no answer (refused, reset, timed out)
+    is ``StepFailed``: the step failed, said in one line naming the URL."""
+
+    def request(self, method: str, url: str, *arguments, **options) -> requests.Response:
+        try:
+            return super().request(method, url, *arguments, **options)
+        except requests.RequestException as error:
+            raise StepFailed(_("%(method)s %(url)s got no answer (%(error)s)",
+                               method=method.upper(), url=url,
+                               error=type(error).__name__)) from None
+
+
 class Shop:
     def __init__(self, run: Run):
         self.run = run
-        self.http = requests.Session()
+        self.http = Http()
         self.admin = {"Authorization": f"Bearer {run.token}"}
 
     def shop(self, path: str) -> str:
@@ -307,7 +327,7 @@ class Shop:
         self._ok(self.http.post(self.locust("/stop"), timeout=30))
         _wait(lambda: self._locust_state() == "stopped", 60,
               lambda: _("Locust did not stop: %(state)s", state=self._locust_state()))
-        stats = self.http.get(self.locust("/stats/requests"), timeout=30).json()
+        stats = self._ok(self.http.get(self.locust("/stats/requests"), timeout=30)).json()
         audit = self._admin("get", "/api/admin/audit")
         return self._judge(strategy, stats, audit, since, fault is not None)
 
@@ -359,8 +379,8 @@ class Shop:
         requests in a row reach the three shops; asked again until each has answered)."""
         holders: dict[str, int] = {}
         for _attempt in range(12):
-            answer = self.http.get(self.shop(f"/api/locks/holds?since={since}"),
-                                   timeout=30).json()
+            answer = self._ok(self.http.get(self.shop(f"/api/locks/holds?since={since}"),
+                                            timeout=30)).json()
             holders[answer["instance"]] = len(answer["holds"])
             if set(holders) >= set(SHOPS):
                 break
@@ -383,8 +403,8 @@ class Shop:
     def _get(self, url: str) -> dict | None:
         try:
             answer = self.http.get(url, timeout=5)
-        except requests.RequestException:
-            return None
+        except StepFailed:
+            return None  # not yet: asked again
         return answer.json() if answer.status_code == 200 else None
 
     @staticmethod
@@ -413,7 +433,7 @@ class Workshop:
     def __init__(self, run: Run, compose: Compose):
         self.run = run
         self.compose = compose
-        self.http = requests.Session()
+        self.http = Http()
         self.code = ""
 
     def room(self, path: str) -> str:

@@ -16,10 +16,15 @@ Guarantees:
   mirror, run on the host's network (``images.py``).
 * Whatever happens (a failure, Ctrl-C, SIGTERM, the check killed: the daemon gets
   SIGTERM with its parent), the daemon is stopped, and a daemon a crashed check left
-  behind is stopped before a new one starts.
+  behind is stopped before a new one starts. Only that daemon: the process its pid file
+  names is signalled only if it is ``dockerd`` on this folder's data root (after a
+  reboot the pid may be anyone's).
+* Its folder is the running user's alone (``private_folder``): it holds the pid file
+  of a process that root signals, and the data root whose images root runs.
 
 How it fails: ``EngineError``, one readable line (no apt-get, an install that failed,
-a daemon that exited or did not answer in time, with the last line of its log).
+a folder another user could write in, a daemon that exited or did not answer in time,
+with the last line of its log).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import fcntl
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import time
 from pathlib import Path
@@ -45,6 +51,9 @@ PACKAGES = {"docker.io": DOCKERD, "docker-compose": COMPOSE, "debootstrap": DEBO
 APT = ["apt-get", "-o", "DPkg::Lock::Timeout=600"]
 #: How long the daemon may take to answer on its socket (a loaded machine, a cold start).
 START_TIMEOUT_S = 90
+#: How long one ``docker version`` may take while the daemon starts; a slower answer is
+#: no answer yet, and it is asked again until START_TIMEOUT_S.
+PROBE_TIMEOUT_S = 10
 
 
 #: The cgroup every container of this daemon is put under (cgroupfs: under the root).
@@ -74,6 +83,29 @@ def _share_the_cpu() -> None:
 
 class EngineError(RuntimeError):
     """The engine cannot be had; said in one line."""
+
+
+def private_folder(folder: Path) -> Path:
+    """``folder`` made (0700) if missing, refused if another user could have put or
+    could change anything in it; its resolved path.
+
+    A folder such as CI's /var/tmp/lockshop-compose sits in a world-writable parent: any
+    local user could make it first, or a link of their own by that name, and fill it
+    with a pid file root then signals and a data root whose images root then runs.
+    """
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    # lstat: the link itself, if the name is a link; stat: the folder it leads to.
+    for status in (folder.lstat(), folder.stat()):
+        if status.st_uid != os.geteuid():
+            raise EngineError(_("%(folder)s belongs to another user (uid %(uid)s): remove "
+                                "it, or choose another folder with LOCKSHOP_COMPOSE_DIR",
+                                folder=folder, uid=status.st_uid))
+    mode = stat.S_IMODE(folder.stat().st_mode)
+    if mode & 0o022:
+        raise EngineError(_("%(folder)s can be written by other users (mode %(mode)s): "
+                            "chmod 700 it, or choose another folder with "
+                            "LOCKSHOP_COMPOSE_DIR", folder=folder, mode=f"{mode:o}"))
+    return folder.resolve()
 
 
 def missing_packages() -> list[str]:
@@ -125,7 +157,7 @@ class Engine:
         return dict(os.environ, DOCKER_HOST=f"unix://{self.socket}")
 
     def __enter__(self) -> Engine:
-        self.folder.mkdir(parents=True, exist_ok=True)
+        private_folder(self.folder)
         self._take_the_lock()
         try:
             self._stop_a_leftover()
@@ -162,8 +194,12 @@ class Engine:
     def docker(self, *arguments: str, check: bool = True, timeout: float | None = None
                ) -> subprocess.CompletedProcess:
         """Run Debian's docker client against this daemon; its output captured."""
-        done = subprocess.run([DOCKER, *arguments], env=self.env, capture_output=True,
-                              text=True, timeout=timeout)
+        try:
+            done = subprocess.run([DOCKER, *arguments], env=self.env, capture_output=True,
+                                  text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise EngineError(_("docker %(command)s did not answer in %(seconds)s s",
+                                command=arguments[0], seconds=f"{timeout:g}")) from None
         if check and done.returncode != 0:
             said = (done.stderr.strip() or done.stdout.strip()).splitlines()
             raise EngineError(_("docker %(command)s failed: %(said)s",
@@ -190,20 +226,38 @@ class Engine:
         self._lock_file = lock
 
     def _stop_a_leftover(self) -> None:
-        """A daemon whose check was killed (SIGKILL leaves no time to stop it)."""
+        """A daemon whose check was killed (SIGKILL leaves no time to stop it); its pid
+        file removed, which a daemon killed, or a reboot, leaves behind."""
         try:
             pid = int(self.pidfile.read_text().strip())
         except (OSError, ValueError):
             return
+        # Asked again before each signal: the pid may be freed and given to another.
         try:
-            os.kill(pid, signal.SIGTERM)
+            if self._is_our_daemon(pid):
+                os.kill(pid, signal.SIGTERM)
+                deadline = time.monotonic() + 60
+                while time.monotonic() < deadline and self._is_our_daemon(pid):
+                    time.sleep(0.2)
+                if self._is_our_daemon(pid):
+                    os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
-            return
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
-            time.sleep(0.2)
-        if Path(f"/proc/{pid}").exists():
-            os.kill(pid, signal.SIGKILL)
+            pass  # it ended by itself meanwhile
+        # dockerd refuses to start while its pid file names a running process, anyone's.
+        self.pidfile.unlink(missing_ok=True)
+
+    def _is_our_daemon(self, pid: int) -> bool:
+        """Whether ``pid`` is a dockerd on this folder's data root, as ``_start`` starts
+        it (a process that has ended, a zombie included, has no command line)."""
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            return False
+        arguments = command.split("\0")
+        data_root = str(self.folder / "data")
+        return (os.path.basename(arguments[0]) == "dockerd"
+                and any(flag == "--data-root" and value == data_root
+                        for flag, value in zip(arguments, arguments[1:])))
 
     def _start(self) -> None:
         self.socket.unlink(missing_ok=True)
@@ -223,10 +277,17 @@ class Engine:
                 raise EngineError(_("the Docker daemon could not start (exit %(code)s): "
                                     "%(said)s (log: %(log)s)", code=self.process.returncode,
                                     said=last_line(self.log_path), log=self.log_path))
-            if self.socket.exists() and self.docker("version", check=False,
-                                                    timeout=10).returncode == 0:
+            if self.socket.exists() and self._answers():
                 return
             time.sleep(0.3)
         raise EngineError(_("the Docker daemon did not answer in %(seconds)s s: %(said)s "
                             "(log: %(log)s)", seconds=START_TIMEOUT_S,
                             said=last_line(self.log_path), log=self.log_path))
+
+    def _answers(self) -> bool:
+        """Whether the starting daemon answers ``docker version``; a slow answer (a loaded
+        machine) is no answer yet."""
+        try:
+            return self.docker("version", check=False, timeout=PROBE_TIMEOUT_S).returncode == 0
+        except EngineError:
+            return False
