@@ -70,9 +70,20 @@ def answer_refusal(refused: Refused) -> Response:
 
 
 def answer_http_error(error: HTTPException) -> Response:
-    """Flask's own refusals (an unknown path, a wrong method) in the same shape."""
-    return Response(compact_json({"error": error.description, "message": error.description}),
-                    status=error.code, mimetype="application/json")
+    """Flask's own refusals (an unknown path, a wrong method) in the same shape, in the
+    request's language; one the catalog has no words for, in Werkzeug's English."""
+    if error.code == 404:
+        said = lazy_gettext("nothing is at this address")
+    elif error.code == 405:
+        said = lazy_gettext("this address does not take %(method)s", method=request.method)
+    else:
+        return Response(compact_json({"error": error.description,
+                                      "message": error.description}),
+                        status=error.code, mimetype="application/json")
+    answer = answer_refusal(Refused(error.code, said))
+    if getattr(error, "valid_methods", None):
+        answer.headers["Allow"] = ", ".join(error.valid_methods)  # as HTTP asks of a 405
+    return answer
 
 
 # --- the instructor's token --------------------------------------------------------------

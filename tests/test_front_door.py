@@ -166,3 +166,15 @@ def test_a_refusal_is_said_in_the_request_s_language_at_both_doors(client, room)
         assert answer.json["error"] == "send a JSON object"
         assert answer.json["message"] != answer.json["error"]  # the catalog's Chinese
     assert answers[0].json == answers[1].json
+
+
+@pytest.mark.parametrize("method, path, status, english", [
+    ("get", "/room/api/nothing", 404, "nothing is at this address"),
+    ("get", "/control/nothing", 404, "nothing is at this address"),
+    ("get", "/room/api/join", 405, "this address does not take GET"),
+], ids=["room-404", "control-404", "405"])
+def test_flask_s_own_refusals_are_said_in_the_request_s_language(client, method, path,
+                                                                   status, english):
+    answer = getattr(client, method)(path, headers={"Accept-Language": "zh-CN"})
+    assert answer.status_code == status and answer.json["error"] == english, answer.json
+    assert answer.json["message"] != english  # the catalog's Chinese

@@ -22,7 +22,7 @@ from lockshop.exercises.skeleton_text import skeleton_text
 from lockshop.room import Room
 from lockshop.room.api import JOIN_BYTES, SOURCE_BODY_BYTES, serve
 from lockshop.room.names import MAX_CHARS
-from lockshop.front_door import Refused
+from lockshop.front_door import ADMIN_TOKEN, Refused
 from lockshop.room.store import MAX_NAMES, MAX_SOURCE_BYTES
 from shop.i18n.web import init_app
 
@@ -60,12 +60,18 @@ def room(tmp_path, grading):
     opened.close()
 
 
-@pytest.fixture()
-def client(room):
+def room_app(room, token: str | None = TOKEN) -> Flask:
+    """A bare app, its admin token set by its maker, and the room's API on it."""
     app = Flask(__name__)
     init_app(app)
-    serve(app, room, admin_token=TOKEN)
-    return app.test_client()
+    app.extensions[ADMIN_TOKEN] = token
+    serve(app, room)
+    return app
+
+
+@pytest.fixture()
+def client(room):
+    return room_app(room).test_client()
 
 
 def join(client, room, name: str) -> str:
@@ -172,9 +178,7 @@ def test_a_source_past_64_kb_is_413_and_kept_nowhere(client, room):
 def test_a_chunked_body_is_counted_as_it_comes_on_a_real_server(room):
     """No Content-Length to refuse by: the cap holds while the body is read, and the
     request is refused without the rest of it."""
-    app = Flask(__name__)
-    init_app(app)
-    serve(app, room, admin_token=TOKEN)
+    app = room_app(room)
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -435,14 +439,23 @@ def test_a_restart_keeps_the_code_the_names_the_sources_and_the_board(tmp_path, 
 
 def test_without_an_admin_token_the_instructor_s_actions_are_open_as_the_control_s(room):
     """``lockshop up`` without LOCKSHOP_ADMIN_TOKEN says anyone may act; the room agrees."""
-    app = Flask(__name__)
-    init_app(app)
-    serve(app, room)
-    client = app.test_client()
+    client = room_app(room, token=None).test_client()
     join(client, room, "Ada")
     assert client.post("/room/api/students/Ada/free").status_code == 200
     assert client.delete("/room/api/students/Ada").status_code == 200
     assert room.board()["students"] == []
+
+
+def test_the_room_keeps_the_token_of_the_app_it_is_served_on(room):
+    """The app's maker (the control) owns its token: serving the room on it never
+    replaces it, and an app that never said whether it has one is refused."""
+    client = room_app(room).test_client()
+    join(client, room, "Ada")
+    assert client.delete("/room/api/students/Ada").status_code == 401
+    assert client.delete("/room/api/students/Ada",
+                         headers={"X-Admin-Token": TOKEN}).status_code == 200
+    with pytest.raises(ValueError, match="before serving the room"):
+        serve(Flask(__name__), room)
 
 
 def test_the_board_answers_while_a_write_is_held(room):

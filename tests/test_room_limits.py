@@ -10,6 +10,7 @@ it to the instructor.
 
 from __future__ import annotations
 
+import errno
 import os
 import subprocess
 import sys
@@ -19,8 +20,10 @@ import pytest
 import requests
 
 from helpers import chromium, lockshop_up, ports_for_up, require
+from lockshop.cli import room_limits
 from lockshop.cluster.redis_servers import redis_server_binary
 from lockshop.room import cgroups, sandbox
+from shop.i18n import language
 
 pytestmark = pytest.mark.cluster
 
@@ -107,3 +110,61 @@ def test_with_room_without_limits_the_room_opens_and_the_console_says_what_does_
             shown = notice.inner_text()
     assert f"This room opened without its {UNENFORCED} limits" in shown
     assert "Read-only file system" in shown
+
+
+def test_up_not_run_as_root_says_in_one_line_that_the_room_cannot_grade(monkeypatch,
+                                                                          tmp_path):
+    """Not root, no grading runs at all: ``up`` refuses, as it does where the limits do not
+    hold, and ``--room-without-limits`` opens a room that says it grades nothing."""
+    monkeypatch.setattr(room_limits.os, "geteuid", lambda: 1000)
+    found = room_limits.room_limits(tmp_path)
+    assert found.problem is not None and not found.grades, found
+    with language("en"):
+        said = room_limits.refusal(found)
+    assert said.startswith("the room cannot grade on this machine (the sandbox needs root")
+    assert "--room-without-limits" in said and "\n" not in said
+
+
+@pytest.mark.parametrize("error, system_words", [
+    (OSError(errno.EBUSY, "Device or resource busy"), None),
+    (OSError(errno.EACCES, "Permission denied"), "Permission denied"),
+], ids=["busy", "refused"])
+def test_the_advice_in_a_cgroup_error_is_said_in_the_reader_s_language(error, system_words):
+    """``up``'s refusal and the console's notice carry it: the advice is the catalog's, the
+    system's own words (an errno's text) stay as the system said them."""
+    explained = cgroups._explained(error, Path("/sys/fs/cgroup"))
+    with language("en"):
+        english = str(explained)
+    with language("zh_CN"):
+        chinese = str(explained)
+    assert chinese != english and "/sys/fs/cgroup" in chinese
+    if system_words:
+        assert system_words in chinese
+    else:
+        assert "systemd-run --scope -p Delegate=yes" in chinese
+
+
+def test_in_a_container_s_cgroup_namespace_its_processes_leave_the_top_first(monkeypatch,
+                                                                              tmp_path):
+    """A container with a cgroup namespace of its own sees its group as the top, ``/``,
+    which the kernel does not exempt from cgroup v2's no-internal-processes rule: handing
+    controllers down from it is refused (EBUSY) while processes are in it. lockshop moves
+    them into a leaf, ``lockshop-init``, and hands down again, as container runtimes do.
+    This machine mounts cgroup v1: the kernel's refusal is played by a stand-in, the
+    hierarchy by a folder."""
+    top = tmp_path / "cgroup"
+    top.mkdir()
+    (top / "cgroup.procs").write_text(f"{os.getpid()}\n")
+    leaf = top / "lockshop-init" / "cgroup.procs"
+    handed: list[Path] = []
+
+    def hand_down(folder: Path) -> None:
+        if folder == top and not leaf.exists():  # processes still in the top
+            raise cgroups._explained(OSError(errno.EBUSY, "Device or resource busy"), top)
+        handed.append(folder)
+
+    monkeypatch.setattr(cgroups, "own_v2_group", lambda: "/")
+    monkeypatch.setattr(cgroups, "_hand_down", hand_down)
+    assert cgroups.V2(top).home() == top / "lockshop"
+    assert leaf.read_text().split() == [str(os.getpid())]
+    assert handed == [top, top / "lockshop"]

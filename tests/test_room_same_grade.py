@@ -29,6 +29,7 @@ from flask import Flask
 
 from helpers import wait_for
 from lockshop.exercises.results import NOT_APPLICABLE_MARK, CheckResult
+from lockshop.front_door import ADMIN_TOKEN
 from lockshop.room.api import serve
 from shop.i18n.web import init_app
 from test_room_queue import rooms, sandbox_grading  # noqa: F401 - the room tests' fixtures
@@ -112,6 +113,7 @@ def in_the_room(room, exercise: str, source: str) -> tuple[dict, dict]:
     the student's browser reads it when done, and the board's result for it."""
     app = Flask(__name__)
     init_app(app)
+    app.extensions[ADMIN_TOKEN] = None  # the instructor's actions are not what is tested
     serve(app, room)
     client = app.test_client()
     joined = client.post("/room/api/join", json={"code": room.code, "name": "Ada"},

@@ -404,6 +404,31 @@ def test_code_that_does_not_load_says_so_in_one_line():
     assert "syntax error" in outcome.message and "\n" not in outcome.message
 
 
+@pytest.fixture
+def no_cgroups(tmp_path):
+    """The sandbox's cgroups looked for in an empty folder: no grading's group can be made,
+    as where a room's cgroups stopped being writable after ``up`` probed them."""
+    cgroups.use(tmp_path / "no-cgroups")
+    yield
+    cgroups.use(cgroups.CGROUPS)
+
+
+def test_a_grading_whose_limits_cannot_be_set_is_not_graded_unless_the_room_allows_it(
+        no_cgroups):
+    refused = grade("class TokenLock(:\n")
+    assert refused.passed is None and refused.checks == [] and refused.usage is None
+    assert refused.message.startswith("not graded: the instructor's machine could not set "
+                                      "this grading's memory, process and total CPU time "
+                                      "limits"), refused.message
+    assert "no cgroup hierarchy is mounted" in refused.message
+    # `up --room-without-limits`: graded, and the student reads what it was not held to.
+    allowed = grade_in_sandbox("3", "class TokenLock(:\n", "en", limits=SMALL,
+                               without_limits=True)
+    assert allowed.message.startswith("your code did not load: "), allowed.message
+    assert "(graded WITHOUT its memory, process and total CPU time limits: no cgroup " \
+           "hierarchy is mounted" in allowed.message
+
+
 # --- right and wrong locks, graded in the sandbox ------------------------------------------
 
 def test_the_reference_lock_passes_in_the_sandbox_beside_hostile_ones(answering):

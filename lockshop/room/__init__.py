@@ -36,11 +36,13 @@ class Room:
 
     @classmethod
     def open(cls, folder: Path, *, code: str | None = None, workers: int | None = None,
-             grade: GradingFunction | None = None) -> Room:
+             grade: GradingFunction | None = None, without_limits: bool = False) -> Room:
         """The room kept in ``folder`` (made if new), its queue running. ``code`` reuses a
         room code (else the kept one, else a new one); ``workers`` is how many gradings
         run at once (default: the cores, plus one); ``grade`` grades one submission (default:
-        in the sandbox)."""
+        in the sandbox). ``without_limits`` (``up --room-without-limits``): a grading
+        whose cgroup limits cannot be set runs without them, saying so, instead of being
+        refused."""
         if code is not None:
             code = code.strip().upper()
             if not is_code(code):
@@ -54,7 +56,8 @@ class Room:
         if grade is None:
             # Nothing starts here: the server starts with the first grading that needs it.
             databases = GradingDatabases(folder / "mariadb")
-            grade = partial(grade_in_sandbox, databases=databases)
+            grade = partial(grade_in_sandbox, databases=databases,
+                            without_limits=without_limits)
         queue = GradingQueue(store, grade, workers)
         queue.start()
         return cls(store, queue, kept_code, databases)
@@ -109,13 +112,14 @@ class Room:
 
 
 def grade_in_sandbox(exercise_id: str, source: str, language: str, *, on_check,
-                     databases: GradingDatabases) -> object:
+                     databases: GradingDatabases, without_limits: bool = False) -> object:
     """The room's grading: the same grader as ``lockshop exercise check``, in the sandbox,
     an exercise graded on MariaDB on a database of its own on the room's server.
     Imported when the first check runs, so that a room opens (and shows its board)
     on a machine that cannot grade, and each check says why."""
     from lockshop.room.sandboxed_grading import grade_in_sandbox as sandboxed
-    return sandboxed(exercise_id, source, language, on_check=on_check, databases=databases)
+    return sandboxed(exercise_id, source, language, on_check=on_check, databases=databases,
+                     without_limits=without_limits)
 
 
 __all__ = ["Refused", "Room", "checked_source", "known_exercise"]

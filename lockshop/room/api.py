@@ -28,7 +28,7 @@ The instructor's actions take the admin token (``Authorization: Bearer TOKEN`` o
 ``X-Admin-Token``); with no token configured they are open, as the control's are.
 
 ``api`` is a blueprint of the module, as each of the control's is; ``serve(app, room)``
-puts it on an app with the room it answers for.
+puts it on an app with the room it answers for, behind the app's own admin token.
 """
 
 from __future__ import annotations
@@ -67,11 +67,15 @@ api = Blueprint("room_api", __name__, url_prefix=URL_PREFIX)
 api.register_error_handler(Refused, answer_refusal)
 
 
-def serve(app: Flask, room: Room, *, admin_token: str | None = None) -> None:
-    """Answer for ``room`` on ``app`` at ``URL_PREFIX``; ``admin_token`` guards the
-    instructor's actions (none: open, as the control without a token)."""
+def serve(app: Flask, room: Room) -> None:
+    """Answer for ``room`` on ``app`` at ``URL_PREFIX``. The instructor's actions are
+    guarded by the app's admin token, which its maker set (``ADMIN_TOKEN`` in its
+    extensions; None: open, as the control without a token): one owner, so that no
+    second writer replaces it. An app that never said is refused, rather than open."""
+    if ADMIN_TOKEN not in app.extensions:
+        raise ValueError(f"set app.extensions[{ADMIN_TOKEN!r}] (None: no token) before "
+                         "serving the room on it")
     app.extensions[ROOM] = room
-    app.extensions[ADMIN_TOKEN] = admin_token
     app.register_blueprint(api)
 
 

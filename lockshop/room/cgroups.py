@@ -17,9 +17,14 @@ its CPU are read, and every process left in it is killed at the end.
 
   * in the group this process is in, when that group holds only this process and its
     children (a systemd scope with ``Delegate=yes``, as ``systemd-run --scope -p
-    Delegate=yes ./run up`` makes; a container whose first process is lockshop): they
-    move into a leaf of it, ``lockshop-manager``, and ``lockshop`` goes beside it;
+    Delegate=yes ./run up`` makes): they move into a leaf of it, ``lockshop-manager``,
+    and ``lockshop`` goes beside it;
   * else at the hierarchy's top, which the kernel exempts from that rule (root only).
+    A container with a cgroup namespace of its own (Docker's default on cgroup v2) sees
+    its own group as that top, ``/``, but the kernel does not exempt it: the hand-down
+    is refused (EBUSY) while the container's processes are in it. Then, as container
+    runtimes do, every process there moves into a leaf, ``lockshop-init``, and the
+    hand-down is made again.
 
   The kill is ``cgroup.kill`` (Linux 5.14 and later); before 5.14, a SIGKILL to every
   process the group lists, until it lists none.
@@ -34,6 +39,7 @@ room unless told to open it without them. ``use`` points this process at another
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import secrets
@@ -43,6 +49,8 @@ import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
+
+from shop.i18n import lazy_gettext
 
 LOGGER = logging.getLogger(__name__)
 
@@ -165,17 +173,17 @@ def hierarchy(root: Path | None = None) -> Hierarchy | None:
 
 def run_group(memory_bytes: int, processes: int) -> RunGroup:
     """A new grading's group; ``OSError`` when there is no hierarchy or it cannot be
-    written."""
+    written (its text lazy: said in the language of whoever reads it)."""
     found = hierarchy()
     if found is None:
-        raise FileNotFoundError(f"no cgroup hierarchy is mounted at {_root}")
+        raise FileNotFoundError(_none_mounted(_root))
     return found.run_group(memory_bytes, processes)
 
 
 def server_group(pid: int, *, cpu_cores: float, memory_bytes: int) -> ServerGroup:
     found = hierarchy()
     if found is None:
-        raise FileNotFoundError(f"no cgroup hierarchy is mounted at {_root}")
+        raise FileNotFoundError(_none_mounted(_root))
     return found.server_group(pid, cpu_cores=cpu_cores, memory_bytes=memory_bytes)
 
 
@@ -186,8 +194,11 @@ class Support:
     #: "v1", "v2", or None when no hierarchy is mounted.
     version: str | None
     root: Path
-    #: Why the cgroup limits cannot be enforced (the system's own words), or None.
-    problem: str | None = None
+    #: Why the cgroup limits cannot be enforced, or None: lazy, said in the reader's
+    #: language, but for the system's own words (an errno's text) in it.
+    problem: object | None = None
+    #: False where no grading runs at all (not root, a tool missing): ``problem`` says why.
+    grades: bool = True
 
     @property
     def unenforced(self) -> tuple[str, ...]:
@@ -196,7 +207,8 @@ class Support:
 
     def as_dict(self) -> dict:
         return {"cgroups": self.version, "root": str(self.root),
-                "unenforced": list(self.unenforced), "problem": self.problem}
+                "unenforced": list(self.unenforced), "problem": self.problem,
+                "grades": self.grades}
 
 
 def probe(root: Path | None = None) -> Support:
@@ -204,13 +216,20 @@ def probe(root: Path | None = None) -> Support:
     root = Path(root or _root)
     found = hierarchy(root)
     if found is None:
-        return Support(None, root, f"no cgroup hierarchy is mounted at {root} (neither "
-                                   "cgroup v2's unified one nor v1's memory, pids, cpuacct)")
+        return Support(None, root, lazy_gettext(
+            "no cgroup hierarchy is mounted at %(root)s (neither cgroup v2's unified one nor "
+            "v1's memory, pids, cpuacct)", root=root))
     try:
         found.run_group(64 << 20, 16).remove()
     except OSError as error:
-        return Support(found.version, root, f"cgroup {found.version} at {root}: {error}")
+        return Support(found.version, root, lazy_gettext(
+            "cgroup %(version)s at %(root)s: %(error)s", version=found.version, root=root,
+            error=error))
     return Support(found.version, root)
+
+
+def _none_mounted(root: Path) -> object:
+    return lazy_gettext("no cgroup hierarchy is mounted at %(root)s", root=root)
 
 
 # --- cgroup v1 -----------------------------------------------------------------------------
@@ -351,8 +370,12 @@ def _make_v1(root: Path, controller: str, parent: str, name: str) -> Path:
             return folder
         except OSError as error:
             last = error
-    raise PermissionError(f"cannot make a {controller} cgroup under {base}"
-                          + (f" ({last.strerror})" if last and last.strerror else ""))
+    if last is not None and last.strerror:
+        raise PermissionError(lazy_gettext(
+            "cannot make a %(controller)s cgroup under %(folder)s (%(error)s)",
+            controller=controller, folder=base, error=last.strerror))
+    raise PermissionError(lazy_gettext("cannot make a %(controller)s cgroup under %(folder)s",
+                                       controller=controller, folder=base))
 
 
 # --- cgroup v2 -----------------------------------------------------------------------------
@@ -379,17 +402,20 @@ class V2(Hierarchy):
         if own != "/" and members and all(_is_ours(pid) for pid in members):
             # A group of our own (a delegated scope): we leave it for a leaf, so that it
             # holds no process and may hand its controllers down.
-            manager = place / "lockshop-manager"
-            manager.mkdir(exist_ok=True)
-            for pid in members:
-                try:
-                    (manager / "cgroup.procs").write_text(str(pid))
-                except ProcessLookupError:
-                    pass  # gone meanwhile
+            _move_all(place, place / "lockshop-manager")
             base = place
+            _hand_down(base)
         else:
             base = self.root  # the top: exempt from the rule, written by root only
-        _hand_down(base)
+            try:
+                _hand_down(base)
+            except OSError as error:
+                if own != "/" or error.errno != errno.EBUSY:
+                    raise
+                # The top of a cgroup namespace (a container's): the kernel holds it to
+                # the rule. Every process in it is the container's: they go to a leaf.
+                _move_all(base, base / "lockshop-init")
+                _hand_down(base)
         home = base / "lockshop"
         home.mkdir(exist_ok=True)
         _hand_down(home)
@@ -501,15 +527,25 @@ def own_v2_group() -> str:
     return "/"
 
 
+def _move_all(group: Path, leaf: Path) -> None:
+    """Every process of ``group`` into its child ``leaf`` (made if missing)."""
+    leaf.mkdir(exist_ok=True)
+    for pid in _listed(group):
+        try:
+            (leaf / "cgroup.procs").write_text(str(pid))
+        except ProcessLookupError:
+            pass  # gone meanwhile
+
+
 def _hand_down(folder: Path) -> None:
     """Enable the controllers lockshop needs in ``folder``'s children."""
     available = (folder / "cgroup.controllers").read_text().split()
     missing = [c for c in V2_REQUIRED if c not in available]
     if missing:
-        raise PermissionError(
-            f"{folder} is not given the {' and '.join(missing)} controller"
-            f"{'s' if len(missing) > 1 else ''} (its cgroup.controllers: "
-            f"{' '.join(available) or 'none'}): its parent must enable them")
+        raise PermissionError(lazy_gettext(
+            "%(folder)s is not given the controllers %(missing)s (its cgroup.controllers: "
+            "%(available)s): its parent must enable them in its cgroup.subtree_control",
+            folder=folder, missing=" ".join(missing), available=" ".join(available) or "-"))
     enabled = (folder / "cgroup.subtree_control").read_text().split()
     wanted = [c for c in V2_CONTROLLERS if c in available and c not in enabled]
     if not wanted:
@@ -529,11 +565,15 @@ def _hand_down(folder: Path) -> None:
 
 
 def _explained(error: OSError, folder: Path) -> OSError:
-    if error.errno == 16:  # EBUSY: the group holds processes of its own
-        return OSError(error.errno, f"{folder} holds processes, so it may not hand "
-                                    "controllers down (cgroup v2's no-internal-processes "
-                                    "rule): run lockshop in a delegated scope")
-    return OSError(error.errno, f"cannot enable controllers in {folder}: {error.strerror}")
+    """``error`` with what it means here; lazy, but for the system's own words."""
+    if error.errno == errno.EBUSY:  # the group holds processes of its own
+        return OSError(error.errno, lazy_gettext(
+            "%(folder)s holds processes, so it may not hand controllers down (cgroup v2's "
+            "no-internal-processes rule): run lockshop in a delegated scope (sudo "
+            "systemd-run --scope -p Delegate=yes ./run up)", folder=folder))
+    return OSError(error.errno, lazy_gettext(
+        "cannot enable controllers in %(folder)s: %(error)s", folder=folder,
+        error=error.strerror))
 
 
 def _is_ours(pid: int) -> bool:

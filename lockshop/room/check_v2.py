@@ -20,9 +20,10 @@ this command boots one, and runs there what ``tests/test_sandbox.py`` runs here:
    server of the test keeps answering, and leave no cgroup behind.
 
 Each step's time is printed, then one verdict. Exit 0 only when every grading was stopped
-by its own limit on cgroup v2; 1 when one was not; 2 when the check could not run (no
-apt, a failed build, a VM that did not finish in ``DEADLINE_S``). The VM is killed on
-every way out: no qemu outlives the command.
+by its own limit on cgroup v2; 1 when one was not (a test failed); 2 when the check could
+not run (no apt, a failed build, a VM that did not finish in ``DEADLINE_S``, a pytest
+that collected no test or ended without a failed test to show for its exit status). The
+VM is killed on every way out: no qemu outlives the command.
 
 Why ``vm.overcommit_memory=1`` inside: the VM has 3 GB, and Linux's default heuristic
 refuses one 8 GB allocation outright on a machine that small (a MemoryError, no cgroup
@@ -74,6 +75,9 @@ SLOWER = 40
 PYTEST_LINE = re.compile(r"^(PASSED|FAILED|ERROR|SKIPPED) (tests/\S+::\S+)")
 #: What PID 1 prints; the host reads its lines.
 MARK = "lockshop-check-v2:"
+#: PID 1's line with pytest's exit status (the kernel may print on the same line, before
+#: or after it: the console is one stream).
+TESTS_EXIT = re.compile(re.escape(MARK) + r" tests exit (\d+)")
 
 #: PID 1 in the VM. {project}, {python}, {tests} and {shares} are filled in per run.
 INIT = r"""#!/bin/sh
@@ -135,17 +139,23 @@ def main(cache: Path | None = None, out=sys.stdout) -> int:
         with say.step(_("root (debootstrap, cached)")):
             root = build_root(cache, say)
         with say.step(_("VM: boot, and the hostile gradings inside")):
-            passed, lines = boot_and_test(root, say)
+            exit_status, lines = boot_and_test(root, say)
+        ended = tests_ended(lines)
+        say(_("in the VM: %(passed)s passed, %(other)s did not",
+              passed=sum(ended.values()), other=sum(not passed for passed in ended.values())))
+        if not ended:
+            raise CheckError(_("pytest ended (exit %(status)s) without running a test",
+                               status=exit_status))
+        if exit_status != 0 and all(ended.values()):
+            raise CheckError(_("pytest ended with exit %(status)s, and no test failed",
+                               status=exit_status))
     except CheckError as error:
         say(_("could not check: %(error)s", error=error))
         say(_("VERDICT: NOT CHECKED (%(seconds)s s)",
               seconds=f"{time.monotonic() - started:.0f}"))
         return 2
-    ended = tests_ended(lines)
-    say(_("in the VM: %(passed)s passed, %(other)s did not",
-          passed=sum(ended.values()), other=sum(not passed for passed in ended.values())))
     total = time.monotonic() - started
-    if passed:
+    if exit_status == 0 and all(ended.values()):
         say(_("VERDICT: HELD: every hostile grading stopped at its own limit on cgroup v2 "
               "(%(seconds)s s)", seconds=f"{total:.0f}"))
         return 0
@@ -265,8 +275,8 @@ def shared_folders() -> list[Path]:
     return kept
 
 
-def boot_and_test(root: Path, say: _Say) -> tuple[bool, list[str]]:
-    """Boot the VM, run the tests in it; (whether every one passed, their lines)."""
+def boot_and_test(root: Path, say: _Say) -> tuple[int, list[str]]:
+    """Boot the VM, run the tests in it; (pytest's exit status, the VM's lines)."""
     kernels = sorted((root / "boot").glob("vmlinuz-*"))
     if not kernels:
         raise CheckError(_("no kernel in %(folder)s", folder=root / "boot"))
@@ -313,8 +323,9 @@ def boot_and_test(root: Path, say: _Say) -> tuple[bool, list[str]]:
                 continue
             lines.append(line)
             say(f"  vm| {line}")
-            if line.startswith(f"{MARK} tests exit "):
-                exit_status = int(line.rsplit(" ", 1)[1])
+            said = TESTS_EXIT.search(line)
+            if said:
+                exit_status = int(said.group(1))
         process.wait()
     finally:
         timer.cancel()
@@ -324,7 +335,7 @@ def boot_and_test(root: Path, say: _Say) -> tuple[bool, list[str]]:
     if exit_status is None:
         raise CheckError(_("the VM ended (qemu exit %(status)s) before its tests said how "
                            "they ended", status=process.returncode))
-    return exit_status == 0, lines
+    return exit_status, lines
 
 
 def _quiet(command: list[str], env: dict[str, str] | None = None) -> None:

@@ -38,7 +38,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from lockshop.room import cgroups
@@ -109,12 +109,18 @@ class SandboxRun:
     #: The last few KB it printed (stdout and stderr), for saying why it failed.
     output_tail: str
     usage: Usage
-    #: What could not be enforced on this machine (no writable cgroups), in English.
-    warnings: list[str] = field(default_factory=list)
+    #: Why this run's memory, process and total CPU time limits did not hold (its cgroup
+    #: could not be made, and ``run`` was told to go on without it), or None.
+    unenforced: str | None = None
 
 
 class SandboxUnavailable(RuntimeError):
     """bwrap, setpriv or prlimit is missing: nothing of a student's may run."""
+
+
+class LimitsUnavailable(RuntimeError):
+    """The run's cgroup could not be made: its memory, process and total CPU time limits
+    would not hold, so it did not run. Its text is the system's reason."""
 
 
 def limit_message(limit: str, limits: Limits) -> str:
@@ -218,7 +224,8 @@ def bwrap_arguments(view: View, limits: Limits) -> list[str]:
 def run(command: Sequence[str], limits: Limits, view: View, *,
         on_report: Callable[[bytes], None] = lambda _: None,
         env: dict[str, str] | None = None, max_line: int = 64 * 1024,
-        max_report: int = 4 * MB, grader_user: int | None = None) -> SandboxRun:
+        max_report: int = 4 * MB, grader_user: int | None = None,
+        without_limits: bool = False) -> SandboxRun:
     """Run ``command`` in the sandbox until it ends or a limit stops it.
 
     The command finds a pipe's write end in ``$LOCKSHOP_REPORT_FD``: each line written
@@ -229,7 +236,11 @@ def run(command: Sequence[str], limits: Limits, view: View, *,
     The command runs as ``NOBODY`` with no capabilities; with ``grader_user``, as that
     user instead, keeping ``GRADER_CAPABILITIES`` and nothing else, so that it can run
     what it does not trust as ``NOBODY`` (which can then neither signal, trace nor read
-    it: another user's process)."""
+    it: another user's process).
+
+    Where the run's cgroup cannot be made, nothing runs: ``LimitsUnavailable`` says why.
+    Only ``without_limits`` (a room opened with ``--room-without-limits``) lets it run on
+    its rlimits and the wall clock alone, and the result's ``unenforced`` says why."""
     missing = missing_tools()
     if missing:
         raise SandboxUnavailable(f"missing {', '.join(missing)} (Debian packages bubblewrap, "
@@ -237,14 +248,14 @@ def run(command: Sequence[str], limits: Limits, view: View, *,
     if os.geteuid() != 0:
         raise SandboxUnavailable("the sandbox needs root: it binds what root can read, "
                                  "then runs the student's code as nobody")
-    warnings: list[str] = []
+    unenforced: str | None = None
     try:
         group: RunGroup | None = cgroups.run_group(limits.memory_bytes, limits.processes)
     except OSError as error:
-        group = None
-        warnings.append(f"cgroups are not writable here ({error}): memory, process and "
-                        "total CPU limits are not enforced; only rlimits and the wall clock")
-        LOGGER.warning("sandbox: %s", warnings[-1])
+        if not without_limits:
+            raise LimitsUnavailable(str(error)) from error
+        group, unenforced = None, str(error)
+        LOGGER.warning("sandbox: a grading runs without its cgroup limits: %s", error)
     report_read, report_write = os.pipe()
     output_read, output_write = os.pipe()
     inside_env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": INSIDE_TMP,
@@ -288,7 +299,7 @@ def run(command: Sequence[str], limits: Limits, view: View, *,
         if group is not None:
             group.remove()
     usage.wall_seconds = round(time.monotonic() - started, 2)
-    return SandboxRun(returncode, state.limit, state.tail(), usage, warnings)
+    return SandboxRun(returncode, state.limit, state.tail(), usage, unenforced)
 
 
 def _command_line(command: Sequence[str], limits: Limits, view: View, env: dict[str, str],

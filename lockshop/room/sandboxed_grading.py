@@ -8,13 +8,21 @@ load error, read back by the grade's own record (``lockshop.exercises.results``)
 room has what the command line has (whether a check applies, its diagnosis and cause,
 the first broken lesson) and says the verdict in the command line's own line. The
 outcome's message is one line in the student's language: the verdict, the limit that
-stopped the grading, or why the code did not load.
+stopped the grading, or why the code did not load. A grading whose cgroup limits cannot be
+set is not graded, and says why; only in a room opened without them
+(``--room-without-limits``) does it run, its message ending with what did not hold.
 
 What the sandbox guarantees is containment; the verdict is honest where the grader grades
 out of process (``lockshop.exercises.grader.out_of_process``: the Redis lock
 exercises): there the grader runs as a user of its own (``sandbox.GRADER``) and the
 student's code only in processes it starts as ``nobody``, which hold no end of the report
 pipe and can neither signal nor read it (``lockshop.room.inside`` says what it trusts).
+One check there is an exception: the flash sale (C03, the last check). Its figures are
+the shop's audit, read from the sale's SQLite database, and the holds its shop instances
+logged; those instances run the student's lock as ``nobody`` and are given that database
+to write (``lockshop.exercises.checks.sale.StudentsCluster``), so a lock written to forge
+the audit could pass the sale. The other checks' verdicts come from what the grader
+counted itself, out of the student's processes' reach.
 Elsewhere the student's code still runs in the grader's process, where code written to
 rewrite the grader could report a pass. What is checked here stops the cheap forgeries in
 both: a line printed on stdout never counts (the report has a pipe of its own), the
@@ -41,13 +49,12 @@ from lockshop.exercises.results import CheckResult, Grade
 from lockshop.room import sandbox
 from lockshop.room.grading_databases import BACKENDS, INSIDE_SOCKET_FOLDER, GradingDatabases
 from lockshop.room.sandbox import Limits
+from lockshop.room.store import MAX_SOURCE_BYTES
 from shop.i18n import _
 from shop.i18n import language as speaking
 
 LOGGER = logging.getLogger(__name__)
 
-#: The most source one grading takes (the room refuses more at the door).
-MAX_SOURCE_BYTES = 64 * 1024
 #: The longest report line, and the longest text kept from one of its fields.
 MAX_LINE = 64 * 1024
 MAX_FIELD = 4000
@@ -75,12 +82,16 @@ def grade_in_sandbox(exercise_id: str, source: str, language: str, *,
                      on_check: Callable[[dict], None] = lambda _: None,
                      limits: Limits | None = None,
                      hidden: tuple[Path | str, ...] = (),
-                     databases: GradingDatabases | None = None) -> GradingOutcome:
+                     databases: GradingDatabases | None = None,
+                     without_limits: bool = False) -> GradingOutcome:
     """Grade ``source`` as exercise ``exercise_id`` in the sandbox, calling ``on_check``
     with each check's dict as it completes. ``hidden``: folders the grading must not see
     besides the usual ones (the control's runtime folder, when it is not the project's
     ``.lockshop``). ``databases``: the room's MariaDB, where an exercise graded on it gets
     a database of its own (without it, such an exercise is not graded).
+    ``without_limits``: the room was opened with ``--room-without-limits``; a grading
+    whose cgroup cannot be made then runs without its memory, process and total CPU time
+    limits, and its message says so (else it is not graded, and says why).
     ``KeyError`` for an unknown exercise."""
     exercise = registry.find(exercise_id)
     limits = limits or Limits()
@@ -117,19 +128,24 @@ def grade_in_sandbox(exercise_id: str, source: str, language: str, *,
                 command += ["--database-file", f"{SUBMISSION}/{DATABASE_FILE}"]
             ran = _run(exercise, source, command, mounts, limits, hidden, report,
                        database_url=account.url if exercise.backend in BACKENDS else None,
-                       grader_user=grader_user)
+                       grader_user=grader_user, without_limits=without_limits)
         if isinstance(ran, GradingOutcome):
             return ran
         outcome = report.outcome(ran, limits, exercise.id)
         outcome.usage = ran.usage
+        if ran.unenforced is not None:
+            # Whoever reads the result must know what it was not held to.
+            outcome.message = _one_line(outcome.message + " " + _(
+                "(graded WITHOUT its memory, process and total CPU time limits: "
+                "%(why)s)", why=ran.unenforced))
         return outcome
 
 
 def _run(exercise: registry.Exercise, source: str, command: list[str],
          mounts: list[tuple[Path | str, str]], limits: Limits,
          hidden: tuple[Path | str, ...], report: _Report,
-         database_url: str | None = None,
-         grader_user: int | None = None) -> sandbox.SandboxRun | GradingOutcome:
+         database_url: str | None = None, grader_user: int | None = None,
+         without_limits: bool = False) -> sandbox.SandboxRun | GradingOutcome:
     """The grading in the sandbox, the student's file in a folder of its own (removed after),
     and beside it, for a grading on the room's MariaDB, the URL of its database."""
     folder = Path(tempfile.mkdtemp(prefix="lockshop-grading-"))  # root's, closed (0700)
@@ -146,12 +162,19 @@ def _run(exercise: registry.Exercise, source: str, command: list[str],
                                    mounts=[(submission, SUBMISSION), *mounts])
         try:
             return sandbox.run(command, limits, view, on_report=report.line,
-                               max_line=MAX_LINE, grader_user=grader_user)
+                               max_line=MAX_LINE, grader_user=grader_user,
+                               without_limits=without_limits)
         except sandbox.SandboxUnavailable as error:
             LOGGER.error("sandbox: %s", error)
             return GradingOutcome(None, message=_(
                 "not graded: the grading sandbox is missing on the instructor's machine "
                 "(%(error)s)", error=error))
+        except sandbox.LimitsUnavailable as error:
+            LOGGER.error("sandbox: a grading was refused, its limits could not be set: %s",
+                         error)
+            return GradingOutcome(None, message=_one_line(_(
+                "not graded: the instructor's machine could not set this grading's memory, "
+                "process and total CPU time limits (%(error)s)", error=error)))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

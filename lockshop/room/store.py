@@ -39,6 +39,8 @@ from shop.i18n import lazy_gettext
 
 FILE_NAME = "room.sqlite3"
 MAX_NAMES = 200
+#: The most source a student's check takes: refused at the door past it, and by the
+#: grading too (``sandboxed_grading``), whoever calls it.
 MAX_SOURCE_BYTES = 64 * 1024
 #: A check's fields are a sentence each; a student's lock may print much more into
 #: "observed" (a traceback, a repr of a huge value): the board needs no more than this.

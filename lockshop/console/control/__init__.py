@@ -41,7 +41,7 @@ BLUEPRINTS = [cluster, labs, sales, hold_timeline, room, handbook]
 def control_app(control: Control) -> Flask:
     """The control's Flask app, answering for ``control``, and the room's page and API."""
     app = web.control_app(control, [*BLUEPRINTS, room_page.page])
-    room_api.serve(app, control.room, admin_token=control.config.admin_token)
+    room_api.serve(app, control.room)  # behind the control's token (web.control_app)
     return app
 
 

@@ -40,7 +40,10 @@ class Control:
         self._state = Snapshot(self.state_now, STATE_EVERY)
         # Kept in the runtime folder: a restart of ``up`` keeps the code (the room typed
         # it once), the names, the sources, the waiting checks and the board.
-        self.room = Room.open(runtime / "room", code=room_code, workers=gradings)
+        # A room ``up`` opened though its limits did not hold (--room-without-limits)
+        # grades without them; any other refuses a grading whose limits cannot be set.
+        self.room = Room.open(runtime / "room", code=room_code, workers=gradings,
+                              without_limits=bool(room_limits and room_limits.problem))
 
     def state(self) -> dict:
         """The state as drawn up at most ``STATE_EVERY`` seconds ago."""

@@ -46,6 +46,7 @@ def control_app(control: Control, blueprints: list[Blueprint]) -> Flask:
     """The control's Flask app, answering for ``control`` with ``blueprints``."""
     app = Flask("lockshop.console.control", static_folder=None)
     app.extensions["control"] = control
+    # The one owner of the app's token: the room's API, served on it, reads it too.
     app.extensions[front_door.ADMIN_TOKEN] = control.config.admin_token
     # The console's lab list and texts in the language of the page that asks.
     init_languages(app)
