@@ -132,8 +132,16 @@ def stage_arrival_order(run) -> None:
 
 # --- C38: a woken waiter looks again -------------------------------------------------------------
 
+#: How long W1 waits before it gives up.
+W1_GIVES_UP_S = 2
+
+
 def stage_look_again(run) -> None:
-    """H holds; W1 queues and gives up after 0.5 s; W2 queued behind W1 is woken by that."""
+    """H holds; W1 queues and gives up after 2 s; W2 queued behind W1 is woken by that.
+
+    W1 must still be queued when W2 queues behind it: both are made (and connected)
+    before either asks, and W1's two seconds are far more than W2's one request needs,
+    even on a busy machine (half a second was seen to run out first)."""
     zk = run.parts.zookeeper()
     for half, strategy, how in (
             ("broken", "zk_fair_trusting", _("a waiter woken by any deletion ahead of it "
@@ -144,7 +152,7 @@ def stage_look_again(run) -> None:
         holder.acquire()
         inspector = run.open_locks("zk_fair", zk_hosts=zk.address)
         queue = lambda: inspector.client.get_children("/lockshop/fair/product:1")  # noqa: E731
-        w1 = run.open_locks(strategy, zk_hosts=zk.address).lock("product:1", timeout=0.5)
+        w1 = run.open_locks(strategy, zk_hosts=zk.address).lock("product:1", timeout=W1_GIVES_UP_S)
         w2 = run.open_locks(strategy, zk_hosts=zk.address).lock("product:1", timeout=10)
         w2_holds = threading.Event()
         gave_up = threading.Thread(target=w1.acquire)
@@ -158,7 +166,8 @@ def stage_look_again(run) -> None:
         _wait_until(lambda: len(queue()) == 3)
         gave_up.join()
         left = len(queue())
-        run.check(_("W1 queues behind the holder, W2 behind W1; W1 gives up after 0.5 s"),
+        run.check(_("W1 queues behind the holder, W2 behind W1; W1 gives up after %(s)s s",
+                    s=W1_GIVES_UP_S),
                   expected=_("W1 deletes its own node: it would block the queue otherwise"),
                   observed=_("nodes left in the queue: %(left)s (the holder's and W2's)",
                              left=left),
