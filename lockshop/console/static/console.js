@@ -353,8 +353,8 @@ async function refreshRoom() {
   unlimited.hidden = !(limits && limits.problem);
   if (limits && limits.problem) {
     unlimited.textContent = _("This room opened without its memory, process and total CPU " +
-      "time limits (no writable cgroups): a student's program can take this machine down. " +
-      "Why: %(why)s", {why: limits.problem});
+      "time limits: a student's program can take this machine down. Why: %(why)s",
+      {why: limits.problem});
   }
   // What the room graded counts; what a student's own machine reported is shown apart,
   // under it, and never as passed by the room.
