@@ -31,6 +31,13 @@ TOKEN = "room-limits-token"
 UNENFORCED = "memory, process and total CPU time"
 
 
+@pytest.fixture(autouse=True)
+def _the_machine_s_cgroups_after(monkeypatch):
+    """``room_limits`` names the process's cgroup root, as ``up --cgroup-root`` does: the
+    worker's next test (a grading) must find the machine's again."""
+    monkeypatch.setattr(cgroups, "_root", cgroups._root)
+
+
 @pytest.fixture
 def read_only_cgroups(tmp_path):
     """This machine's cgroup hierarchies, bound read-only under a folder of the test's."""

@@ -568,7 +568,7 @@ def _explained(error: OSError, folder: Path) -> OSError:
     """``error`` with what it means here; lazy, but for the system's own words."""
     if error.errno == errno.EBUSY:  # the group holds processes of its own
         return OSError(error.errno, lazy_gettext(
-            "%(folder)s holds processes, so it may not hand controllers down (cgroup v2's "
+            "%(folder)s has processes in it, so it may not hand controllers down (cgroup v2's "
             "no-internal-processes rule): run lockshop in a delegated scope (sudo "
             "systemd-run --scope -p Delegate=yes ./run up)", folder=folder))
     return OSError(error.errno, lazy_gettext(

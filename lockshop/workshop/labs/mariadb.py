@@ -105,6 +105,7 @@ def stage_release_before_commit(run) -> None:
                                 "ENGINE=InnoDB"))
                 db.execute(text("INSERT INTO goods VALUES (1, 5)"))
             b_read: list[int] = []
+            b_has_read = threading.Event()
 
             def buyer_b() -> None:
                 lock = factory.lock("product:1", timeout=10)
@@ -112,6 +113,7 @@ def stage_release_before_commit(run) -> None:
                 with engine.begin() as db:
                     stock = db.execute(text("SELECT stock FROM goods WHERE id = 1")).scalar()
                     b_read.append(stock)
+                    b_has_read.set()
                     db.execute(text("UPDATE goods SET stock = :s WHERE id = 1"),
                                {"s": stock - 1})
                 lock.release()
@@ -126,7 +128,9 @@ def stage_release_before_commit(run) -> None:
                 if release_first:
                     lock.release()
                     second.start()
-                    time.sleep(0.3)  # B has the lock and has read, before A commits
+                    # A commits only once B has the lock and has read: the window, forced
+                    # (B's write then waits for A's row lock, and overwrites A's decrement).
+                    b_has_read.wait(30)
                     db.commit()
                 else:
                     second.start()
