@@ -295,9 +295,12 @@ def boot_and_test(root: Path, say: _Say) -> tuple[int, list[str]]:
                        "readonly=on"]
     for number, folder in enumerate(shares):
         tag = f"share{number}"
-        # The mount point, made in the cached root (read-only inside).
+        # The mount point, made in the cached root (read-only inside); and made again
+        # inside, for a folder under /tmp or /var/tmp (a clone there): init mounts a tmpfs
+        # over those, hiding what the root holds.
         (root / folder.relative_to("/")).mkdir(parents=True, exist_ok=True)
-        mounts.append(f"mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=loose,ro "
+        mounts.append(f"mkdir -p {folder} 2>/dev/null; "
+                      f"mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=loose,ro "
                       f"{tag} {folder} || say 'cannot mount {folder}'")
         qemu += ["-virtfs", f"local,path={folder},mount_tag={tag},security_model=none,"
                             "readonly=on"]
