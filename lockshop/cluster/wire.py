@@ -288,8 +288,9 @@ class RedisProxy:
         """Stop accepting, and cut every connection both ways. Shut down first: on Linux
         a close alone wakes neither the thread blocked in ``accept`` nor those blocked in
         ``recv``, and the proxy would go on serving the student's lock after its grading."""
-        self._closed.set()
-        sockets = [self._listener, *self._connections]
+        with self._guard:  # a connection being made now either is listed here or sees closed
+            self._closed.set()
+            sockets = [self._listener, *self._connections]
         _shut(*sockets)
         for sock in sockets:
             try:
@@ -304,32 +305,49 @@ class RedisProxy:
         self.close()
 
     def _accept(self) -> None:
-        import socket
         while not self._closed.is_set():
             try:
                 client, _address = self._listener.accept()
             except OSError:
                 return
-            try:
-                server = socket.create_connection(self.upstream, timeout=5)
-                if self.password:
-                    secret = self.password.encode()
-                    server.sendall(b"*2\r\n$4\r\nAUTH\r\n$%d\r\n%s\r\n"
-                                   % (len(secret), secret))
-                    if not server.recv(5).startswith(b"+OK"):
-                        raise OSError("the server refused the proxy's password")
-                server.settimeout(None)
-            except OSError:
-                client.close()  # the server is down: the client sees its connection refused
-                continue
-            self._connections += [client, server]
-            pending: list = []  # (name, args, in a transaction) per command passed on
-            state = {"multi": None, "raw": False, "lock": threading.Lock(),
-                     "drained": threading.Condition(), "name": None}
-            threading.Thread(target=self._commands, args=(client, server, pending, state),
-                             daemon=True).start()
-            threading.Thread(target=self._answers, args=(server, client, pending, state),
-                             daemon=True).start()
+            threading.Thread(target=self._serve, args=(client,), daemon=True,
+                             name="redis-proxy-connection").start()
+
+    def _serve(self, client) -> None:
+        """One client's connection: a connection of its own to the server, signed in, then
+        its commands passed on here and the answers back in a thread of their own. It is
+        made here, not in the accept loop: a paused server (SIGSTOP) takes the connection
+        and never answers the sign-in, and the client's command must then wait, as it
+        would at the server itself, without holding up the connections after it."""
+        import socket
+        try:
+            server = socket.create_connection(self.upstream, timeout=5)
+        except OSError:
+            client.close()  # the server is down: the client sees its connection cut
+            return
+        with self._guard:
+            closed = self._closed.is_set()
+            self._connections += [client, server]  # close() cuts them, even mid sign-in
+        try:
+            if closed:
+                raise OSError("the proxy is closed")
+            server.settimeout(None)  # for as long as the server takes: a paused one, resumed
+            if self.password:
+                secret = self.password.encode()
+                server.sendall(b"*2\r\n$4\r\nAUTH\r\n$%d\r\n%s\r\n" % (len(secret), secret))
+                if not _line(server).startswith(b"+OK"):
+                    raise OSError("the server refused the proxy's password")
+        except OSError:
+            _shut(client, server)
+            client.close()
+            server.close()
+            return
+        pending: list = []  # (name, args, in a transaction) per command passed on
+        state = {"multi": None, "raw": False, "lock": threading.Lock(),
+                 "drained": threading.Condition(), "name": None}
+        threading.Thread(target=self._answers, args=(server, client, pending, state),
+                         daemon=True, name="redis-proxy-answers").start()
+        self._commands(client, server, pending, state)
 
     def _commands(self, client, server, pending: list, state: dict) -> None:
         buffer = bytearray()
@@ -474,6 +492,17 @@ def refused(name: str, args: list) -> bool:
         sub = _as_bytes(args[1]).decode("utf-8", "replace").upper() if len(args) > 1 else ""
         return sub not in CLIENT_OWN
     return False
+
+
+def _line(sock) -> bytes:
+    """One line from ``sock``, up to its CRLF (the server's answer to the sign-in)."""
+    line = b""
+    while not line.endswith(b"\r\n"):
+        chunk = sock.recv(1)
+        if not chunk:
+            raise OSError("the server closed the connection")
+        line += chunk
+    return line
 
 
 def _shut(*sockets) -> None:
