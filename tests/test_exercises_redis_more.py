@@ -9,10 +9,14 @@ otherwise a student's, in tests/exercise_locks/.
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 import pytest
+import redis
 
 from lockshop import exercises
 from lockshop.exercises import grader
+from lockshop.exercises.grading import Grading
 
 from test_exercises import HERE, cli, needs
 
@@ -107,3 +111,27 @@ def test_a_wrong_backend_is_one_line_and_exit_2(tmp_path):
     done = cli("check", "9", f"{HERE / 'majority_lock.py'}")
     assert done.returncode == 2 and "is a redlock lock; exercise 9 is a redis exercise" in \
         done.stderr, done.stderr
+
+
+def test_redlocks_servers_are_reached_only_through_the_graders_proxies(tmp_path):
+    """Exercise 11 out of process: the lock host is given a proxy for each of the five
+    servers, which ask for a password it never learns; the sale's shop instances, the last
+    check, are given the servers themselves, as the Redis exercises' are."""
+    needs("redis")
+    exercise = exercises.find("11")
+    assert grader.out_of_process(exercise)
+    host, spec = grader.start_host("locks.redlock:Redlock", exercise)
+    try:
+        with Grading(None, spec, exercise.backend, tmp_path, host=host) as grading:
+            servers = grading.redis_servers
+            given = grading.backends().redis_urls
+            assert len(given) == len(servers) == 5
+            assert not {urlsplit(url).port for url in given} & {s.port for s in servers}
+            assert all(urlsplit(url).password is None for url in given)
+            for server in servers:
+                with pytest.raises(redis.AuthenticationError), \
+                        redis.Redis(host=server.host.address, port=server.port) as straight:
+                    straight.ping()
+            assert grading.servers_backends().redis_urls == tuple(s.url for s in servers)
+    finally:
+        host.close()

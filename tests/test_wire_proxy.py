@@ -12,6 +12,7 @@ import redis
 from helpers import require
 from lockshop.cluster.redis_servers import RedisServer, redis_server_binary
 from lockshop.cluster.wire import RedisProxy, WatchedRedis
+from lockshop.exercises.grading import Background
 
 pytestmark = pytest.mark.cluster
 
@@ -145,3 +146,22 @@ def test_once_closed_it_serves_no_one(server):
     finally:
         connected.close()
         proxy.close()
+
+
+def test_a_paused_server_behind_it_takes_the_command_and_answers_on_resume(server):
+    # SIGSTOP: a new connection's sign-in goes unanswered. The client's command must wait
+    # as it would at the server itself, however long the pause (the proxy once gave up
+    # after 5 s, cut the client, and left its own socket to the server open).
+    with RedisProxy(("127.0.0.1", server.port), password=server.password) as proxy:
+        client = redis.Redis.from_url(proxy.url, socket_timeout=30)
+        server.pause()
+        try:
+            answer = Background(client.ping)
+            answer.join(6)
+            assert not answer.done()  # taken, and not answered while paused
+        finally:
+            server.resume()
+        try:
+            assert answer.result(10) is True
+        finally:
+            client.close()

@@ -17,6 +17,7 @@ waiter costs the server while it waits.
 
 from __future__ import annotations
 
+import select
 import threading
 from collections.abc import Callable
 
@@ -258,7 +259,7 @@ class RedisProxy:
         self._connections: list = []
         self._listener = socket.create_server((host, 0))
         self.address = self._listener.getsockname()[:2]
-        threading.Thread(target=self._accept, daemon=True, name="redis-proxy").start()
+        threading.Thread(target=self._serve, daemon=True, name="redis-proxy").start()
 
     @property
     def url(self) -> str:
@@ -288,8 +289,9 @@ class RedisProxy:
         """Stop accepting, and cut every connection both ways. Shut down first: on Linux
         a close alone wakes neither the thread blocked in ``accept`` nor those blocked in
         ``recv``, and the proxy would go on serving the student's lock after its grading."""
-        self._closed.set()
-        sockets = [self._listener, *self._connections]
+        with self._guard:  # a connection being made now either is listed here or sees closed
+            self._closed.set()
+            sockets = [self._listener, *self._connections]
         _shut(*sockets)
         for sock in sockets:
             try:
@@ -303,33 +305,66 @@ class RedisProxy:
     def __exit__(self, *exc_info) -> None:
         self.close()
 
-    def _accept(self) -> None:
+    def _serve(self) -> None:
+        """One client's connection, from its accept to its end, on this thread; the next
+        client's is the next thread's, started once this one has its client. Each thread
+        connects and signs in to the server before it accepts (for as long as the server
+        takes: a paused one, SIGSTOP, answers once resumed, and a client meanwhile waits
+        as it would at the server itself), so that a new client's first command waits for
+        no sign-in of its own: a lock whose per-server timeout is 0.1 s (Redlock's) must
+        not spend it on the hop. A connection the server has ended since (a kill, a
+        restart) is made afresh; a server that is down cuts the client at once."""
+        server = self._signed_in()
+        try:
+            client, _address = self._listener.accept()
+        except OSError:  # closed
+            if server is not None:
+                server.close()
+            return
+        threading.Thread(target=self._serve, daemon=True, name="redis-proxy").start()
+        with self._guard:
+            closed = self._closed.is_set()
+            self._connections.append(client)
+        if server is not None and _ended(server):
+            server.close()
+            server = None
+        if server is None and not closed:
+            server = self._signed_in()
+        if server is None or closed:
+            _shut(client, *([server] if server is not None else []))
+            client.close()
+            return
+        pending: list = []  # (name, args, in a transaction) per command passed on
+        state = {"multi": None, "raw": False, "lock": threading.Lock(),
+                 "drained": threading.Condition(), "name": None}
+        threading.Thread(target=self._answers, args=(server, client, pending, state),
+                         daemon=True, name="redis-proxy-answers").start()
+        self._commands(client, server, pending, state)
+
+    def _signed_in(self):
+        """A new connection to the server, signed in, or None if it cannot be had."""
         import socket
-        while not self._closed.is_set():
-            try:
-                client, _address = self._listener.accept()
-            except OSError:
-                return
-            try:
-                server = socket.create_connection(self.upstream, timeout=5)
-                if self.password:
-                    secret = self.password.encode()
-                    server.sendall(b"*2\r\n$4\r\nAUTH\r\n$%d\r\n%s\r\n"
-                                   % (len(secret), secret))
-                    if not server.recv(5).startswith(b"+OK"):
-                        raise OSError("the server refused the proxy's password")
-                server.settimeout(None)
-            except OSError:
-                client.close()  # the server is down: the client sees its connection refused
-                continue
-            self._connections += [client, server]
-            pending: list = []  # (name, args, in a transaction) per command passed on
-            state = {"multi": None, "raw": False, "lock": threading.Lock(),
-                     "drained": threading.Condition(), "name": None}
-            threading.Thread(target=self._commands, args=(client, server, pending, state),
-                             daemon=True).start()
-            threading.Thread(target=self._answers, args=(server, client, pending, state),
-                             daemon=True).start()
+        try:
+            server = socket.create_connection(self.upstream, timeout=5)
+        except OSError:
+            return None
+        with self._guard:
+            closed = self._closed.is_set()
+            self._connections.append(server)  # close() cuts it, even mid sign-in
+        try:
+            if closed:
+                raise OSError("the proxy is closed")
+            server.settimeout(None)
+            if self.password:
+                secret = self.password.encode()
+                server.sendall(b"*2\r\n$4\r\nAUTH\r\n$%d\r\n%s\r\n" % (len(secret), secret))
+                if not _line(server).startswith(b"+OK"):
+                    raise OSError("the server refused the proxy's password")
+        except OSError:
+            _shut(server)
+            server.close()
+            return None
+        return server
 
     def _commands(self, client, server, pending: list, state: dict) -> None:
         buffer = bytearray()
@@ -474,6 +509,24 @@ def refused(name: str, args: list) -> bool:
         sub = _as_bytes(args[1]).decode("utf-8", "replace").upper() if len(args) > 1 else ""
         return sub not in CLIENT_OWN
     return False
+
+
+def _line(sock) -> bytes:
+    """One line from ``sock``, up to its CRLF (the server's answer to the sign-in)."""
+    line = b""
+    while not line.endswith(b"\r\n"):
+        chunk = sock.recv(1)
+        if not chunk:
+            raise OSError("the server closed the connection")
+        line += chunk
+    return line
+
+
+def _ended(sock) -> bool:
+    """Whether the server has ended ``sock`` (or sent on it unasked) since it was made."""
+    ready = select.poll()
+    ready.register(sock, select.POLLIN | select.POLLERR | select.POLLHUP)
+    return bool(ready.poll(0))
 
 
 def _shut(*sockets) -> None:

@@ -12,7 +12,7 @@ own shows it), the check says why, its hint is the mistake's, and the verdict's 
 broken lesson is the mistake's. A check whose lesson does not apply to the lock
 (``grading.NotApplicable``) is marked "–" and counts as neither passed nor failed.
 
-A Redis lock (``out_of_process``) is never loaded here: it is loaded, and
+A Redis or Redlock lock (``out_of_process``) is never loaded here: it is loaded, and
 runs, in a lock host of its own (``remote_locks``, ``lock_host``), which says what it
 found; what was found wrong with the file comes back as the same one line.
 """
@@ -85,8 +85,7 @@ def wrong_family(target: str, name: str, family: str, exercise: Exercise) -> Loc
 
 #: The backends whose lock exercises are graded with the lock in a process of its own
 #: (``remote_locks``); the others' still load the student's class into the grader.
-#: (Redlock's is not yet: its C17 check and sale did not yet pass out of process.)
-OUT_OF_PROCESS_BACKENDS = ("redis",)
+OUT_OF_PROCESS_BACKENDS = ("redis", "redlock")
 
 
 def out_of_process(exercise: Exercise) -> bool:

@@ -122,11 +122,10 @@ class Grading:
         self._students_proxies: dict[int, RedisProxy] = {}
 
     def __enter__(self) -> Grading:
-        # With the lock in a host, a Redis whose traffic checks watch asks for a password
-        # the host never learns: it reaches it through the grader's proxy only
-        # (``students_url``). Redlock's checks watch no traffic (they judge answers and
-        # keys), and its servers' timeouts of 0.1 s are too short for a hop through a
-        # proxy on a loaded machine: the host reaches those directly.
+        # With the lock in a host, every Redis of the grading (Redlock's five too) asks for
+        # a password the host never learns: it reaches them through the grader's proxies
+        # only (``students_url``), one per server, which a server's kill, pause or restart
+        # leaves in place.
         password = secrets.token_hex(16) if self.host is not None and self.proxied else None
         if self.backend == "redis":
             self.redis_server = self._stack.enter_context(
@@ -179,12 +178,14 @@ class Grading:
                         database_url=self.database_url, lease_ms=lease_ms or self.lease_ms)
 
     def servers_backends(self, lease_ms: int | None = None) -> Backends:
-        """The servers themselves, password and all, for the sale's shop instances: the
-        sale is every lock exercise's last check, so what they could learn of the password
-        comes after every check that watches the traffic; and a sale's three instances
-        through one proxy in this process were too slow on a loaded machine."""
+        """The servers themselves (Redlock's five too), password and all, for the sale's
+        shop instances: the sale is every lock exercise's last check, so what they could
+        learn of the password comes after every check that watches the traffic; and a
+        sale's three instances through the proxies in this process were too slow on a
+        loaded machine."""
         return replace(self.backends(lease_ms),
-                       redis_url=self.redis_server.url if self.redis_server else None)
+                       redis_url=self.redis_server.url if self.redis_server else None,
+                       redis_urls=tuple(server.url for server in self.redis_servers))
 
     def fresh_name(self, label: str) -> str:
         """A lock name no earlier check used: checks never see each other's keys."""
@@ -223,8 +224,10 @@ class Grading:
     @property
     def proxied(self) -> bool:
         """Whether the student's processes reach the servers through the grader's proxies
-        (a lock host's, on one Redis: where checks watch the traffic)."""
-        return self.host is not None and self.backend == "redis"
+        (a lock host's: on one Redis, where checks watch the traffic, and on Redlock's
+        five, whose traffic no check watches but which the student's code must not be
+        able to reconfigure, stop or read others' traffic on)."""
+        return self.host is not None and self.backend in ("redis", "redlock")
 
     def watch(self, key: str, client_name: str | None = None) -> RedisProxy:
         """The proxy every process of the student's reaches the grader's (first) Redis

@@ -36,15 +36,16 @@ that has run a line of the student's code decides, counts or reports anything:
   they print goes to stdout and stderr, only counted.
 - what the checks count is counted here: the grader's own counters and clocks, the keys
   it reads from its servers with a client of its own, the commands it sees on the wire
-  through its proxy (``lockshop.cluster.wire.RedisProxy``). A Redis whose traffic a check
-  watches asks for a password the student's processes never learn, so the proxy is their
-  only way in, and commands that would show or change the server are refused there.
+  through its proxies (``lockshop.cluster.wire.RedisProxy``). Every Redis of the grading
+  (Redlock's five included, one proxy each) asks for a password the student's processes
+  never learn, so the proxies are their only way in, and commands that would show or
+  change the server are refused there.
 - what the host answers is believed as the lock's own answer: a value the lock's method
   could return (a lock that lies is a lock that behaves that way, and the checks judge
   behaviour). The host's errors are shown as text.
 
-What is not yet behind this boundary (without ``--student-user``: the Redlock, ZooKeeper,
-table, job-guard, order-step and election exercises) is graded as before: the student's
+What is not yet behind this boundary (without ``--student-user``: the ZooKeeper, table,
+job-guard, order-step and election exercises) is graded as before: the student's
 code in this process, as ``nobody`` with no capability, where code written to rewrite the grader
 could still report a pass (``sandboxed_grading`` believes a line only as far as it is well
 formed). And a sale's audit is read from a database its shop instances, which run the

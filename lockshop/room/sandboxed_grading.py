@@ -13,7 +13,7 @@ set is not graded, and says why; only in a room opened without them
 (``--room-without-limits``) does it run, its message ending with what did not hold.
 
 What the sandbox guarantees is containment; the verdict is honest where the grader grades
-out of process (``lockshop.exercises.grader.out_of_process``: the Redis lock
+out of process (``lockshop.exercises.grader.out_of_process``: the Redis and Redlock lock
 exercises): there the grader runs as a user of its own (``sandbox.GRADER``) and the
 student's code only in processes it starts as ``nobody``, which hold no end of the report
 pipe and can neither signal nor read it (``lockshop.room.inside`` says what it trusts).

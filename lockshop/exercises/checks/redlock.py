@@ -3,7 +3,10 @@
 The grader kills, stops and pauses its own servers (SIGKILL, SIGTERM, SIGSTOP)
 and looks at each server's key with a plain client of its own; what it
 judges is what the student's lock answers (acquire, ensure_held) and what it
-leaves on the servers, never its code.
+leaves on the servers, never its code. Out of process, the student's lock reaches
+each server through a proxy of the grader's (``Grading.students_url``), which
+outlives the server's kills and restarts, and behind a paused server takes the
+command and never answers, as the server itself would.
 
 C17, the server that restarts without persistence and forgets the key, is a
 weakness no lock code removes: with the server back at once, a second client
