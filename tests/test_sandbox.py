@@ -25,6 +25,8 @@ import requests
 
 import lockshop
 from lockshop.cluster.redis_servers import redis_server_binary
+from lockshop.exercises.grading import CHECK_SECONDS
+from lockshop.exercises.remote_locks import LOAD_SECONDS
 from lockshop.room import cgroups, sandbox
 from lockshop.room.sandbox import Limits
 from lockshop.room.sandboxed_grading import GradingOutcome, grade_in_sandbox
@@ -276,6 +278,19 @@ def test_a_zookeeper_lock_is_graded_inside_on_the_graders_own_jvm(answering):
 
 # --- the limits ----------------------------------------------------------------------------
 
+def stopped_by(limit: str) -> Limits:
+    """SMALL, but with the budget of ``limit`` (the CPU time's or the wall clock's) below
+    the grader's own time limits (a file's load, a check), which do not grow with SLOWER:
+    in the VM, budgets forty times larger let the grader give up on the hung lock first,
+    and the limit under test was never reached."""
+    if limit == sandbox.CPU:  # the busy loop burns about one CPU: two checks' worth
+        return Limits(**{**SMALL.__dict__,
+                         "total_cpu_seconds": min(SMALL.total_cpu_seconds, 2 * CHECK_SECONDS)})
+    if limit == sandbox.WALL:
+        return Limits(**{**SMALL.__dict__, "wall_seconds": min(6.0 * SLOWER, LOAD_SECONDS / 2)})
+    return SMALL
+
+
 @pytest.mark.parametrize(("act", "limit"), [
     (dict(at_import="""
         while True:
@@ -300,8 +315,7 @@ def test_a_zookeeper_lock_is_graded_inside_on_the_graders_own_jvm(answering):
 ], ids=["forks-without-end", "allocates-8GB", "loops-forever", "sleeps-forever",
         "prints-100MB"])
 def test_a_limit_stops_the_whole_grading_and_names_itself(act, limit, answering):
-    limits = SMALL if limit != sandbox.WALL else Limits(**{**SMALL.__dict__,
-                                                           "wall_seconds": 6.0 * SLOWER})
+    limits = stopped_by(limit)
     outcome = grade(hostile(**act), limits)
     # Its one line and its figures, for whoever runs it with -rP (sandbox check-v2 does).
     print(f"{outcome.message} | cgroup {cgroups.hierarchy().version} | {outcome.usage} | "
