@@ -1,23 +1,41 @@
 """``side_by_side`` is an instrument that can tell two actions apart by their
 cost, and its control says when it cannot: only ratios within one run are
-asserted, never how fast anything is."""
+asserted, never how fast anything is.
+
+On a machine busy with other work (the rest of the suite), a run's control can
+fall out of its band: the instrument then says it could not tell, as it is
+meant to. The tests measure again until a run's control says it could (at most
+five runs), and only then hold its ratio to the truth. An instrument that
+measured wrong would fail on a run whose control is good; one whose control is
+never good fails too."""
 
 from __future__ import annotations
 
-from lockshop.turns import side_by_side
+from lockshop.turns import SideBySide, side_by_side
+
+RUNS = 5
 
 
 def _work() -> int:
     return sum(range(3_000))
 
 
+def _measured(ours, theirs, theirs_again) -> SideBySide:
+    """The first of at most ``RUNS`` runs whose control says the run could tell."""
+    seen = []
+    for _run in range(RUNS):
+        measured = side_by_side(ours, theirs, theirs_again, seconds=0.5, turns=100)
+        if 0.9 < measured.control < 1.1:
+            return measured
+        seen.append(round(measured.control, 3))
+    raise AssertionError(f"no run's control was within 10% of 1 in {RUNS} runs: {seen}")
+
+
 def test_side_by_side_sees_an_action_that_does_twice_the_work():
-    twice = side_by_side(lambda: (_work(), _work()), _work, _work, seconds=0.5, turns=100)
-    assert 0.4 < twice.ratio < 0.6
-    assert 0.9 < twice.control < 1.1
+    twice = _measured(lambda: (_work(), _work()), _work, _work)
+    assert 0.4 < twice.ratio < 0.6, twice
 
 
 def test_side_by_side_sees_two_equal_actions_as_equal():
-    same = side_by_side(_work, _work, _work, seconds=0.5, turns=100)
-    assert 0.9 < same.ratio < 1.1
-    assert 0.9 < same.control < 1.1
+    same = _measured(_work, _work, _work)
+    assert 0.9 < same.ratio < 1.1, same
