@@ -18,6 +18,7 @@ import socket
 import stat
 import subprocess
 import sys
+import time
 from dataclasses import fields
 from pathlib import Path
 
@@ -166,9 +167,21 @@ def test_a_daemon_that_cannot_start_is_one_line_and_leaves_nothing_running(tmp_p
 # --- the check's own faults, each one line (no Docker needed) -------------------------------
 
 def a_process(tmp_path: Path, argv0: str, *arguments: str) -> subprocess.Popen:
-    """A process that sleeps, whose command line reads ``argv0 arguments...`` in /proc."""
-    return subprocess.Popen([argv0, "-c", "import time; time.sleep(60)", *arguments],
-                            executable=sys.executable, cwd=tmp_path)
+    """A process that sleeps, whose command line reads ``argv0 arguments...`` in /proc.
+
+    Popen returns once the child's exec has closed its pipe, which the kernel does
+    before it lays out the new command line: for a moment /proc shows an empty one,
+    and a busy machine made that moment long enough for the check to read it (seen in
+    CI). A leftover daemon has long finished its exec, so the test waits for it too."""
+    process = subprocess.Popen([argv0, "-c", "import time; time.sleep(60)", *arguments],
+                               executable=sys.executable, cwd=tmp_path)
+    cmdline = Path(f"/proc/{process.pid}/cmdline")
+    for _attempt in range(1000):
+        if cmdline.read_bytes().split(b"\0")[0] == argv0.encode():
+            return process
+        time.sleep(0.01)
+    process.kill()
+    pytest.fail(f"the process's command line never read {argv0}: {cmdline.read_bytes()!r}")
 
 
 @pytest.mark.parametrize("command", [
