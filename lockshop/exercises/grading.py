@@ -15,7 +15,10 @@ For the exercises graded out of process (``grader.out_of_process``) the class is
 here but in a lock host (``remote_locks``): ``factory()`` hands out stubs that read as
 the lock does, the servers ask for a password only the grader's proxies know, and every
 process of the student's reaches them through one proxy per server, which is where a
-check watches, counts and steps in (``watch``). What a check counts is counted here.
+check watches, counts and steps in (``watch``). On ZooKeeper each factory reaches the
+server through a proxy of its own (``lockshop.cluster.zookeeper_wire``), from which the
+grader learns its session (to end it) and the children's watches it set; the nodes'
+watches and ephemeral nodes it reads from the server. What a check counts is counted here.
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ from lockshop.cluster.redis_servers import RedisServer
 from lockshop.cluster.thread_ids import in_a_thread
 from lockshop.cluster.wire import RedisProxy
 from lockshop.cluster.zookeeper_servers import ZooKeeperServer
+from lockshop.cluster.zookeeper_sessions import end_session
+from lockshop.cluster.zookeeper_wire import ZooKeeperProxy
 from lockshop.exercises import databases
 from lockshop.exercises.remote_locks import LockHost, as_student
 from shop.i18n import _, yes_no
@@ -120,6 +125,7 @@ class Grading:
         self._names = iter(range(1, 1_000_000))
         self._inspector: redis.Redis | None = None
         self._students_proxies: dict[int, RedisProxy] = {}
+        self._zookeeper_proxies: list[ZooKeeperProxy] = []
 
     def __enter__(self) -> Grading:
         # With the lock in a host, every Redis of the grading (Redlock's five too) asks for
@@ -151,7 +157,7 @@ class Grading:
                 factory.close()
             except Exception:  # noqa: BLE001 - a student's factory that cannot close
                 pass
-        for proxy in self._students_proxies.values():
+        for proxy in (*self._students_proxies.values(), *self._zookeeper_proxies):
             proxy.close()
         if self._inspector is not None:
             self._inspector.close()
@@ -214,12 +220,48 @@ class Grading:
                 name = f"watched-{next(self._names)}"
                 proxy = self.watch(watched_key, client_name=name)
                 backends = replace(backends, redis_url=f"{backends.redis_url}?client_name={name}")
+            if self.zookeeper is not None:  # a proxy of its own: its session is the proxy's
+                proxy = ZooKeeperProxy((self.zookeeper.host.address, self.zookeeper.port))
+                self._zookeeper_proxies.append(proxy)
+                backends = replace(backends, zk_hosts=proxy.address)
             factory = self.host.factory(backends, client=proxy)
         else:
             factory = student_factory(self.lock_class, self.spec, self.backends(lease_ms),
                                       watched_key=watched_key)
         self._factories.append(factory)
         return factory
+
+    # --- a ZooKeeper lock's session, learned without asking the lock ----------------------
+
+    def session_of(self, factory) -> int | None:
+        """The ZooKeeper session of ``factory``'s client now: with a host, as the server
+        gave it on the factory's own proxy."""
+        if self.host is not None:
+            return factory.client.session
+        return (factory.client.client_id or (None,))[0]
+
+    def children_watched(self, factory) -> list[str]:
+        """The paths whose children ``factory``'s session waits to hear about (the server's
+        four-letter words list only the nodes' watches): with a host, as its proxy saw the
+        server set them; else from the kazoo client's ``_child_watchers`` (none if a later
+        kazoo keeps them elsewhere)."""
+        if self.host is not None:
+            return factory.client.children_watched()
+        watchers = dict(getattr(factory.client, "_child_watchers", {}))
+        return [path for path, callbacks in watchers.items() if callbacks]
+
+    def expire_session(self, factory) -> None:
+        """End ``factory``'s ZooKeeper session on the server, as a timeout would, with its
+        id and password (with a host, as its proxy read them from the server's answer), and
+        wait until its client has opened a new one (kazoo hears of it on its next contact),
+        which holds nothing."""
+        if self.host is not None:
+            proxy = factory.client
+            session, password = proxy.session, proxy.password
+        else:
+            session, password = factory.client.client_id
+        end_session(session, password, self.zookeeper.address)
+        self.until(lambda: (self.session_of(factory) or session) != session, seconds=10)
 
     @property
     def proxied(self) -> bool:

@@ -123,10 +123,11 @@ class Host:
             self.factories[request["factory"]] = student_factory(self.lock_class, self.spec,
                                                                  backends)
             return None
-        if op == "lock":
+        if op in ("lock", "read_lock"):  # read_lock: a read/write lock's read half
             factory = self.factories[request["factory"]]
-            self.locks[request["lock"]] = factory.lock(str(request["name"]),
-                                                       timeout=float(request["timeout"]))
+            make = factory.lock if op == "lock" else factory.read_lock
+            self.locks[request["lock"]] = make(str(request["name"]),
+                                               timeout=float(request["timeout"]))
             return None
         if op == "acquire":
             timeout = request.get("timeout")

@@ -19,6 +19,8 @@ made it, as in one process) and its ``op``::
      "backends": {"redis_url": "redis://127.0.0.1:4711/0", "lease_ms": 600, ...}}
     {"id": 8, "thread": "t3", "op": "lock", "factory": "f1", "lock": "l1",
      "name": "counter-1", "timeout": 5.0}
+    {"id": 8, "thread": "t3", "op": "read_lock", "factory": "f1", "lock": "l2",
+     "name": "counter-1", "timeout": 5.0}                  (a read/write lock's read half)
     {"id": 9, "thread": "t3", "op": "acquire", "lock": "l1", "blocking": true,
      "timeout": null}
     {"id": 10, "thread": "t4", "op": "release", "lock": "l1"}

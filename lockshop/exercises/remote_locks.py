@@ -288,17 +288,25 @@ def _whole_fields(kind: type, fields: object) -> dict:
 
 
 class RemoteFactory:
-    """A factory of the student's locks, in the host. ``client``: the proxy the student's
-    Redis traffic goes through, watching the key a check watches
-    (``lockshop.cluster.wire.RedisProxy``), or None."""
+    """A factory of the student's locks, in the host. ``client``: the proxy its traffic
+    goes through, where the grader reads it: on Redis, watching the key a check watches
+    (``lockshop.cluster.wire.RedisProxy``); on ZooKeeper, this factory's own, which knows
+    its session and its children's watches (``lockshop.cluster.zookeeper_wire``); or None."""
 
     def __init__(self, host: LockHost, number: str, client=None) -> None:
         self.host, self.number, self.client = host, number, client
         self._locks = itertools.count(1)
 
     def lock(self, name: str, *, timeout: float = 5.0) -> RemoteLock:
+        return self._made("lock", name, timeout)
+
+    def read_lock(self, name: str, *, timeout: float = 5.0) -> RemoteLock:
+        """A read/write lock's read half (its factory's ``read_lock``)."""
+        return self._made("read_lock", name, timeout)
+
+    def _made(self, op: str, name: str, timeout: float) -> RemoteLock:
         number = f"{self.number}.{next(self._locks)}"
-        self.host.call("lock", factory=self.number, lock=number, name=name,
+        self.host.call(op, factory=self.number, lock=number, name=name,
                        timeout=float(timeout))
         return RemoteLock(self.host, number, name)
 

@@ -4,7 +4,7 @@ Every reader and writer is a party with a ZooKeeper session of its own, as it
 would be in its own process, held inside the lock until the grader lets it
 go: holders are kept open from outside, never by a sleep. "Waiting" is what
 ZooKeeper shows: the party's session watches a node (``wchp``, and the
-children watches its client keeps). "Released" is its node gone from the
+children's watches its proxy saw the server set). "Released" is its node gone from the
 server (``dump``), not its thread returning: a release may send its delete
 without waiting for the answer.
 """
@@ -33,7 +33,7 @@ class Party:
     def __init__(self, grading: Grading, name: str, kind: str) -> None:
         self.grading = grading
         self.factory = grading.factory()
-        self.session = self.factory.client.client_id[0]
+        self.session = grading.session_of(self.factory)
         self.kind = kind
         self.entered = threading.Event()
         self.entered_at: float | None = None

@@ -17,8 +17,6 @@ import threading
 import time
 
 from locks import LockError
-from lockshop.cluster.thread_ids import given_a_dead_threads_id
-from lockshop.cluster.zookeeper_sessions import end_session
 from lockshop.exercises.grading import (
     CHECK_SECONDS,
     Background,
@@ -125,10 +123,7 @@ def expired_holder_not_reentered(grading: Grading) -> tuple[str, bool]:
         ask_again.set()
         asking.result(10)  # its error, if it raised one
         return _("the lock could not be taken while free"), False
-    session, password = factory.client.client_id
-    end_session(session, password, grading.zookeeper.address)
-    # kazoo hears of it on its next contact and opens a new session, which holds nothing.
-    grading.until(lambda: (factory.client.client_id or (session,))[0] != session, seconds=10)
+    grading.expire_session(factory)
     other = grading.take(grading.factory(), name, timeout=5)
     ask_again.set()
     again = asking.result(CHECK_SECONDS)
@@ -146,12 +141,10 @@ def recycled_thread(grading: Grading) -> tuple[str, bool]:
     name = grading.fresh_name("recycled")
     factory = grading.factory()
 
-    def ask() -> bool:
-        return factory.lock(name).acquire(blocking=False)  # and the thread ends, holding it
-
-    # Each later thread asks only once Python has given it the first one's id.
-    first, later = given_a_dead_threads_id(ask, later=9, timeout=CHECK_SECONDS)
-    taken = [first, *later]
+    # Each thread takes the lock and ends, holding it; each later one asks only once
+    # Python has given it the first one's id (in the process the lock lives in).
+    taken = grading.in_recycled_threads(factory, name, later=9)
+    later = taken[1:]
     return _("%(taken)s of %(threads)s got in (%(reused)s were given a dead thread's id)",
              taken=taken.count(True), threads=len(taken), reused=len(later)), \
         taken.count(True) == 1

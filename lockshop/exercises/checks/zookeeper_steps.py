@@ -2,8 +2,10 @@
 
 The grader reads ZooKeeper itself, not the student's code: ``wchp`` lists
 which sessions watch which node (the watches on a parent's children, which
-``wchp`` leaves out, are read from the waiters' own clients), ``dump`` which
-ephemeral nodes each session has. So "a release wakes every waiter" is the number of sessions watching
+``wchp`` leaves out, are read off the waiters' traffic by the proxy each
+factory reaches the server through, ``Grading.children_watched``), ``dump`` which
+ephemeral nodes each session has. A waiter's session, and a session to end, are
+learned the same way (``Grading.session_of``, ``Grading.expire_session``). So "a release wakes every waiter" is the number of sessions watching
 one node, and "a waiter that gave up left its node behind" is an ephemeral
 node still owned by its session. Each waiter has a session of its own (a
 factory of its own), as it would in its own process.
@@ -15,7 +17,6 @@ import time
 from collections.abc import Iterable
 
 from locks import LockError, LockLost
-from lockshop.cluster.zookeeper_sessions import end_session
 from lockshop.cluster.zookeeper_servers import four_letter_word
 from lockshop.exercises.grading import Background, Check, Grading
 from shop.i18n import N_, _, lazy_gettext, yes_no
@@ -39,16 +40,9 @@ def watches(grading: Grading, waiters: Iterable[Waiter] = ()) -> dict[str, set[i
         elif line.strip().startswith("0x") and path is not None:
             found[path].add(int(line.strip(), 16))
     for waiter in waiters:
-        for path in children_watched(waiter.factory.client):
+        for path in grading.children_watched(waiter.factory):
             found.setdefault(path, set()).add(waiter.session)
     return found
-
-
-def children_watched(client) -> list[str]:
-    """The paths whose children a kazoo client waits to hear about (kazoo keeps its
-    unfired watches in ``_child_watchers``; none if a later kazoo keeps them elsewhere)."""
-    watchers = dict(getattr(client, "_child_watchers", {}))
-    return [path for path, callbacks in watchers.items() if callbacks]
 
 
 def ephemerals(grading: Grading) -> dict[int, list[str]]:
@@ -84,7 +78,7 @@ class Waiter:
                  served: list[int], factory=None) -> None:
         #: Its session: made here, or before (a connection takes a while on a busy machine).
         self.factory = factory or grading.factory()
-        self.session = self.factory.client.client_id[0]
+        self.session = grading.session_of(self.factory)
         self.number = number
         self.result: bool | None = None
         self.acquired_at: float | None = None
@@ -128,10 +122,7 @@ def expired_session_is_not_held(grading: Grading) -> tuple[str, bool]:
     if lock is None:
         return _("the lock could not be taken while free"), False
     before = _ensure_held(lock)
-    session, password = factory.client.client_id
-    end_session(session, password, grading.zookeeper.address)
-    # kazoo hears of it on its next contact and opens a new session, which holds nothing.
-    grading.until(lambda: (factory.client.client_id or (session,))[0] != session, seconds=10)
+    grading.expire_session(factory)
     after = _ensure_held(lock)
     other = grading.take(grading.factory(), name, timeout=5)
     if other is not None:
