@@ -133,3 +133,43 @@ def test_the_shop_runs_the_election_its_config_names(tmp_path):
         finally:
             election.stop()
             state.strategies.close()
+
+
+def test_a_zookeeper_lock_is_graded_in_a_process_of_its_own(tmp_path):
+    """Exercises 7, 8, 12 and 13 out of process: the student's file is loaded in the lock
+    host, never in the grader; each factory reaches ZooKeeper through a proxy of the
+    grader's, from which the grader learns its session (the server names it the owner of
+    the lock's node) and ends it, without the lock's process saying anything."""
+    needs_zookeeper()
+    import os
+    import sys
+
+    from locks import LockLost
+    from lockshop.exercises.grading import Grading
+
+    assert all(grader.out_of_process(exercises.find(n)) for n in ("7", "8", "12", "13"))
+    student = tmp_path / "mine.py"
+    student.write_text("import os\nimport pathlib\n\n"
+                       f"pathlib.Path({str(tmp_path / 'pid')!r}).write_text(str(os.getpid()))\n"
+                       "from locks.zk_simple import ZkSimpleLock\n\n\n"
+                       "class Mine(ZkSimpleLock):\n    pass\n")
+    exercise = exercises.find("7")
+    host, spec = grader.start_host(f"{student}:Mine", exercise)
+    try:
+        assert int((tmp_path / "pid").read_text()) == host.process.pid != os.getpid()
+        assert not any(str(student) in str(getattr(module, "__file__", ""))
+                       for module in list(sys.modules.values()))
+        with Grading(None, spec, exercise.backend, tmp_path / "runtime", host=host) as grading:
+            factory = grading.factory()
+            assert factory.client.address != grading.zookeeper.address
+            lock = grading.take(factory, "mine")
+            session = grading.session_of(factory)
+            # The server lists the session the proxy read as the owner of the lock's node.
+            assert zookeeper_steps.ephemerals(grading).get(session)
+            grading.expire_session(factory)
+            assert session not in zookeeper_steps.ephemerals(grading)
+            assert grading.session_of(factory) not in (None, session)
+            with pytest.raises(LockLost):
+                grading.in_thread(lock.ensure_held)
+    finally:
+        host.close()

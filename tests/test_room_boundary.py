@@ -1,9 +1,9 @@
 """The verdict is the grader's: submissions written to forge it, graded by the room through
 the real sandbox, come back not passed and leave the board as it was.
 
-Each attack is exercise 3's skeleton with a few lines of its own, as a student who has read
-the grader would write it; the student's lock runs in a process of its own as ``nobody``,
-the grader as a user of its own (``lockshop.room.inside``). Each submission goes through
+Each attack is exercise 3's skeleton (one, exercise 7's: a ZooKeeper lock) with a few
+lines of its own, as a student who has read the grader would write it; the student's lock
+runs in a process of its own as ``nobody``, the grader as a user of its own (``lockshop.room.inside``). Each submission goes through
 ``Room.submit`` to the board, beside a student whose ✓ was there before: that row must be
 untouched, and the attacker's own row must be a ✗.
 """
@@ -18,6 +18,7 @@ import pytest
 
 from helpers import require, wait_for
 from lockshop.cluster.redis_servers import redis_server_binary
+from lockshop.cluster.zookeeper_servers import zookeeper_installed
 from lockshop.exercises import EXERCISES
 from lockshop.room import Room, sandbox
 
@@ -43,12 +44,12 @@ def room(tmp_path):
     opened.close()
 
 
-def graded(room: Room, source: str) -> dict:
-    """``source`` submitted by Mallory as exercise 3, graded to its end: the submission as
+def graded(room: Room, source: str, exercise: str = "3") -> dict:
+    """``source`` submitted by Mallory as ``exercise``, graded to its end: the submission as
     the room keeps it. The board must be as it was but for Mallory's own ✗."""
     before = [r for r in room.board()["results"] if r["name"] != "Mallory"]
     mallory = room.store.student(room.store.join("Mallory"))
-    submission = room.submit(mallory, "3", source, "en")
+    submission = room.submit(mallory, exercise, source, "en")
     done = wait_for(lambda: (now := room.store.submission(submission, mallory))["state"]
                     in ("done", "failed") and now, timeout=600)
     after = room.board()["results"]
@@ -87,6 +88,22 @@ def test_rewriting_the_results_objects_forges_nothing(room):
     done = graded(room, source)
     assert done["state"] == "done" and len(done["checks"]) == 8
     assert not done["checks"][0]["passed"]
+    assert "not written yet: TODO" in done["checks"][0]["observed"]
+
+
+def test_rewriting_the_results_objects_forges_nothing_on_zookeeper_either(room):
+    """The same five lines at the end of exercise 7's skeleton: a ZooKeeper lock runs in a
+    process of its own too, and its checks read the server and the grader's proxy."""
+    require(zookeeper_installed(), "the zookeeper server is not installed")
+    source = EXERCISES["7"].skeleton.read_text() + "\n" + textwrap.dedent("""
+        import lockshop.exercises.results as _r
+        _rec = _r.CheckResult.record
+        _r.CheckResult.record = lambda self: {**_rec(self), 'passed': True}
+        _r.Grade.verdict_record = lambda self: {'verdict': {'passed': True, 'lesson': None}}
+        """)
+    done = graded(room, source, "7")
+    assert done["state"] == "done" and len(done["checks"]) == 6
+    assert not any(check["passed"] for check in done["checks"]), done["checks"]
     assert "not written yet: TODO" in done["checks"][0]["observed"]
 
 
