@@ -39,13 +39,19 @@ that has run a line of the student's code decides, counts or reports anything:
   through its proxies (``lockshop.cluster.wire.RedisProxy``). Every Redis of the grading
   (Redlock's five included, one proxy each) asks for a password the student's processes
   never learn, so the proxies are their only way in, and commands that would show or
-  change the server are refused there.
+  change the server are refused there. On ZooKeeper (exercises 7, 8, 12, 13) each of the
+  student's sessions reaches the server through a proxy of the grader's
+  (``lockshop.cluster.zookeeper_wire``), which reads its id, password and children's
+  watches from the server's answers; the nodes' watches and ephemeral nodes are read from
+  the server (``wchp``, ``dump``), and a session is expired by the grader on the server.
+  ZooKeeper asks for no password, so a lock written to go round its proxy could hide its
+  own children's watches and nodes from the checks, never reach the counts or the report.
 - what the host answers is believed as the lock's own answer: a value the lock's method
   could return (a lock that lies is a lock that behaves that way, and the checks judge
   behaviour). The host's errors are shown as text.
 
-What is not yet behind this boundary (without ``--student-user``: the ZooKeeper, table,
-job-guard, order-step and election exercises) is graded as before: the student's
+What is not yet behind this boundary (without ``--student-user``: the table, job-guard,
+order-step and election exercises) is graded as before: the student's
 code in this process, as ``nobody`` with no capability, where code written to rewrite the grader
 could still report a pass (``sandboxed_grading`` believes a line only as far as it is well
 formed). And a sale's audit is read from a database its shop instances, which run the
