@@ -141,8 +141,12 @@ def stage_look_again(run) -> None:
 
     W1 must still be queued when W2 has set its watch on W1's node: both are made (and
     connected) before either asks, and W1 waits far longer than W2's few requests need
-    on a busy machine (half a second, then two, were seen to run out first while other
-    work shared the machine; W2 then watched the holder and was never woken)."""
+    on a busy machine. W2 must be asleep on that watch when W1's node goes, not between
+    two looks: a waiter also looks at the queue by itself every ``fallback_poll`` (a
+    second, the net under a lost watch), and a node that went just before such a look is
+    never a wake-up, only a shorter queue. With W1's five seconds a whole number of
+    W2's polls, a loaded machine put W1's give-up right there (the broken W2 then found
+    the holder ahead and stayed out). So here W2 waits on its watch alone."""
     zk = run.parts.zookeeper()
     for half, strategy, how in (
             ("broken", "zk_fair_trusting", _("a waiter woken by any deletion ahead of it "
@@ -154,7 +158,8 @@ def stage_look_again(run) -> None:
         inspector = run.open_locks("zk_fair", zk_hosts=zk.address)
         queue = lambda: inspector.client.get_children("/lockshop/fair/product:1")  # noqa: E731
         w1 = run.open_locks(strategy, zk_hosts=zk.address).lock("product:1", timeout=W1_GIVES_UP_S)
-        w2 = run.open_locks(strategy, zk_hosts=zk.address).lock("product:1", timeout=10)
+        w2 = run.open_locks(strategy, zk_hosts=zk.address).lock("product:1", timeout=30)
+        w2.fallback_poll = 60.0  # wakes by its watch only (see above)
         w2_holds = threading.Event()
         gave_up = threading.Thread(target=w1.acquire)
         gave_up.start()
