@@ -12,11 +12,12 @@ own shows it), the check says why, its hint is the mistake's, and the verdict's 
 broken lesson is the mistake's. A check whose lesson does not apply to the lock
 (``grading.NotApplicable``) is marked "–" and counts as neither passed nor failed.
 
-A Redis, Redlock or ZooKeeper lock (``out_of_process``: exercises 1 to 13) is never
-loaded here: it is loaded, and runs, in a lock host of its own (``remote_locks``,
-``lock_host``), which says what it found; what was found wrong with the file comes back
-as the same one line. A job guard, an order step, a leader election and a lock table's
-lock (exercises 14 to 22) are still loaded and run in this process.
+A Redis, Redlock or ZooKeeper lock and a lock table's lock (``out_of_process``:
+exercises 1 to 13 and 17) are never loaded here: each is loaded, and runs, in a lock host
+of its own (``remote_locks``, ``lock_host``), which says what it found; what was found
+wrong with the file comes back as the same one line. A job guard, an order step and a
+leader election (exercises 14 to 16 and 18 to 22) are still loaded and run in this
+process.
 """
 
 from __future__ import annotations
@@ -89,7 +90,9 @@ def wrong_family(target: str, name: str, family: str, exercise: Exercise) -> Loc
 #: (``remote_locks``); the others' still load the student's class into the grader.
 #: ZooKeeper's (7, 8, 12, 13): each factory through a proxy of the grader's, which reads
 #: its session and its children's watches off the wire (``Grading.session_of``).
-OUT_OF_PROCESS_BACKENDS = ("redis", "redlock", "zookeeper")
+#: SQLite's is the lock table's (17): its file is the student's user's to write too, and
+#: the grader reads the rows there (``databases.students_file``).
+OUT_OF_PROCESS_BACKENDS = ("redis", "redlock", "zookeeper", "sqlite")
 
 
 def out_of_process(exercise: Exercise) -> bool:
