@@ -260,13 +260,20 @@ class Grading:
         id and password (with a host, as its proxy read them from the server's answer), and
         wait until its client has opened a new one (kazoo hears of it on its next contact),
         which holds nothing."""
+        session = self.end_session_of(factory)
+        self.until(lambda: (self.session_of(factory) or session) != session, seconds=10)
+
+    def end_session_of(self, factory) -> int:
+        """End ``factory``'s ZooKeeper session on the server, as a timeout would, with its
+        id and password (with a host, as its proxy read them from the server's answer), at
+        once: its client has not heard yet. The session's id."""
         if self.host is not None:
             proxy = factory.client
             session, password = proxy.session, proxy.password
         else:
             session, password = factory.client.client_id
         end_session(session, password, self.zookeeper.address)
-        self.until(lambda: (self.session_of(factory) or session) != session, seconds=10)
+        return session
 
     @property
     def proxied(self) -> bool:
