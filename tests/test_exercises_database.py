@@ -169,3 +169,36 @@ def test_an_order_step_loads_from_a_file_or_a_function(tmp_path):
         load_order_step(f"{HERE / 'for_update_step.py'}:NoSuch")
     with pytest.raises(OrderStepError, match="neither an order step"):
         load_order_step("shop.orders.transactions:OPTIMISTIC_MAX_ATTEMPTS")
+
+
+def test_a_lock_table_is_graded_in_a_process_of_its_own(tmp_path):
+    """Exercise 17 out of process: the student's file is loaded in the lock host, never in
+    the grader, and what its lock did is read by the grader from the database: the row
+    its acquire wrote, gone after its release."""
+    import os
+    import sys
+
+    from lockshop.exercises.checks.table_steps import _row
+
+    exercise = exercises.find("17")
+    assert grader.out_of_process(exercise)
+    student = tmp_path / "mine.py"
+    student.write_text("import os\nimport pathlib\n\n"
+                       f"pathlib.Path({str(tmp_path / 'pid')!r}).write_text(str(os.getpid()))\n"
+                       "from locks.table_lock import TableLock\n\n\n"
+                       "class Mine(TableLock):\n    pass\n")
+    host, spec = grader.start_host(f"{student}:Mine", exercise)
+    try:
+        assert int((tmp_path / "pid").read_text()) == host.process.pid != os.getpid()
+        assert not any(str(student) in str(getattr(module, "__file__", ""))
+                       for module in list(sys.modules.values()))
+        runtime = tmp_path / "runtime"
+        runtime.mkdir()
+        with Grading(None, spec, exercise.backend, runtime, host=host) as grading:
+            assert grading.database_url.startswith("sqlite:///")
+            lock = grading.take(grading.factory(), "mine")
+            assert lock is not None and _row(grading, "mine") is not None
+            grading.in_thread(lock.release)
+            assert _row(grading, "mine") is None
+    finally:
+        host.close()

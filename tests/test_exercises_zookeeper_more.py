@@ -173,3 +173,44 @@ def test_a_zookeeper_lock_is_graded_in_a_process_of_its_own(tmp_path):
                 grading.in_thread(lock.ensure_held)
     finally:
         host.close()
+
+
+def test_a_leader_election_is_graded_in_a_process_of_its_own(tmp_path):
+    """Exercise 14 out of process: the student's candidates live in the lock host, never in
+    the grader, each on a session through a proxy of the grader's; the grader learns the
+    leader's session there (the server names it the owner of the leader's node), ends it,
+    and the candidate's own ensure_leader() then refuses."""
+    needs_zookeeper()
+    import os
+    import sys
+
+    from locks import LockLost
+    from lockshop.exercises.grading import Grading
+
+    exercise = exercises.find("14")
+    assert grader.out_of_process(exercise)
+    student = tmp_path / "mine.py"
+    student.write_text("import os\nimport pathlib\n\n"
+                       f"pathlib.Path({str(tmp_path / 'pid')!r}).write_text(str(os.getpid()))\n"
+                       "from locks.zk_election import LeaderElection\n\n\n"
+                       "class Mine(LeaderElection):\n    pass\n")
+    host, spec = grader.start_host(f"{student}:Mine", exercise)
+    try:
+        assert int((tmp_path / "pid").read_text()) == host.process.pid != os.getpid()
+        assert not any(str(student) in str(getattr(module, "__file__", ""))
+                       for module in list(sys.modules.values()))
+        with Grading(None, spec, exercise.backend, tmp_path / "runtime", host=host) as grading:
+            factory = grading.factory()
+            assert factory.client.address != grading.zookeeper.address
+            candidate = factory.candidate("mine")
+            wait_for(candidate.is_leader, timeout=10)
+            candidate.ensure_leader()
+            session = grading.session_of(factory)
+            assert zookeeper_steps.ephemerals(grading).get(session)
+            grading.end_session_of(factory)
+            with pytest.raises(LockLost):
+                candidate.ensure_leader()
+            assert candidate.failed is None
+            candidate.stop()
+    finally:
+        host.close()

@@ -1,8 +1,8 @@
 """The verdict is the grader's: submissions written to forge it, graded by the room through
 the real sandbox, come back not passed and leave the board as it was.
 
-Each attack is exercise 3's skeleton (one, exercise 7's: a ZooKeeper lock) with a few
-lines of its own, as a student who has read the grader would write it; the student's lock
+Each attack is exercise 3's skeleton (one, exercise 7's: a ZooKeeper lock; one, exercise
+17's: a lock table's; one, exercise 14's: a leader election) with a few lines of its own, as a student who has read the grader would write it; the student's lock
 runs in a process of its own as ``nobody``, the grader as a user of its own (``lockshop.room.inside``). Each submission goes through
 ``Room.submit`` to the board, beside a student whose ✓ was there before: that row must be
 untouched, and the attacker's own row must be a ✗.
@@ -103,6 +103,37 @@ def test_rewriting_the_results_objects_forges_nothing_on_zookeeper_either(room):
         """)
     done = graded(room, source, "7")
     assert done["state"] == "done" and len(done["checks"]) == 6
+    assert not any(check["passed"] for check in done["checks"]), done["checks"]
+    assert "not written yet: TODO" in done["checks"][0]["observed"]
+
+
+def test_rewriting_the_results_objects_forges_nothing_on_a_lock_table_either(room):
+    """The same five lines at the end of exercise 17's skeleton: a lock table's lock runs in
+    a process of its own too, and its checks read the rows from the grading's database."""
+    source = EXERCISES["17"].skeleton.read_text() + "\n" + textwrap.dedent("""
+        import lockshop.exercises.results as _r
+        _rec = _r.CheckResult.record
+        _r.CheckResult.record = lambda self: {**_rec(self), 'passed': True}
+        _r.Grade.verdict_record = lambda self: {'verdict': {'passed': True, 'lesson': None}}
+        """)
+    done = graded(room, source, "17")
+    assert done["state"] == "done" and len(done["checks"]) == 6
+    assert not any(check["passed"] for check in done["checks"]), done["checks"]
+    assert "not written yet: TODO" in done["checks"][0]["observed"]
+
+
+def test_rewriting_the_results_objects_forges_nothing_in_a_leader_election_either(room):
+    """The same five lines at the end of exercise 14's skeleton: a leader election's
+    candidates run in a process of their own too, and the checks ask them from outside."""
+    require(zookeeper_installed(), "the zookeeper server is not installed")
+    source = EXERCISES["14"].skeleton.read_text() + "\n" + textwrap.dedent("""
+        import lockshop.exercises.results as _r
+        _rec = _r.CheckResult.record
+        _r.CheckResult.record = lambda self: {**_rec(self), 'passed': True}
+        _r.Grade.verdict_record = lambda self: {'verdict': {'passed': True, 'lesson': None}}
+        """)
+    done = graded(room, source, "14")
+    assert done["state"] == "done" and len(done["checks"]) == 3
     assert not any(check["passed"] for check in done["checks"]), done["checks"]
     assert "not written yet: TODO" in done["checks"][0]["observed"]
 

@@ -276,6 +276,26 @@ def test_a_zookeeper_lock_is_graded_inside_on_the_graders_own_jvm(answering):
     assert outcome.passed is True, outcome
 
 
+def test_a_lock_table_writes_the_graders_sqlite_file_as_nobody(answering):
+    """Exercise 17 out of process: its lock host, holders and shop instances run as
+    ``nobody`` and write the grading's SQLite file, in a folder of its own opened to them,
+    where the grader reads the rows."""
+    outcome = grade_in_sandbox("17", (HERE / "exercise_locks" / "lock_row.py").read_text(),
+                               "en")
+    assert outcome.passed is True, outcome
+
+
+def test_a_leader_election_is_graded_inside_its_jobs_run_as_nobody(answering):
+    """Exercise 14 out of process, in the sandbox: a right election passes, with its
+    candidates in the lock host and the shop instances that fire the jobs with it started
+    as ``nobody``."""
+    from lockshop.cluster.zookeeper_servers import zookeeper_installed
+    require(zookeeper_installed(), "ZooKeeper is not installed")
+    outcome = grade_in_sandbox("14", (HERE / "exercise_locks" / "election.py").read_text(),
+                               "en")
+    assert outcome.passed is True, outcome
+
+
 # --- the limits ----------------------------------------------------------------------------
 
 def stopped_by(limit: str) -> Limits:

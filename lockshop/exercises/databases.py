@@ -2,7 +2,8 @@
 its own on this machine's server, created for one grading and dropped after it.
 
 An exercise whose backend is a database is graded there: the table lock (exercise 17, on
-``sqlite``, whose one writer at a time is all a lock row needs), and the order steps, on
+``sqlite``, whose one writer at a time is all a lock row needs; in a file the student's
+user may write, when its lock runs as that user: ``students_file``), and the order steps, on
 the database their lesson needs (``mysql``: InnoDB's row locks through an index;
 ``postgresql``; ``sqlite``).
 
@@ -48,15 +49,18 @@ def lock_wait_view(database: str) -> str:
 
 
 @contextmanager
-def database_for(backend: str, runtime: Path, given: str | None = None) -> Iterator[str]:
+def database_for(backend: str, runtime: Path, given: str | None = None, *,
+                 for_students: bool = False) -> Iterator[str]:
     """The URL of a database for one grading of ``backend``'s exercise; dropped after.
-    ``given``: the database the room made for this grading (its own to drop)."""
+    ``given``: the database the room made for this grading (its own to drop).
+    ``for_students``: a SQLite file the student's processes, run as another user, write
+    too (``students_file``)."""
     if given is not None:
         yield given
         return
     server = SERVERS[backend]
     if server is None:
-        yield f"sqlite:///{runtime / 'grading.db'}"
+        yield f"sqlite:///{students_file(runtime) if for_students else runtime / 'grading.db'}"
         return
     why = server_error(server)
     if why is not None:
@@ -72,3 +76,19 @@ def database_for(backend: str, runtime: Path, given: str | None = None) -> Itera
             finally:
                 admin.dispose()
         yield url
+
+
+def students_file(runtime: Path) -> Path:
+    """A SQLite file that the student's user can write, in a folder of its own in
+    ``runtime`` (closed to that user but for this folder): SQLite writes its journal
+    beside the file, so the folder is theirs to write too. The file is made here, the
+    grader's, and the folder is sticky: their processes can write it but neither rename
+    nor replace it (with a link to another of the grader's files, whose hot journal the
+    grader's next read would roll back into it)."""
+    folder = runtime / "database"
+    folder.mkdir(parents=True)
+    folder.chmod(0o1777)
+    path = folder / "grading.db"
+    path.touch()
+    path.chmod(0o666)
+    return path

@@ -12,11 +12,11 @@ own shows it), the check says why, its hint is the mistake's, and the verdict's 
 broken lesson is the mistake's. A check whose lesson does not apply to the lock
 (``grading.NotApplicable``) is marked "–" and counts as neither passed nor failed.
 
-A Redis, Redlock or ZooKeeper lock (``out_of_process``: exercises 1 to 13) is never
-loaded here: it is loaded, and runs, in a lock host of its own (``remote_locks``,
-``lock_host``), which says what it found; what was found wrong with the file comes back
-as the same one line. A job guard, an order step, a leader election and a lock table's
-lock (exercises 14 to 22) are still loaded and run in this process.
+A Redis, Redlock or ZooKeeper lock, a leader election and a lock table's lock
+(``out_of_process``: exercises 1 to 14 and 17) are never loaded here: each is loaded, and
+runs, in a lock host of its own (``remote_locks``, ``lock_host``), which says what it
+found; what was found wrong with the file comes back as the same one line. A job guard and
+an order step (exercises 15, 16 and 18 to 22) are still loaded and run in this process.
 """
 
 from __future__ import annotations
@@ -89,20 +89,29 @@ def wrong_family(target: str, name: str, family: str, exercise: Exercise) -> Loc
 #: (``remote_locks``); the others' still load the student's class into the grader.
 #: ZooKeeper's (7, 8, 12, 13): each factory through a proxy of the grader's, which reads
 #: its session and its children's watches off the wire (``Grading.session_of``).
-OUT_OF_PROCESS_BACKENDS = ("redis", "redlock", "zookeeper")
+#: SQLite's is the lock table's (17): its file is the student's user's to write too, and
+#: the grader reads the rows there (``databases.students_file``).
+OUT_OF_PROCESS_BACKENDS = ("redis", "redlock", "zookeeper", "sqlite")
+#: The leader elections graded the same way, by backend: ZooKeeper's (14), each
+#: candidate's session through a proxy of the grader's, as a ZooKeeper lock's factory.
+OUT_OF_PROCESS_ELECTIONS = ("zookeeper",)
 
 
 def out_of_process(exercise: Exercise) -> bool:
     """Whether ``exercise`` runs the student's code in a lock host, never in the grader."""
+    if exercise.writes == ELECTION:
+        return exercise.backend in OUT_OF_PROCESS_ELECTIONS
     return exercise.writes == LOCK and exercise.backend in OUT_OF_PROCESS_BACKENDS
 
 
 def start_host(spec: str, exercise: Exercise) -> tuple[LockHost, str]:
-    """The student's lock class loaded in a process of its own, and a spec other processes
-    can load; ``LockClassError`` as ``resolve`` raises it, said by the host."""
+    """The student's lock class (or election class) loaded in a process of its own, and a
+    spec other processes can load; ``LockClassError`` as ``resolve`` raises it, said by
+    the host."""
     target, class_name = split_spec(spec)
     target = absolute_target(target)
-    host = LockHost(f"{target}:{class_name}" if class_name else target)
+    host = LockHost(f"{target}:{class_name}" if class_name else target,
+                    election=exercise.writes == ELECTION)
     if host.family != exercise.lock_family:
         host.close()
         raise wrong_family(target, host.class_name, host.family, exercise)

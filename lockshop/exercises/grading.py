@@ -18,7 +18,9 @@ process of the student's reaches them through one proxy per server, which is whe
 check watches, counts and steps in (``watch``). On ZooKeeper each factory reaches the
 server through a proxy of its own (``lockshop.cluster.zookeeper_wire``), from which the
 grader learns its session (to end it) and the children's watches it set; the nodes'
-watches and ephemeral nodes it reads from the server. What a check counts is counted here.
+watches and ephemeral nodes it reads from the server. A lock table's rows it reads from
+the grading's SQLite file, which the student's processes write (``databases.students_file``).
+What a check counts is counted here.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from lockshop.cluster.wire import RedisProxy
 from lockshop.cluster.zookeeper_servers import ZooKeeperServer
 from lockshop.cluster.zookeeper_sessions import end_session
 from lockshop.cluster.zookeeper_wire import ZooKeeperProxy
-from lockshop.exercises import databases
+from lockshop.exercises import databases, remote_locks
 from lockshop.exercises.remote_locks import LockHost, as_student
 from shop.i18n import _, yes_no
 
@@ -137,8 +139,11 @@ class Grading:
             self.redis_server = self._stack.enter_context(
                 RedisServer(self.runtime, "redis", password=password))
         elif self.backend in databases.SERVERS:
-            self.database_url = self._stack.enter_context(
-                databases.database_for(self.backend, self.runtime, self._given_database))
+            # With the lock in a host run as the student's user, its file is theirs to
+            # write too (the rows are what the lock does); the grader reads them there.
+            self.database_url = self._stack.enter_context(databases.database_for(
+                self.backend, self.runtime, self._given_database,
+                for_students=self.host is not None and remote_locks.STUDENT_USER is not None))
         elif self.backend == "redlock":
             self.redis_servers = [
                 self._stack.enter_context(RedisServer(self.runtime, f"redis{n}",
@@ -255,13 +260,20 @@ class Grading:
         id and password (with a host, as its proxy read them from the server's answer), and
         wait until its client has opened a new one (kazoo hears of it on its next contact),
         which holds nothing."""
+        session = self.end_session_of(factory)
+        self.until(lambda: (self.session_of(factory) or session) != session, seconds=10)
+
+    def end_session_of(self, factory) -> int:
+        """End ``factory``'s ZooKeeper session on the server, as a timeout would, with its
+        id and password (with a host, as its proxy read them from the server's answer), at
+        once: its client has not heard yet. The session's id."""
         if self.host is not None:
             proxy = factory.client
             session, password = proxy.session, proxy.password
         else:
             session, password = factory.client.client_id
         end_session(session, password, self.zookeeper.address)
-        self.until(lambda: (self.session_of(factory) or session) != session, seconds=10)
+        return session
 
     @property
     def proxied(self) -> bool:

@@ -1,5 +1,6 @@
-"""``python -m lockshop.exercises.lock_host SPEC --channel FD``: a student's lock in a
-process of its own, driven by the grader over ``lock_protocol``.
+"""``python -m lockshop.exercises.lock_host SPEC --channel FD [--election]``: a student's
+lock (with ``--election``: leader election) in a process of its own, driven by the grader
+over ``lock_protocol``.
 
 This process runs the student's code and is trusted with nothing: it loads the class
 ``SPEC`` names, makes factories and locks when asked, and answers each request with what
@@ -38,13 +39,17 @@ class Host:
     """The student's class, its factories and locks, and a thread per name the grader
     gives."""
 
-    def __init__(self, lock_class: type, spec: str, channel: socket.socket) -> None:
+    def __init__(self, lock_class: type, spec: str, channel: socket.socket, *,
+                 election: bool = False) -> None:
+        #: The student's lock class, or with ``election`` its ``Candidate`` class.
         self.lock_class = lock_class
+        self.election = election
         self.spec = spec
         self.source = Path(spec.rpartition(":")[0] or spec).name
         self.channel = channel
         self.factories: dict[str, object] = {}
         self.locks: dict[str, object] = {}
+        self.candidates: dict[str, object] = {}
         #: The grader's thread names -> (their requests, the thread that runs them).
         self.threads: dict[str, tuple[queue.SimpleQueue, threading.Thread]] = {}
         self._writing = threading.Lock()
@@ -120,9 +125,19 @@ class Host:
             from lockshop.cluster.holder import backends_of, student_factory
             import json
             backends = backends_of(json.dumps(request["backends"]))
-            self.factories[request["factory"]] = student_factory(self.lock_class, self.spec,
-                                                                 backends)
+            self.factories[request["factory"]] = election_factory(backends) \
+                if self.election else student_factory(self.lock_class, self.spec, backends)
             return None
+        if op == "candidate":  # one of the student's candidates, on a factory's session
+            candidate = self.lock_class(self.factories[request["factory"]],
+                                        str(request["group"]))
+            self.candidates[request["candidate"]] = candidate.start()
+            return None
+        if op in ("is_leader", "ensure_leader", "stop"):
+            return getattr(self.candidates[request["candidate"]], op)()
+        if op == "failed":  # what ended a candidate's campaign, said as an error, or None
+            failed = getattr(self.candidates[request["candidate"]], "failed", None)
+            return self.described(failed) if isinstance(failed, BaseException) else None
         if op in ("lock", "read_lock"):  # read_lock: a read/write lock's read half
             factory = self.factories[request["factory"]]
             make = factory.lock if op == "lock" else factory.read_lock
@@ -154,25 +169,41 @@ class Host:
         raise ValueError(f"no such op: {op!r}")
 
 
+def election_factory(backends) -> object:
+    """A ZooKeeper client for one candidate, as the shop gives its election one (the fair
+    lock's factory). Ready: its server has answered."""
+    from locks import Strategy
+    from locks.zk_fair import ZkFairFactory
+    from lockshop.cluster.holder import wait_until_available
+    factory = ZkFairFactory(Strategy(name="exercise", family="custom", summary="election",
+                                     correct_across_instances=True, factory=""), backends)
+    wait_until_available(factory)
+    return factory
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m lockshop.exercises.lock_host")
     parser.add_argument("spec")
     parser.add_argument("--channel", type=int, required=True)
+    parser.add_argument("--election", action="store_true")
     args = parser.parse_args(argv)
     channel = socket.socket(fileno=args.channel)
     # The grader steps into this process's traffic and kills it on purpose: its clients'
     # warnings are noise.
     for name in ("kazoo", "locks", "lockshop", "redis"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
-    from locks.custom import LockClassError, factory_for, load_lock_class
+    from locks.custom import LockClassError, factory_for, load_election_class, load_lock_class
     try:
-        lock_class = load_lock_class(args.spec)
-        family = factory_for(lock_class)[1][0]
+        if args.election:  # a Candidate: on ZooKeeper, as the shop runs it
+            lock_class, family = load_election_class(args.spec), "zookeeper"
+        else:
+            lock_class = load_lock_class(args.spec)
+            family = factory_for(lock_class)[1][0]
     except LockClassError as error:
         channel.sendall(encode({"load_error": str(error)[:MAX_MESSAGE]}))
         return 2
     channel.sendall(encode({"ready": {"class": lock_class.__name__, "family": family}}))
-    Host(lock_class, args.spec, channel).serve()
+    Host(lock_class, args.spec, channel, election=args.election).serve()
     os._exit(0)  # the channel closed: nothing is waited for (a hung lock's threads)
 
 

@@ -30,6 +30,20 @@ made it, as in one process) and its ``op``::
      "name": "recycled-4", "wanted_id": 140093}
     {"id": 14, "thread": "t5", "op": "close", "factory": "f1"}
 
+A host started for a leader election (``--election``) loads a ``Candidate`` class; its
+``factory`` is a ZooKeeper client (a session) for one candidate, and a candidate is
+stood, asked and stopped by its own name::
+
+    {"id": 20, "thread": "t6", "op": "candidate", "factory": "f2", "candidate": "c1",
+     "group": "election-3"}                                (made, and started)
+    {"id": 21, "thread": "t6", "op": "is_leader", "candidate": "c1"}
+    {"id": 22, "thread": "t6", "op": "ensure_leader", "candidate": "c1"}
+    {"id": 23, "thread": "t6", "op": "failed", "candidate": "c1"}
+    {"id": 24, "thread": "t6", "op": "stop", "candidate": "c1"}
+
+(``failed``: what ended the candidate's campaign, said as an error answer's ``error`` is,
+or null.)
+
 (``try_in_new_thread``: a lock on ``name`` tried once, blocking=False, in a new thread of
 the host that then ends; with ``wanted_id``, only in one the host's runtime gave that
 thread id, a dead thread's: answered ``{"taken": bool, "thread_id": id}``) and one that

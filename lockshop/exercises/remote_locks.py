@@ -104,14 +104,16 @@ def _thread_ended(name: str) -> None:
 class LockHost:
     """One student's class in one process, and the requests in flight to it."""
 
-    def __init__(self, spec: str, *, env: dict[str, str] | None = None) -> None:
+    def __init__(self, spec: str, *, env: dict[str, str] | None = None,
+                 election: bool = False) -> None:
         self.spec = spec
         ours, theirs = socket.socketpair()
         self._channel = ours
         try:
             self.process = subprocess.Popen(
                 as_student([sys.executable, "-m", "lockshop.exercises.lock_host", spec,
-                            "--channel", str(theirs.fileno())]),
+                            "--channel", str(theirs.fileno()),
+                            *(["--election"] if election else [])]),
                 stdin=subprocess.DEVNULL, pass_fds=(theirs.fileno(),),
                 env={**(env or os.environ), "PYTHONUNBUFFERED": "1"},
                 start_new_session=True)
@@ -321,11 +323,44 @@ class RemoteFactory:
             raise RaisedInHost(_("your lock's process gave no thread id"))
         return bool(answer.get("taken")), answer["thread_id"]
 
+    def candidate(self, group: str) -> RemoteCandidate:
+        """One of the student's election candidates in ``group``, on this factory's
+        session, started (a host started with ``election``)."""
+        number = f"{self.number}.{next(self._locks)}"
+        self.host.call("candidate", factory=self.number, candidate=number, group=group)
+        return RemoteCandidate(self.host, number)
+
     def close(self) -> None:
         try:
             self.host.call("close", factory=self.number)
         except Exception:  # noqa: BLE001 - the grader's clean-up; the host may be gone
             pass
+
+
+class RemoteCandidate:
+    """One of the student's leader election candidates, in the host: what the shop's job
+    guard asks of an election (``locks.zk_election.Candidate``)."""
+
+    def __init__(self, host: LockHost, number: str) -> None:
+        self.host, self.number = host, number
+
+    def is_leader(self) -> bool:
+        return bool(self.host.call("is_leader", candidate=self.number))
+
+    def ensure_leader(self) -> None:
+        self.host.call("ensure_leader", candidate=self.number)
+
+    def stop(self) -> None:
+        self.host.call("stop", candidate=self.number)
+
+    @property
+    def failed(self) -> BaseException | None:
+        """What ended its campaign (the error, as the host said it), or None."""
+        said = self.host.call("failed", candidate=self.number)
+        return None if said is None else raised(said)
+
+    def __repr__(self) -> str:
+        return f"<your candidate {self.number} in its process>"
 
 
 class RemoteLock:

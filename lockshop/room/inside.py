@@ -44,18 +44,24 @@ that has run a line of the student's code decides, counts or reports anything:
   (``lockshop.cluster.zookeeper_wire``), which reads its id, password and children's
   watches from the server's answers; the nodes' watches and ephemeral nodes are read from
   the server (``wchp``, ``dump``), and a session is expired by the grader on the server.
+  A leader election's candidates (exercise 14) are asked the same way: each in the lock
+  host, on a session through a proxy of the grader's.
   ZooKeeper asks for no password, so a lock written to go round its proxy could hide its
   own children's watches and nodes from the checks, never reach the counts or the report.
+  A lock table's rows (exercise 17) are read by the grader from the grading's SQLite
+  file, which the student's processes write as the lock's own effect: the file and its
+  folder (sticky, the file the grader's) are the one thing of the grader's opened to
+  them (``lockshop.exercises.databases.students_file``).
 - what the host answers is believed as the lock's own answer: a value the lock's method
   could return (a lock that lies is a lock that behaves that way, and the checks judge
   behaviour). The host's errors are shown as text.
 
-What is not yet behind this boundary (without ``--student-user``: the table, job-guard,
-order-step and election exercises) is graded as before: the student's
+What is not yet behind this boundary (without ``--student-user``: the job-guard and
+order-step exercises) is graded as before: the student's
 code in this process, as ``nobody`` with no capability, where code written to rewrite the grader
 could still report a pass (``sandboxed_grading`` believes a line only as far as it is well
-formed). And a sale's audit is read from a database its shop instances, which run the
-student's lock, can write.
+formed). And a sale's audit (the election's: the shop's jobs) is read from a database its
+shop instances, which run the student's code, can write.
 """
 
 from __future__ import annotations

@@ -9,6 +9,11 @@ before a leader's write). A leader's session is ended from outside, as a
 long pause would end it. Then the judge is the shop itself: three instances
 fire their scheduled jobs with the student's election as the job guard
 ``leader``, and the audit counts the fire times that ran more than once.
+
+Graded out of process (``grader.out_of_process``), the candidates live in the lock host
+(``remote_locks.RemoteCandidate``), each on a session through a proxy of the grader's
+(``Grading.factory``), from which the grader reads the session it ends; the shop's
+instances run as the student's user, as a lock's sale's do.
 """
 
 from __future__ import annotations
@@ -19,7 +24,6 @@ from contextlib import ExitStack
 from locks import Strategy
 from locks.errors import LockError
 from locks.zk_fair import ZkFairFactory
-from lockshop.cluster.zookeeper_sessions import end_session
 from lockshop.cluster.holder import wait_until_available
 from lockshop.exercises.grading import Check, Grading
 from shop.config import Config
@@ -52,13 +56,18 @@ class Candidates:
         strategy = Strategy(name="exercise", family="custom", summary=self.grading.spec,
                             correct_across_instances=True, factory="")
         for _number in range(CANDIDATES):
-            factory = ZkFairFactory(strategy, self.grading.backends())
-            self._stack.callback(factory.close)
-            wait_until_available(factory)
-            candidate = self.grading.lock_class(factory, group)
+            if self.grading.host is not None:  # in the lock host, on a proxy of the grader's
+                factory = self.grading.factory()
+                self._stack.callback(factory.close)
+                candidate = factory.candidate(group)
+            else:
+                factory = ZkFairFactory(strategy, self.grading.backends())
+                self._stack.callback(factory.close)
+                wait_until_available(factory)
+                candidate = self.grading.lock_class(factory, group).start()
             self._stack.callback(_stop_quietly, candidate)
             self.factories.append(factory)
-            self.candidates.append(candidate.start())
+            self.candidates.append(candidate)
         return self
 
     def __exit__(self, *exc_info) -> None:
@@ -148,10 +157,9 @@ def expired_leader_steps_down(grading: Grading) -> tuple[str, bool]:
         if leader is None:
             return _("no single leader within %(seconds)s s: leaders %(leaders)s",
                      seconds=ELECTED_S, leaders=group.leaders()), False
-        old, client = group.candidates[leader], group.factories[leader].client
+        old = group.candidates[leader]
         before = _ensure(old)
-        session, password = client.client_id
-        end_session(session, password, grading.zookeeper.address)
+        grading.end_session_of(group.factories[leader])
         # At once, before its client has heard: the round trip a leader makes before it acts.
         right_after = _ensure(old)
         started = time.monotonic()
@@ -175,7 +183,7 @@ def expired_leader_steps_down(grading: Grading) -> tuple[str, bool]:
 def jobs_run_once(grading: Grading) -> tuple[str, bool]:
     # Imported here: the launcher brings in the whole shop, which only this check needs.
     from lockshop.cluster.client import ShopClient
-    from lockshop.cluster.launcher import Cluster
+    from lockshop.exercises.checks.sale import StudentsCluster
     from lockshop.workshop.labs.jobs import ORDERS, place_unpaid_orders, run_jobs
 
     folder = grading.runtime / "jobs"
@@ -183,7 +191,8 @@ def jobs_run_once(grading: Grading) -> tuple[str, bool]:
     config = Config(database_url=f"sqlite:///{folder / 'shop.db'}",
                     zk_hosts=grading.zookeeper.address, admin_token=TOKEN,
                     election=grading.spec, job_interval_ms=0)
-    with Cluster(config, instances=INSTANCES, runtime_dir=folder) as cluster:
+    # The instances run the student's election: as the student's user, where there is one.
+    with StudentsCluster(config, instances=INSTANCES, runtime_dir=folder) as cluster:
         admin = ShopClient(cluster.urls[0], TOKEN, timeout=60)
         place_unpaid_orders(cluster.urls, admin, "none", job_guard="leader")
         jobs = run_jobs(admin, fire_times=FIRE_TIMES)["jobs"]
