@@ -31,6 +31,31 @@ POSTGRES_ADMIN_URL = os.environ.get("LOCKSHOP_TEST_POSTGRES_ADMIN_URL",
                                     "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 MYSQL_ADMIN_URL = os.environ.get("LOCKSHOP_TEST_MYSQL_ADMIN_URL",
                                  "mysql+pymysql://root@127.0.0.1:3306/")
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """Spread the tests one by one (xdist's ``load``, what ``-n`` does), except a module with
+    a module-scoped fixture of its own (a browser, a cluster, a report's run, a handbook's
+    build): its tests go to one worker together, so that fixture starts once, where spread
+    over four workers it started up to four times, each time in the suite's test time.
+    (xdist's ``--dist loadgroup`` would do it from marks, but it cannot name the groups
+    under pytest 9.) Other ``--dist`` modes are left as they are."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    tests = Path(__file__).parent
+    once = {path.relative_to(config.rootpath).as_posix() for path in tests.glob("test_*.py")
+            if '@pytest.fixture(scope="module"' in path.read_text()}
+
+    class ModuleFixturesOnce(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return module if module in once else nodeid
+
+    return ModuleFixturesOnce(config, log)
+
+
 def pytest_xdist_auto_num_workers(config) -> int:
     """How many workers ``-n auto`` (what ``./run tests`` passes) starts: more than the
     cores, because most tests wait (on a server starting, a lease running out, a business
