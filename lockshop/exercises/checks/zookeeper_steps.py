@@ -1,14 +1,14 @@
 """The ZooKeeper lessons, turned on a student's lock.
 
-The grader reads ZooKeeper itself, not the student's code: ``wchp`` lists
-which sessions watch which node (the watches on a parent's children, which
-``wchp`` leaves out, are read off the waiters' traffic by the proxy each
-factory reaches the server through, ``Grading.children_watched``), ``dump`` which
-ephemeral nodes each session has. A waiter's session, and a session to end, are
-learned the same way (``Grading.session_of``, ``Grading.expire_session``). So "a release wakes every waiter" is the number of sessions watching
-one node, and "a waiter that gave up left its node behind" is an ephemeral
-node still owned by its session. Each waiter has a session of its own (a
-factory of its own), as it would in its own process.
+The grader reads ZooKeeper itself, not the student's code: ``wchp`` lists which
+sessions watch which node, ``dump`` which ephemeral nodes each session has. The watches
+on a parent's children, which ``wchp`` leaves out, are read off the waiters' traffic by
+the proxy each factory reaches the server through (``Grading.children_watched``); so are
+a waiter's session and a session to end (``Grading.session_of``,
+``Grading.expire_session``). So "a release wakes every waiter" is the number of sessions
+watching one node, and "a waiter that gave up left its node behind" is an ephemeral node
+still owned by its session. Each waiter has a session of its own (a factory of its own),
+as it would in its own process.
 """
 
 from __future__ import annotations
