@@ -345,3 +345,27 @@ def require(condition: bool, reason: str) -> None:
 def require_zookeeper() -> None:
     require(zookeeper_installed(),
             "ZooKeeper is not installed (./run installs it: apt-get install zookeeper)")
+
+
+# --- a student's class in a lock host ----------------------------------------------------
+
+@contextmanager
+def hosted_student(tmp_path: Path, exercise, module: str, base: str) -> Iterator[tuple]:
+    """A student's file whose class is ``module``'s ``base`` and which, as it loads, writes
+    down the process it loads in; started in a lock host for ``exercise`` (``(host,
+    spec)``, closed after). Checked first: it loaded in the host, never in the grader."""
+    from lockshop.exercises import grader
+
+    student = tmp_path / "mine.py"
+    student.write_text("import os\nimport pathlib\n\n"
+                       f"pathlib.Path({str(tmp_path / 'pid')!r}).write_text(str(os.getpid()))\n"
+                       f"from {module} import {base}\n\n\n"
+                       f"class Mine({base}):\n    pass\n")
+    host, spec = grader.start_host(f"{student}:Mine", exercise)
+    try:
+        assert int((tmp_path / "pid").read_text()) == host.process.pid != os.getpid()
+        assert not any(str(student) in str(getattr(module, "__file__", ""))
+                       for module in list(sys.modules.values()))
+        yield host, spec
+    finally:
+        host.close()

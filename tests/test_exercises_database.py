@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from helpers import require
+from helpers import hosted_student, require
 from lockshop import exercises
 from lockshop.cli.exercise import reference_lock
 from lockshop.cluster.scratch import DEFAULT_SERVERS, server_error
@@ -175,30 +175,16 @@ def test_a_lock_table_is_graded_in_a_process_of_its_own(tmp_path):
     """Exercise 17 out of process: the student's file is loaded in the lock host, never in
     the grader, and what its lock did is read by the grader from the database: the row
     its acquire wrote, gone after its release."""
-    import os
-    import sys
-
     from lockshop.exercises.checks.table_steps import _row
 
     exercise = exercises.find("17")
     assert grader.out_of_process(exercise)
-    student = tmp_path / "mine.py"
-    student.write_text("import os\nimport pathlib\n\n"
-                       f"pathlib.Path({str(tmp_path / 'pid')!r}).write_text(str(os.getpid()))\n"
-                       "from locks.table_lock import TableLock\n\n\n"
-                       "class Mine(TableLock):\n    pass\n")
-    host, spec = grader.start_host(f"{student}:Mine", exercise)
-    try:
-        assert int((tmp_path / "pid").read_text()) == host.process.pid != os.getpid()
-        assert not any(str(student) in str(getattr(module, "__file__", ""))
-                       for module in list(sys.modules.values()))
-        runtime = tmp_path / "runtime"
-        runtime.mkdir()
-        with Grading(None, spec, exercise.backend, runtime, host=host) as grading:
-            assert grading.database_url.startswith("sqlite:///")
-            lock = grading.take(grading.factory(), "mine")
-            assert lock is not None and _row(grading, "mine") is not None
-            grading.in_thread(lock.release)
-            assert _row(grading, "mine") is None
-    finally:
-        host.close()
+    runtime = tmp_path / "runtime"
+    runtime.mkdir()
+    with hosted_student(tmp_path, exercise, "locks.table_lock", "TableLock") as (host, spec), \
+            Grading(None, spec, exercise.backend, runtime, host=host) as grading:
+        assert grading.database_url.startswith("sqlite:///")
+        lock = grading.take(grading.factory(), "mine")
+        assert lock is not None and _row(grading, "mine") is not None
+        grading.in_thread(lock.release)
+        assert _row(grading, "mine") is None

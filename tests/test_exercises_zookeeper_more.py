@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import require, wait_for
+from helpers import hosted_student, require, wait_for
 from lockshop import exercises
 from lockshop.cluster.zookeeper_servers import zookeeper_installed
 from lockshop.exercises import grader
@@ -141,38 +141,25 @@ def test_a_zookeeper_lock_is_graded_in_a_process_of_its_own(tmp_path):
     grader's, from which the grader learns its session (the server names it the owner of
     the lock's node) and ends it, without the lock's process saying anything."""
     needs_zookeeper()
-    import os
-    import sys
-
     from locks import LockLost
     from lockshop.exercises.grading import Grading
 
     assert all(grader.out_of_process(exercises.find(n)) for n in ("7", "8", "12", "13"))
-    student = tmp_path / "mine.py"
-    student.write_text("import os\nimport pathlib\n\n"
-                       f"pathlib.Path({str(tmp_path / 'pid')!r}).write_text(str(os.getpid()))\n"
-                       "from locks.zk_simple import ZkSimpleLock\n\n\n"
-                       "class Mine(ZkSimpleLock):\n    pass\n")
     exercise = exercises.find("7")
-    host, spec = grader.start_host(f"{student}:Mine", exercise)
-    try:
-        assert int((tmp_path / "pid").read_text()) == host.process.pid != os.getpid()
-        assert not any(str(student) in str(getattr(module, "__file__", ""))
-                       for module in list(sys.modules.values()))
-        with Grading(None, spec, exercise.backend, tmp_path / "runtime", host=host) as grading:
-            factory = grading.factory()
-            assert factory.client.address != grading.zookeeper.address
-            lock = grading.take(factory, "mine")
-            session = grading.session_of(factory)
-            # The server lists the session the proxy read as the owner of the lock's node.
-            assert zookeeper_steps.ephemerals(grading).get(session)
-            grading.expire_session(factory)
-            assert session not in zookeeper_steps.ephemerals(grading)
-            assert grading.session_of(factory) not in (None, session)
-            with pytest.raises(LockLost):
-                grading.in_thread(lock.ensure_held)
-    finally:
-        host.close()
+    with hosted_student(tmp_path, exercise, "locks.zk_simple", "ZkSimpleLock") as (
+            host, spec), Grading(None, spec, exercise.backend, tmp_path / "runtime",
+                                 host=host) as grading:
+        factory = grading.factory()
+        assert factory.client.address != grading.zookeeper.address
+        lock = grading.take(factory, "mine")
+        session = grading.session_of(factory)
+        # The server lists the session the proxy read as the owner of the lock's node.
+        assert zookeeper_steps.ephemerals(grading).get(session)
+        grading.expire_session(factory)
+        assert session not in zookeeper_steps.ephemerals(grading)
+        assert grading.session_of(factory) not in (None, session)
+        with pytest.raises(LockLost):
+            grading.in_thread(lock.ensure_held)
 
 
 def test_a_leader_election_is_graded_in_a_process_of_its_own(tmp_path):
@@ -181,36 +168,23 @@ def test_a_leader_election_is_graded_in_a_process_of_its_own(tmp_path):
     leader's session there (the server names it the owner of the leader's node), ends it,
     and the candidate's own ensure_leader() then refuses."""
     needs_zookeeper()
-    import os
-    import sys
-
     from locks import LockLost
     from lockshop.exercises.grading import Grading
 
     exercise = exercises.find("14")
     assert grader.out_of_process(exercise)
-    student = tmp_path / "mine.py"
-    student.write_text("import os\nimport pathlib\n\n"
-                       f"pathlib.Path({str(tmp_path / 'pid')!r}).write_text(str(os.getpid()))\n"
-                       "from locks.zk_election import LeaderElection\n\n\n"
-                       "class Mine(LeaderElection):\n    pass\n")
-    host, spec = grader.start_host(f"{student}:Mine", exercise)
-    try:
-        assert int((tmp_path / "pid").read_text()) == host.process.pid != os.getpid()
-        assert not any(str(student) in str(getattr(module, "__file__", ""))
-                       for module in list(sys.modules.values()))
-        with Grading(None, spec, exercise.backend, tmp_path / "runtime", host=host) as grading:
-            factory = grading.factory()
-            assert factory.client.address != grading.zookeeper.address
-            candidate = factory.candidate("mine")
-            wait_for(candidate.is_leader, timeout=10)
+    with hosted_student(tmp_path, exercise, "locks.zk_election", "LeaderElection") as (
+            host, spec), Grading(None, spec, exercise.backend, tmp_path / "runtime",
+                                 host=host) as grading:
+        factory = grading.factory()
+        assert factory.client.address != grading.zookeeper.address
+        candidate = factory.candidate("mine")
+        wait_for(candidate.is_leader, timeout=10)
+        candidate.ensure_leader()
+        session = grading.session_of(factory)
+        assert zookeeper_steps.ephemerals(grading).get(session)
+        grading.end_session_of(factory)
+        with pytest.raises(LockLost):
             candidate.ensure_leader()
-            session = grading.session_of(factory)
-            assert zookeeper_steps.ephemerals(grading).get(session)
-            grading.end_session_of(factory)
-            with pytest.raises(LockLost):
-                candidate.ensure_leader()
-            assert candidate.failed is None
-            candidate.stop()
-    finally:
-        host.close()
+        assert candidate.failed is None
+        candidate.stop()
