@@ -76,14 +76,17 @@ def with_lines(code: str, *, in_acquire: str | None = None, in_release: str | No
     return source + "\n" + textwrap.dedent(code)
 
 
+#: The issue's five lines: in the grader's process they made the verdict a pass.
+REWRITES_THE_RESULTS = """
+    import lockshop.exercises.results as _r
+    _rec = _r.CheckResult.record
+    _r.CheckResult.record = lambda self: {**_rec(self), 'passed': True}
+    _r.Grade.verdict_record = lambda self: {'verdict': {'passed': True, 'lesson': None}}
+    """
+
+
 def test_rewriting_the_results_objects_forges_nothing(room):
-    """The issue's five lines: in the grader's process they made the verdict a pass."""
-    source = with_lines("""
-        import lockshop.exercises.results as _r
-        _rec = _r.CheckResult.record
-        _r.CheckResult.record = lambda self: {**_rec(self), 'passed': True}
-        _r.Grade.verdict_record = lambda self: {'verdict': {'passed': True, 'lesson': None}}
-        """)
+    source = with_lines(REWRITES_THE_RESULTS)
     assert "raise NotImplementedError" in source
     done = graded(room, source)
     assert done["state"] == "done" and len(done["checks"]) == 8
@@ -91,49 +94,20 @@ def test_rewriting_the_results_objects_forges_nothing(room):
     assert "not written yet: TODO" in done["checks"][0]["observed"]
 
 
-def test_rewriting_the_results_objects_forges_nothing_on_zookeeper_either(room):
-    """The same five lines at the end of exercise 7's skeleton: a ZooKeeper lock runs in a
-    process of its own too, and its checks read the server and the grader's proxy."""
-    require(zookeeper_installed(), "the zookeeper server is not installed")
-    source = EXERCISES["7"].skeleton.read_text() + "\n" + textwrap.dedent("""
-        import lockshop.exercises.results as _r
-        _rec = _r.CheckResult.record
-        _r.CheckResult.record = lambda self: {**_rec(self), 'passed': True}
-        _r.Grade.verdict_record = lambda self: {'verdict': {'passed': True, 'lesson': None}}
-        """)
-    done = graded(room, source, "7")
-    assert done["state"] == "done" and len(done["checks"]) == 6
-    assert not any(check["passed"] for check in done["checks"]), done["checks"]
-    assert "not written yet: TODO" in done["checks"][0]["observed"]
-
-
-def test_rewriting_the_results_objects_forges_nothing_on_a_lock_table_either(room):
-    """The same five lines at the end of exercise 17's skeleton: a lock table's lock runs in
-    a process of its own too, and its checks read the rows from the grading's database."""
-    source = EXERCISES["17"].skeleton.read_text() + "\n" + textwrap.dedent("""
-        import lockshop.exercises.results as _r
-        _rec = _r.CheckResult.record
-        _r.CheckResult.record = lambda self: {**_rec(self), 'passed': True}
-        _r.Grade.verdict_record = lambda self: {'verdict': {'passed': True, 'lesson': None}}
-        """)
-    done = graded(room, source, "17")
-    assert done["state"] == "done" and len(done["checks"]) == 6
-    assert not any(check["passed"] for check in done["checks"]), done["checks"]
-    assert "not written yet: TODO" in done["checks"][0]["observed"]
-
-
-def test_rewriting_the_results_objects_forges_nothing_in_a_leader_election_either(room):
-    """The same five lines at the end of exercise 14's skeleton: a leader election's
-    candidates run in a process of their own too, and the checks ask them from outside."""
-    require(zookeeper_installed(), "the zookeeper server is not installed")
-    source = EXERCISES["14"].skeleton.read_text() + "\n" + textwrap.dedent("""
-        import lockshop.exercises.results as _r
-        _rec = _r.CheckResult.record
-        _r.CheckResult.record = lambda self: {**_rec(self), 'passed': True}
-        _r.Grade.verdict_record = lambda self: {'verdict': {'passed': True, 'lesson': None}}
-        """)
-    done = graded(room, source, "14")
-    assert done["state"] == "done" and len(done["checks"]) == 3
+@pytest.mark.parametrize(("exercise", "checks"), [
+    pytest.param("7", 6, id="a-zookeeper-lock"),  # its checks read the server and a proxy
+    pytest.param("17", 6, id="a-lock-table"),  # its checks read the rows themselves
+    pytest.param("14", 3, id="a-leader-election"),  # its candidates are asked from outside
+])
+def test_rewriting_the_results_objects_forges_nothing_in_other_families(room, exercise, checks):
+    """The same five lines at the end of another family's skeleton: its student's code
+    runs in a process of its own too."""
+    require(EXERCISES[exercise].backend != "zookeeper" or zookeeper_installed(),
+            "the zookeeper server is not installed")
+    source = (EXERCISES[exercise].skeleton.read_text() + "\n"
+              + textwrap.dedent(REWRITES_THE_RESULTS))
+    done = graded(room, source, exercise)
+    assert done["state"] == "done" and len(done["checks"]) == checks
     assert not any(check["passed"] for check in done["checks"]), done["checks"]
     assert "not written yet: TODO" in done["checks"][0]["observed"]
 
