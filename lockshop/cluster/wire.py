@@ -219,6 +219,13 @@ def _not_resp(kind: bytes):
     raise ValueError(f"not RESP: {kind!r}")
 
 
+#: How many of a proxy's threads wait for a client at once, each signed in already: a lock
+#: that opens several connections at once (a pool of six threads' clients) is not served
+#: one sign-in after another, which a loaded machine once made longer than a lock
+#: client's two-second timeout.
+READY_CONNECTIONS = 4
+
+
 class RedisProxy:
     """A TCP proxy between a lock's process and a Redis server that watches the lock's
     commands as ``WatchedRedis`` does, from outside that process: the same counters
@@ -259,7 +266,8 @@ class RedisProxy:
         self._connections: list = []
         self._listener = socket.create_server((host, 0))
         self.address = self._listener.getsockname()[:2]
-        threading.Thread(target=self._serve, daemon=True, name="redis-proxy").start()
+        for _ready in range(READY_CONNECTIONS):
+            threading.Thread(target=self._serve, daemon=True, name="redis-proxy").start()
 
     @property
     def url(self) -> str:
@@ -307,7 +315,8 @@ class RedisProxy:
 
     def _serve(self) -> None:
         """One client's connection, from its accept to its end, on this thread; the next
-        client's is the next thread's, started once this one has its client. Each thread
+        client's is another's: ``READY_CONNECTIONS`` threads wait in accept at once, and
+        each that gets a client starts one to take its place. Each thread
         connects and signs in to the server before it accepts (for as long as the server
         takes: a paused one, SIGSTOP, answers once resumed, and a client meanwhile waits
         as it would at the server itself), so that a new client's first command waits for
