@@ -49,6 +49,8 @@ def test_a_session_ended_with_what_the_proxy_read_is_replaced(client_through_pro
     client.get_children("/queue", watch=lambda event: None)
     first = proxy.session
     end_session(proxy.session, proxy.password, server.address)
-    wait_for(lambda: proxy.session != first, timeout=10)
+    # The proxy reads the new session as it passes, before kazoo has taken it in.
+    wait_for(lambda: proxy.session != first and client.client_id is not None
+             and client.client_id[0] != first, timeout=10)
     assert proxy.session == client.client_id[0]
     assert proxy.children_watched() == []  # the new session holds none of the old one's
