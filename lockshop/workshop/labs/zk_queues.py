@@ -277,7 +277,11 @@ def _writer_waits_for_readers(run, factories) -> None:
 
 def stage_writer_not_starved(run) -> None:
     """A stocktake reads; a sale asks to write; more stocktakes keep arriving, each
-    overlapping the one before, for 1.5 s."""
+    overlapping the one before, for 1.5 s.
+
+    The fix is judged by order, not by the clock: the writer goes in before every reader
+    that came after it (and none of them went straight in). How long it waited is shown;
+    a machine with a core kept busy made the fixed writer's wait 0.8 s where it is 0.4."""
     redis_server, = run.parts.redis()
     zk = run.parts.zookeeper()
     for half, strategy, how in (
@@ -292,11 +296,14 @@ def stage_writer_not_starved(run) -> None:
         first.acquire()
         began = time.monotonic()
         writer_waited: list[float] = []
+        #: Who went in, in order, after the first reader: "writer" or "reader".
+        entered: list[str] = []
 
         def writer() -> None:
             lock = factory.lock("product:1", timeout=10)
             asked = time.monotonic()
             lock.acquire()
+            entered.append("writer")
             writer_waited.append(time.monotonic() - asked)
             lock.release()
 
@@ -310,6 +317,7 @@ def stage_writer_not_starved(run) -> None:
             overtook.append(got_in and not writer_waited)
             if not got_in:
                 lock.acquire()
+            entered.append("reader")
             time.sleep(0.3)
             lock.release()
 
@@ -338,7 +346,7 @@ def stage_writer_not_starved(run) -> None:
             run.check(action, expected=_("no reader goes ahead of the writer: it gets the lock "
                                          "once the first reader is done (at about 0.4 s)"),
                       observed=observed,
-                      agrees=sum(overtook) == 0 and writer_waited[0] < 0.8)
+                      agrees=sum(overtook) == 0 and entered[0] == "writer")
 
 
 # --- C29: the same owner, again ---------------------------------------------------------------
