@@ -18,13 +18,13 @@ import socket
 import stat
 import subprocess
 import sys
-import time
 from dataclasses import fields
 from pathlib import Path
 
 import pytest
 import yaml
 
+from helpers import wait_for
 from lockshop.cluster.launcher import gunicorn_arguments
 from lockshop.cluster.processes import free_port
 from lockshop.compose import base_image, check, engine, images
@@ -176,12 +176,13 @@ def a_process(tmp_path: Path, argv0: str, *arguments: str) -> subprocess.Popen:
     process = subprocess.Popen([argv0, "-c", "import time; time.sleep(60)", *arguments],
                                executable=sys.executable, cwd=tmp_path)
     cmdline = Path(f"/proc/{process.pid}/cmdline")
-    for _attempt in range(1000):
-        if cmdline.read_bytes().split(b"\0")[0] == argv0.encode():
-            return process
-        time.sleep(0.01)
-    process.kill()
-    pytest.fail(f"the process's command line never read {argv0}: {cmdline.read_bytes()!r}")
+    try:
+        wait_for(lambda: cmdline.read_bytes().split(b"\0")[0] == argv0.encode(),
+                 message=f"the process's command line to read {argv0}")
+    except BaseException:
+        process.kill()
+        raise
+    return process
 
 
 @pytest.mark.parametrize("command", [
