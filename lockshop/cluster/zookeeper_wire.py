@@ -25,6 +25,8 @@ import socket
 import struct
 import threading
 
+from lockshop.cluster.wire import shut_down
+
 #: The request types that can set a watch on a node's children.
 GET_CHILDREN, GET_CHILDREN2, SET_WATCHES, SET_WATCHES2 = 8, 12, 101, 105
 #: A reply with this xid is a watch's notification.
@@ -124,7 +126,7 @@ class ZooKeeperProxy:
         except (OSError, ValueError, struct.error):
             pass
         finally:
-            _cut(client, server)
+            shut_down(client, server)
 
     def _answers(self, server: socket.socket, client: socket.socket,
                  pending: dict[int, list[str]], requests: threading.Thread) -> None:
@@ -143,7 +145,7 @@ class ZooKeeperProxy:
         except (OSError, ValueError, struct.error):
             pass
         finally:
-            _cut(client, server)
+            shut_down(client, server)
             requests.join()
             with self._guard:
                 for sock in (client, server):
@@ -235,10 +237,3 @@ def _exactly(sock: socket.socket, size: int) -> bytes | None:
         left -= len(chunk)
     return b"".join(chunks)
 
-
-def _cut(*sockets: socket.socket) -> None:
-    for sock in sockets:
-        try:
-            sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
