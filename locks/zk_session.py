@@ -34,7 +34,8 @@ What this module guarantees:
 * ``ensure_held()`` (the shop calls it just before committing) asks the
   server whether our node is still there and still owned by our session:
   that round trip is what catches a session the server expired while we
-  were paused;
+  were paused. An answer we cannot have (the connection went first) is
+  a lost lock, as a dropped connection is before we ask;
 * a lock's fencing token is the creation zxid of its node (``czxid``):
   every write to a ZooKeeper ensemble gets a zxid, and zxids only grow, so
   the next holder's node always has a larger one;
@@ -92,7 +93,13 @@ class ZooKeeperLockBase(DistributedLock):
             return False  # SUSPENDED: maybe ours, maybe not; LOST: not ours
         if self.factory.session_id() != self.session_id:
             return False  # a new session: the old one's nodes are gone
-        stat = self.factory.call(self.client.exists_async, self.node)
+        try:
+            stat = self.factory.call(self.client.exists_async, self.node)
+        except (ConnectionLoss, SessionExpiredError):
+            # The connection went while we asked (the server ends an expired session's
+            # connection, and it may close before we hear of the expiry): as SUSPENDED
+            # above, we cannot know, so the lock is not ours to write under.
+            return False
         return stat is not None and stat.ephemeralOwner == self.session_id
 
     # Helpers for the recipes.
