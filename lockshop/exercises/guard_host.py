@@ -45,6 +45,7 @@ class Guards:
         self._making = threading.Lock()
         # What a shop state is made of, imported now (as the grader sets its servers up),
         # not in a check's time.
+        import shop.app  # noqa: F401
         import shop.orders.order_strategies  # noqa: F401
         import shop.state  # noqa: F401
 
