@@ -52,8 +52,7 @@ class Guards:
     def do(self, request: dict) -> object:
         op = request.get("op")
         if op == "guard_state":
-            with self._making:  # one at a time: two runs' states make one file's schema
-                self.states[str(request["state"])] = shop_state(request)
+            self.states[str(request["state"])] = shop_state(request, self._making)
             return None
         if op == "guard":
             made = self.guard_class
@@ -83,11 +82,11 @@ class Guards:
         raise ValueError(f"no such op: {op!r}")
 
 
-def shop_state(request: dict):
+def shop_state(request: dict, making: threading.Lock):
     """What a guard is given as ``state``: a shop's state on the grading's servers, as
     ``shop.app.create_app`` makes one. A SQLite file is the guard's own, new: its schema
     is made here; a server's database is the grading's, whose schema the grader's shop
-    has made."""
+    has made. (``making``: one schema made at a time: two runs' states share a file.)"""
     from shop.app import create_schema
     from shop.config import Config, locks_backends
     from shop.orders.order_strategies import Strategies
@@ -100,7 +99,8 @@ def shop_state(request: dict):
                     lock_lease_ms=int(request["lease_ms"]))
     engine = make_engine(config.database_url)
     if backend_name(config.database_url) == "sqlite":
-        create_schema(engine)
+        with making:
+            create_schema(engine)
     return ShopState(config, engine, make_sessions(engine),
                      Strategies(locks_backends(config), backend_name(config.database_url)))
 
