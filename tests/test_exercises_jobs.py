@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import require
+from helpers import hosted_student, require
 from locks.custom import LockClassError
 from lockshop import exercises
 from lockshop.cluster.redis_servers import redis_server_binary
@@ -204,3 +204,51 @@ def test_a_students_guard_is_graded_in_the_rooms_sandbox():
     # The command line's line, less its time (the room says it as the command line does).
     assert re.sub(r" \([\d.]+ s\)$", "", outcome.message) == \
         "exercise 16 passed: 5 of 5 checks", outcome
+
+
+def test_a_job_guard_is_graded_in_a_process_of_its_own(tmp_path):
+    """Exercises 15 and 16 out of process: the student's guard class is loaded in the lock
+    host, never in the grader, and made there by the grader's runs as the scheduler makes
+    one. What it holds the grader reads on its own Redis: taken by one run, refused to
+    another; checked before a write (LockLost once the grader has deleted its key); given
+    back. Its state's database is a file of the guard's own: the grader's, whose rows the
+    checks count, never sees the guard's writes (its fencing token)."""
+    needs_redis()
+    from sqlalchemy import func, select
+
+    from locks import LockLost
+    from lockshop.exercises.checks.job_steps import JOB, LONG_LEASE_MS, close_states, shop_states
+    from lockshop.exercises.grading import Grading
+    from lockshop.exercises.remote_guards import RemoteGuard, student_guards
+    from shop.store.models import JobFence
+
+    assert all(grader.out_of_process(exercises.find(n)) for n in ("15", "16", "22"))
+    exercise = exercises.find("16")
+    with hosted_student(tmp_path, exercise, "shop.jobs.custom", "StrategyLockGuard") as (
+            host, spec), Grading(None, spec, exercise.backend, tmp_path / "runtime",
+                                 host=host) as grading:
+        a, b = shop_states(grading, (LONG_LEASE_MS, LONG_LEASE_MS))
+        try:
+            with student_guards(grading) as guards:
+                settings, fire_time = a.settings(), utc_at(time.time())
+
+                def tried(state, at) -> bool:  # another run: a thread (an owner) of its own
+                    return guards(state, JOB, at, settings, time.time).take()
+
+                mine = guards(a, JOB, fire_time, settings, time.time)
+                assert isinstance(mine, RemoteGuard) and mine.take() is True
+                key = grading.key_of(f"job:{JOB}")
+                assert grading.redis().exists(key)
+                assert grading.in_thread(tried, b, fire_time) is False
+                mine.ensure_held(None)
+                grading.redis().delete(key)
+                with pytest.raises(LockLost):
+                    mine.ensure_held(None)
+                mine.give_back()  # a lost lock has nothing to give back: no error
+                assert grading.in_thread(tried, b, utc_at(time.time() + 1)) is True
+            with a.engine.connect() as db:
+                assert db.scalar(select(func.count()).select_from(JobFence)) == 0
+        finally:
+            close_states(a, b)
+    assert not any("mine.py" in str(getattr(module, "__file__", ""))
+                   for module in list(sys.modules.values()))

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import require
+from helpers import hosted_student, require
 from lockshop import exercises
 from lockshop.cluster.scratch import DEFAULT_SERVERS, server_error
 from lockshop.exercises import grader
@@ -87,3 +87,47 @@ def test_an_untouched_skeleton_says_its_todo_and_nothing_ran(tmp_path):
     assert "Nothing ran" in done.stdout and "on a mysql database of the grader's own" in \
         done.stdout
     assert "exercise 22 not passed" in done.stdout
+
+
+def test_a_quartz_guard_is_graded_in_a_process_of_its_own(tmp_path):
+    """Exercise 22 out of process: the student's guard is loaded in the lock host, never in
+    the grader, on the grading's database (the host is given its URL); its claim is read
+    by the grader from the job's row itself, and a second scheduler's guard, deciding
+    after it, skips."""
+    import threading
+    import time
+
+    from sqlalchemy import select
+
+    from lockshop.exercises.checks.job_steps import JOB, LONG_LEASE_MS, close_states, shop_states
+    from lockshop.exercises.grading import Grading
+    from lockshop.exercises.remote_guards import RemoteGuard, student_guards
+    from shop.store.models import JobLock, utc_at
+
+    exercise = exercises.find("22")
+    assert grader.out_of_process(exercise)
+    with hosted_student(tmp_path, exercise, "shop.jobs.guards", "RowLockGuard") as (
+            host, spec), Grading(None, spec, exercise.backend, tmp_path / "runtime",
+                                 host=host) as grading:
+        a, b = shop_states(grading, (LONG_LEASE_MS, LONG_LEASE_MS))
+        try:
+            with student_guards(grading, deciding_s=0.05) as guards:
+                settings, fire_time = a.settings(), utc_at(int(time.time()))
+                mine = guards(a, JOB, fire_time, settings, time.time)
+                assert isinstance(mine, RemoteGuard) and mine.take() is True
+                with a.engine.connect() as db:
+                    claim = db.execute(select(JobLock.fire_time, JobLock.instance)
+                                       .where(JobLock.job == JOB)).one()
+                assert tuple(claim) == (fire_time, "A")
+                theirs: list = []
+                other = threading.Thread(target=lambda: theirs.append(
+                    guards(b, JOB, fire_time, settings, time.time).take()))
+                other.start()
+                other.join(30)
+                assert theirs == [False]
+                mine.ensure_held(None)
+                mine.give_back()
+        finally:
+            close_states(a, b)
+    assert not any("mine.py" in str(getattr(module, "__file__", ""))
+                   for module in list(sys.modules.values()))

@@ -2,7 +2,8 @@
 the real sandbox, come back not passed and leave the board as it was.
 
 Each attack is exercise 3's skeleton (one, exercise 7's: a ZooKeeper lock; one, exercise
-17's: a lock table's; one, exercise 14's: a leader election) with a few lines of its own, as a student who has read the grader would write it; the student's lock
+17's: a lock table's; one, exercise 14's: a leader election; one, exercises 15's and 22's:
+job guards) with a few lines of its own, as a student who has read the grader would write it; the student's lock
 runs in a process of its own as ``nobody``, the grader as a user of its own (``lockshop.room.inside``). Each submission goes through
 ``Room.submit`` to the board, beside a student whose ✓ was there before: that row must be
 untouched, and the attacker's own row must be a ✗.
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from helpers import require, wait_for
+from lockshop.cluster.mariadb_servers import mariadb_installed
 from lockshop.cluster.redis_servers import redis_server_binary
 from lockshop.cluster.zookeeper_servers import zookeeper_installed
 from lockshop.exercises import EXERCISES
@@ -98,6 +100,7 @@ def test_rewriting_the_results_objects_forges_nothing(room):
     pytest.param("7", 6, id="a-zookeeper-lock"),  # its checks read the server and a proxy
     pytest.param("17", 6, id="a-lock-table"),  # its checks read the rows themselves
     pytest.param("14", 3, id="a-leader-election"),  # its candidates are asked from outside
+    pytest.param("15", 4, id="a-job-guard"),  # the runs are the grader's; their guard is asked
 ])
 def test_rewriting_the_results_objects_forges_nothing_in_other_families(room, exercise, checks):
     """The same five lines at the end of another family's skeleton: its student's code
@@ -108,6 +111,31 @@ def test_rewriting_the_results_objects_forges_nothing_in_other_families(room, ex
               + textwrap.dedent(REWRITES_THE_RESULTS))
     done = graded(room, source, exercise)
     assert done["state"] == "done" and len(done["checks"]) == checks
+    assert not any(check["passed"] for check in done["checks"]), done["checks"]
+    assert "not written yet: TODO" in done["checks"][0]["observed"]
+
+
+@pytest.fixture()
+def room_with_its_database(tmp_path):
+    """A room with its MariaDB (started by the first grading that needs it), where exercise
+    22 is graded."""
+    require(mariadb_installed(), "MariaDB is not installed")
+    opened = Room.open(tmp_path / "room", workers=1)
+    opened.store.join("Grace")
+    opened.store.record_self_reported("Grace", "3", True, None)
+    yield opened
+    opened.close()
+
+
+def test_rewriting_the_results_objects_forges_nothing_in_a_guard_on_the_rooms_database(
+        room_with_its_database):
+    """The same five lines at the end of exercise 22's skeleton: Quartz's guard runs in a
+    process of its own, on the grading's database, and its schedulers' runs ask it from
+    outside."""
+    source = (EXERCISES["22"].skeleton.read_text() + "\n"
+              + textwrap.dedent(REWRITES_THE_RESULTS))
+    done = graded(room_with_its_database, source, "22")
+    assert done["state"] == "done" and len(done["checks"]) == 4
     assert not any(check["passed"] for check in done["checks"]), done["checks"]
     assert "not written yet: TODO" in done["checks"][0]["observed"]
 

@@ -12,11 +12,12 @@ own shows it), the check says why, its hint is the mistake's, and the verdict's 
 broken lesson is the mistake's. A check whose lesson does not apply to the lock
 (``grading.NotApplicable``) is marked "–" and counts as neither passed nor failed.
 
-A Redis, Redlock or ZooKeeper lock, a leader election and a lock table's lock
-(``out_of_process``: exercises 1 to 14 and 17) are never loaded here: each is loaded, and
-runs, in a lock host of its own (``remote_locks``, ``lock_host``), which says what it
-found; what was found wrong with the file comes back as the same one line. A job guard and
-an order step (exercises 15, 16 and 18 to 22) are still loaded and run in this process.
+A Redis, Redlock or ZooKeeper lock, a leader election, a lock table's lock and a job
+guard (``out_of_process``: exercises 1 to 17 and 22) are never loaded here: each is
+loaded, and runs, in a lock host of its own (``remote_locks``, ``lock_host``; a job guard's
+runs are the grader's, here, and call their guard there: ``remote_guards``), which says
+what it found; what was found wrong with the file comes back as the same one line. An
+order step (exercises 18 to 21) is still loaded and run in this process.
 """
 
 from __future__ import annotations
@@ -95,24 +96,30 @@ OUT_OF_PROCESS_BACKENDS = ("redis", "redlock", "zookeeper", "sqlite")
 #: The leader elections graded the same way, by backend: ZooKeeper's (14), each
 #: candidate's session through a proxy of the grader's, as a ZooKeeper lock's factory.
 OUT_OF_PROCESS_ELECTIONS = ("zookeeper",)
+#: The job guards graded the same way, by backend (``remote_guards``): Redis's (15, 16),
+#: on a SQLite file of the guard's own beside the grader's; MariaDB's (22), on the
+#: grading's database.
+OUT_OF_PROCESS_GUARDS = ("redis", "mysql")
 
 
 def out_of_process(exercise: Exercise) -> bool:
     """Whether ``exercise`` runs the student's code in a lock host, never in the grader."""
     if exercise.writes == ELECTION:
         return exercise.backend in OUT_OF_PROCESS_ELECTIONS
+    if exercise.writes == JOB_GUARD:
+        return exercise.backend in OUT_OF_PROCESS_GUARDS
     return exercise.writes == LOCK and exercise.backend in OUT_OF_PROCESS_BACKENDS
 
 
 def start_host(spec: str, exercise: Exercise) -> tuple[LockHost, str]:
-    """The student's lock class (or election class) loaded in a process of its own, and a
-    spec other processes can load; ``LockClassError`` as ``resolve`` raises it, said by
-    the host."""
+    """The student's lock class (or election class, or job guard class) loaded in a process
+    of its own, and a spec other processes can load; ``LockClassError`` as ``resolve``
+    raises it, said by the host."""
     target, class_name = split_spec(spec)
     target = absolute_target(target)
     host = LockHost(f"{target}:{class_name}" if class_name else target,
-                    election=exercise.writes == ELECTION)
-    if host.family != exercise.lock_family:
+                    election=exercise.writes == ELECTION, guard=exercise.writes == JOB_GUARD)
+    if exercise.writes != JOB_GUARD and host.family != exercise.lock_family:
         host.close()
         raise wrong_family(target, host.class_name, host.family, exercise)
     return host, f"{target}:{class_name or host.class_name}"

@@ -1,6 +1,7 @@
-"""``python -m lockshop.exercises.lock_host SPEC --channel FD [--election]``: a student's
-lock (with ``--election``: leader election) in a process of its own, driven by the grader
-over ``lock_protocol``.
+"""``python -m lockshop.exercises.lock_host SPEC --channel FD [--election | --guard]``: a
+student's lock (with ``--election``: leader election; with ``--guard``: job guard, whose
+requests ``guard_host`` answers) in a process of its own, driven by the grader over
+``lock_protocol``.
 
 This process runs the student's code and is trusted with nothing: it loads the class
 ``SPEC`` names, makes factories and locks when asked, and answers each request with what
@@ -25,6 +26,7 @@ import time
 import traceback
 from pathlib import Path
 
+from lockshop.exercises.guard_host import GUARD_FAMILY, GUARD_OPS, Guards
 from lockshop.exercises.lock_protocol import (
     ATTRIBUTES,
     LOCK_ERROR_FIELDS,
@@ -40,7 +42,7 @@ class Host:
     gives."""
 
     def __init__(self, lock_class: type, spec: str, channel: socket.socket, *,
-                 election: bool = False) -> None:
+                 election: bool = False, guard: bool = False) -> None:
         #: The student's lock class, or with ``election`` its ``Candidate`` class.
         self.lock_class = lock_class
         self.election = election
@@ -53,6 +55,8 @@ class Host:
         #: The grader's thread names -> (their requests, the thread that runs them).
         self.threads: dict[str, tuple[queue.SimpleQueue, threading.Thread]] = {}
         self._writing = threading.Lock()
+        #: With ``guard``, the student's job guard class and its guards.
+        self.job_guards = Guards(lock_class) if guard else None
 
     def send(self, message: dict) -> None:
         with self._writing:
@@ -166,6 +170,8 @@ class Host:
         if op == "close":
             factory = self.factories.pop(request["factory"], None)
             return factory.close() if factory is not None else None
+        if op in GUARD_OPS and self.job_guards is not None:
+            return self.job_guards.do(request)
         raise ValueError(f"no such op: {op!r}")
 
 
@@ -186,6 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("spec")
     parser.add_argument("--channel", type=int, required=True)
     parser.add_argument("--election", action="store_true")
+    parser.add_argument("--guard", action="store_true")
     args = parser.parse_args(argv)
     channel = socket.socket(fileno=args.channel)
     # The grader steps into this process's traffic and kills it on purpose: its clients'
@@ -196,6 +203,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.election:  # a Candidate: on ZooKeeper, as the shop runs it
             lock_class, family = load_election_class(args.spec), "zookeeper"
+        elif args.guard:  # a JobGuard: made by the grader's runs, as the scheduler does
+            from shop.jobs.custom import load_guard_class
+            lock_class, family = load_guard_class(args.spec), GUARD_FAMILY
         else:
             lock_class = load_lock_class(args.spec)
             family = factory_for(lock_class)[1][0]
@@ -203,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         channel.sendall(encode({"load_error": str(error)[:MAX_MESSAGE]}))
         return 2
     channel.sendall(encode({"ready": {"class": lock_class.__name__, "family": family}}))
-    Host(lock_class, args.spec, channel, election=args.election).serve()
+    Host(lock_class, args.spec, channel, election=args.election, guard=args.guard).serve()
     os._exit(0)  # the channel closed: nothing is waited for (a hung lock's threads)
 
 

@@ -44,6 +44,29 @@ stood, asked and stopped by its own name::
 (``failed``: what ended the candidate's campaign, said as an error answer's ``error`` is,
 or null.)
 
+A host started for a job guard (``--guard``; ``guard_host``) loads a ``JobGuard`` class. A
+``guard_state`` is what a guard is given as the shop's state, made in the host from plain
+fields (the instance's name, its lease, the Redis and the database the grader names for
+it); a ``guard`` is made on one as the scheduler makes it, ``Class(state, job, fire_time,
+settings, clock)`` (``deciding_s``: a subclass whose ``deciding()`` takes that long, or
+null), then taken, checked before a write and given back, each in the thread of the
+grader's run::
+
+    {"id": 30, "thread": "t7", "op": "guard_state", "state": "s1", "instance": "A",
+     "lease_ms": 10000, "redis_url": "redis://127.0.0.1:4712/0",
+     "database_url": "sqlite:////tmp/.../guard.db"}
+    {"id": 31, "thread": "t7", "op": "guard", "guard": "g2", "state": "s1",
+     "job": "send_reminders", "fire_time": "2026-11-29T09:40:00",
+     "settings": {"strategy": "redis", "business_delay_ms": 0, ...}, "deciding_s": null}
+    {"id": 32, "thread": "t7", "op": "take", "guard": "g2"}          (true: it runs)
+    {"id": 33, "thread": "t7", "op": "recheck", "guard": "g2"}
+    {"id": 34, "thread": "t7", "op": "give_back", "guard": "g2"}
+    {"id": 35, "thread": "t8", "op": "close_state", "state": "s1"}
+
+(``recheck``: the guard's ``ensure_held(db)``, ``db`` a transaction of the host's own on
+its state's database, committed when it returns: null, or the error it raised, a
+``LockLost`` when the guard is gone. The job's own transaction never crosses.)
+
 (``try_in_new_thread``: a lock on ``name`` tried once, blocking=False, in a new thread of
 the host that then ends; with ``wanted_id``, only in one the host's runtime gave that
 thread id, a dead thread's: answered ``{"taken": bool, "thread_id": id}``) and one that

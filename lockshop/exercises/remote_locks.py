@@ -105,7 +105,7 @@ class LockHost:
     """One student's class in one process, and the requests in flight to it."""
 
     def __init__(self, spec: str, *, env: dict[str, str] | None = None,
-                 election: bool = False) -> None:
+                 election: bool = False, guard: bool = False) -> None:
         self.spec = spec
         ours, theirs = socket.socketpair()
         self._channel = ours
@@ -113,7 +113,8 @@ class LockHost:
             self.process = subprocess.Popen(
                 as_student([sys.executable, "-m", "lockshop.exercises.lock_host", spec,
                             "--channel", str(theirs.fileno()),
-                            *(["--election"] if election else [])]),
+                            *(["--election"] if election else []),
+                            *(["--guard"] if guard else [])]),
                 stdin=subprocess.DEVNULL, pass_fds=(theirs.fileno(),),
                 env={**(env or os.environ), "PYTHONUNBUFFERED": "1"},
                 start_new_session=True)

@@ -45,7 +45,11 @@ that has run a line of the student's code decides, counts or reports anything:
   watches from the server's answers; the nodes' watches and ephemeral nodes are read from
   the server (``wchp``, ``dump``), and a session is expired by the grader on the server.
   A leader election's candidates (exercise 14) are asked the same way: each in the lock
-  host, on a session through a proxy of the grader's.
+  host, on a session through a proxy of the grader's. A job guard (exercises 15, 16, 22)
+  is made, taken, checked and given back in the lock host by runs of the grader's
+  (``lockshop.exercises.remote_guards``), whose jobs write to a database of the grader's
+  own (on MariaDB, 22, the grading's database, whose URL the guard is given: its lock is a
+  row there), and whose counts are the grader's.
   ZooKeeper asks for no password, so a lock written to go round its proxy could hide its
   own children's watches and nodes from the checks, never reach the counts or the report.
   A lock table's rows (exercise 17) are read by the grader from the grading's SQLite
@@ -56,12 +60,13 @@ that has run a line of the student's code decides, counts or reports anything:
   could return (a lock that lies is a lock that behaves that way, and the checks judge
   behaviour). The host's errors are shown as text.
 
-What is not yet behind this boundary (without ``--student-user``: the job-guard and
-order-step exercises) is graded as before: the student's
+What is not yet behind this boundary (without ``--student-user``: the order-step
+exercises) is graded as before: the student's
 code in this process, as ``nobody`` with no capability, where code written to rewrite the grader
 could still report a pass (``sandboxed_grading`` believes a line only as far as it is well
-formed). And a sale's audit (the election's: the shop's jobs) is read from a database its
-shop instances, which run the student's code, can write.
+formed). And a sale's audit (the election's and the job guards': the shop's jobs on three
+instances) is read from a database its shop instances, which run the student's code, can
+write.
 """
 
 from __future__ import annotations

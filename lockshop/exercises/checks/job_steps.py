@@ -16,6 +16,11 @@ checks it still holds its lock before each write (``ensure_held``) stops A.
 The runs are made as the scheduler makes them (the guard, then the job under
 it, in one thread), but without the scheduler's own "hold at most" clock,
 which would stop A as well and hide whether the guard does.
+
+Graded out of process (``grader.out_of_process``), the runs are still the grader's, here,
+and their guard the student's, in the lock host (``remote_guards``): each run makes it,
+takes it, checks it before each write and gives it back over the protocol. The shop
+instances of the cluster's checks run as the student's user, as a lock's sale's do.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from typing import TYPE_CHECKING
 
 from locks import LockLost
 from lockshop.exercises.grading import Check, Grading
+from lockshop.exercises.remote_guards import student_guards
 from shop.config import Config
 from shop.i18n import _, lazy_gettext
 from shop.store.models import utc_at
@@ -56,30 +62,36 @@ _cluster_runs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 def one_run_takes_it(grading: Grading) -> tuple[str, bool]:
     """Two runs of one fire time at once, on two shops (threads of the grader's process,
-    each with a shop state of its own): one takes the guard, the other skips; once it is
-    given back, the next fire time's run takes it."""
+    each with a shop state of its own; their guards in the student's process, where it is
+    graded out of process): one takes the guard, the other skips; once it is given back,
+    the next fire time's run takes it."""
     grading.redis().flushdb()
     a, b = shop_states(grading, (LONG_LEASE_MS, LONG_LEASE_MS))
     try:
-        settings = a.settings()
-        fire_time = utc_at(time.time())
-        both = threading.Barrier(2)
-        runs = [JobRun(grading, state, fire_time, settings, keep=True, start=both)
-                for state in (a, b)]
-        for run in runs:
-            run.done.wait(30)
-        for run in runs:
-            run.give_back()
-            run.ended.wait(30)
-        raised = [run.said() for run in runs if isinstance(run.outcome, BaseException)]
-        if raised:  # (a TODO raises, to be said in the skeleton's own words)
-            return raised[0], False
-        took = [run.outcome != "skipped" for run in runs]
-        later = JobRun(grading, b, utc_at(time.time() + 1), settings)
-        later.ended.wait(30)
-        took_later = later.outcome != "skipped"
+        with student_guards(grading) as guards:
+            return _one_takes_it(grading, a, b, guards)
     finally:
         close_states(a, b)
+
+
+def _one_takes_it(grading: Grading, a: ShopState, b: ShopState, guards) -> tuple[str, bool]:
+    settings = a.settings()
+    fire_time = utc_at(time.time())
+    both = threading.Barrier(2)
+    runs = [JobRun(grading, state, fire_time, settings, keep=True, start=both,
+                   guard_class=guards) for state in (a, b)]
+    for run in runs:
+        run.done.wait(30)
+    for run in runs:
+        run.give_back()
+        run.ended.wait(30)
+    raised = [run.said() for run in runs if isinstance(run.outcome, BaseException)]
+    if raised:  # (a TODO raises, to be said in the skeleton's own words)
+        return raised[0], False
+    took = [run.outcome != "skipped" for run in runs]
+    later = JobRun(grading, b, utc_at(time.time() + 1), settings, guard_class=guards)
+    later.ended.wait(30)
+    took_later = later.outcome != "skipped"
     yes, no = _("yes"), _("no")
     observed = _("took the guard: run A %(a)s, run B %(b)s; after it was given back, the "
                  "next fire time's run %(later)s", a=yes if took[0] else no,
@@ -100,7 +112,7 @@ def jobs_on_three_instances(grading: Grading) -> dict:
 def _run_the_cluster(grading: Grading) -> dict:
     # Imported here: the launcher brings in the whole shop, which only this check needs.
     from lockshop.cluster.client import ShopClient
-    from lockshop.cluster.launcher import Cluster
+    from lockshop.exercises.checks.sale import StudentsCluster
     from lockshop.workshop.labs.jobs import place_unpaid_orders, run_jobs
 
     folder = grading.runtime / "jobs"
@@ -110,7 +122,8 @@ def _run_the_cluster(grading: Grading) -> dict:
                     redis_url=redis_url, lock_lease_ms=CLUSTER_LEASE_MS,
                     admin_token=TOKEN, strategy=strategy, job_interval_ms=0,
                     extra_guards=(f"{GUARD}={grading.spec}",), job_guard=GUARD)
-    with Cluster(config, instances=INSTANCES, runtime_dir=folder) as cluster:
+    # The instances run the student's guard: as the student's user, where there is one.
+    with StudentsCluster(config, instances=INSTANCES, runtime_dir=folder) as cluster:
         admin = ShopClient(cluster.urls[0], TOKEN, timeout=60)
         place_unpaid_orders(cluster.urls, admin, strategy, job_guard=GUARD)
         before = admin.audit()
@@ -172,44 +185,47 @@ def late_write_refused(grading: Grading) -> tuple[str, bool]:
     grading.redis().flushdb()
     a, b = shop_states(grading, (SHORT_LEASE_MS, LONG_LEASE_MS))
     try:
-        settings = a.settings()
-        a_read, a_go_on = threading.Event(), threading.Event()
+        with student_guards(grading) as guards:
+            settings = a.settings()
+            a_read, a_go_on = threading.Event(), threading.Event()
 
-        def held_in_its_delay(_seconds: float) -> None:
-            a_read.set()
-            a_go_on.wait(30)
+            def held_in_its_delay(_seconds: float) -> None:
+                a_read.set()
+                a_go_on.wait(30)
 
-        fire_a = time.time()
-        run_a = JobRun(grading, a, utc_at(fire_a), settings, sleep=held_in_its_delay)
-        if not grading.until(lambda: a_read.is_set() or run_a.done.is_set(), seconds=15):
-            return _("A's run did not read its orders"), False
-        if not a_read.is_set():
-            return _("A's run: %(outcome)s", outcome=run_a.said()), False
-        # A is held; its lease runs out. B fires at a later fire time and tries the guard
-        # once, as the scheduler does, until the lock is free.
-        run_b: list[JobRun] = []
+            fire_a = time.time()
+            run_a = JobRun(grading, a, utc_at(fire_a), settings, sleep=held_in_its_delay,
+                           guard_class=guards)
+            if not grading.until(lambda: a_read.is_set() or run_a.done.is_set(), seconds=15):
+                return _("A's run did not read its orders"), False
+            if not a_read.is_set():
+                return _("A's run: %(outcome)s", outcome=run_a.said()), False
+            # A is held; its lease runs out. B fires at a later fire time and tries the guard
+            # once, as the scheduler does, until the lock is free.
+            run_b: list[JobRun] = []
 
-        def b_fires() -> bool:
-            run = JobRun(grading, b, utc_at(fire_a + 1), settings, keep=True)
-            run.done.wait(30)
-            if run.outcome == "skipped":
-                return False
-            run_b.append(run)
-            return True
+            def b_fires() -> bool:
+                run = JobRun(grading, b, utc_at(fire_a + 1), settings, keep=True,
+                             guard_class=guards)
+                run.done.wait(30)
+                if run.outcome == "skipped":
+                    return False
+                run_b.append(run)
+                return True
 
-        grading.until(b_fires, seconds=10 * SHORT_LEASE_MS / 1000, step=0.05)
-        if not run_b:
-            a_go_on.set()
-            run_a.ended.wait(30)
-            return _("B's run could not take the guard after A's lease of %(lease)s ms ran "
-                     "out: does your guard let go of a lock it no longer holds?",
-                     lease=SHORT_LEASE_MS), False
-        a_go_on.set()  # B has sent, and still holds the guard: A goes on to write
-        run_a.done.wait(30)
-        run_b[0].give_back()
-        for run in (run_a, *run_b):
-            run.ended.wait(30)
-        jobs = take_audit(a.sessions).jobs
+            grading.until(b_fires, seconds=10 * SHORT_LEASE_MS / 1000, step=0.05)
+            if not run_b:
+                a_go_on.set()
+                run_a.ended.wait(30)
+                return _("B's run could not take the guard after A's lease of %(lease)s ms ran "
+                         "out: does your guard let go of a lock it no longer holds?",
+                         lease=SHORT_LEASE_MS), False
+            a_go_on.set()  # B has sent, and still holds the guard: A goes on to write
+            run_a.done.wait(30)
+            run_b[0].give_back()
+            for run in (run_a, *run_b):
+                run.ended.wait(30)
+            jobs = take_audit(a.sessions).jobs
     finally:
         close_states(a, b)
     observed = _("A: %(a)s; B: %(b)s; reminders %(sent)s for %(orders)s customers, "
