@@ -1,9 +1,10 @@
 """``SELECT ... FOR UPDATE``'s lessons (article A1), turned on a student's order step.
 
-Two buyers run the student's step in the grader's process, on the grader's own
-MariaDB database. The first is stopped inside its business delay (the step's
-``sleep``, which the grader hands in: a barrier, not a clock), holding whatever
-its step holds there; the second is started, and the grader waits for it to
+Two buyers run the student's step, each in a thread of the step's own process
+(``remote_steps``), on the grader's own MariaDB database. The first is stopped
+inside its business delay (the step's ``sleep``, which the grader hands in and the
+step's process calls back: a barrier, not a clock), holding whatever its step
+holds there; the second is started, and the grader waits for it to
 show one of two states: waiting for a row lock (InnoDB says so, in
 ``information_schema.innodb_trx``) or arrived at its own business delay (it has
 read, and decided, without waiting). Which one it shows is the verdict:
@@ -136,6 +137,9 @@ class Shop:
         return orders, stock
 
     def close(self) -> None:
+        forget = getattr(self.grading.lock_class, "forget", None)  # a step in its host
+        if forget is not None:
+            forget(self.engine)
         self.engine.dispose()
 
 

@@ -1,0 +1,158 @@
+"""``python -m lockshop.exercises.step_host SPEC --channel FD``: a student's order step in a
+process of its own, driven by the grader over ``lock_protocol`` (its order step's ops).
+
+This process runs the student's code and is trusted with nothing, as a lock host is
+(``lock_host``, whose threads and answers it shares): it loads the step ``SPEC`` names
+(``shop.orders.custom_steps.load_order_step``), and for each ``place`` request calls the
+step's ``place`` in the grader's thread's host thread, on an engine of its own made from
+the database URL the request names (each URL's engine made once, and disposed of when
+the grader says ``forget``). The grader gives it that URL and nothing else: the
+grading's database, with the one credential the student's SQL needs (in the room, the
+grading's own MariaDB user, which can reach its database alone; a SQLite file the
+student's user may write). It never sees the grader's own connections.
+
+The business delay the step calls (``business_delay(context, sleep)``: the ``sleep`` it
+is handed) is the grader's: the host says ``delay`` for that request and waits until
+the grader's ``go`` for it, which its reader handles at once (the request's own thread
+is in the step). What the step came to goes back as JSON: the placed order's id, or the
+error it raised with the shop's error code or the database's error number where it has
+one. The grader believes that as the step's own answer and no further: its verdicts
+rest on what it reads from the database and on its own barriers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import socket
+import sys
+import threading
+
+from lockshop.exercises.lock_host import Host
+from lockshop.exercises.lock_protocol import MAX_MESSAGE, encode
+
+
+class StepHost(Host):
+    """The student's order step, its engines, and the buyers held in their delay."""
+
+    def __init__(self, step: object, spec: str, channel: socket.socket) -> None:
+        super().__init__(type(step), spec, channel)
+        self.step = step
+        self._engines: dict[str, object] = {}
+        self._engines_guard = threading.Lock()
+        #: The ``place`` requests in their business delay -> what lets them go on.
+        self._gates: dict[int, threading.Event] = {}
+        self._gates_guard = threading.Lock()
+
+    def at_once(self, request: dict) -> bool:
+        if request.get("op") != "go":
+            return False
+        with self._gates_guard:
+            gate = self._gates.pop(request.get("place"), None)
+        if gate is not None:
+            gate.set()
+        return True
+
+    def do(self, request: dict) -> object:
+        op = request.get("op")
+        if op == "place":
+            return self.place(request)
+        if op == "forget":
+            with self._engines_guard:
+                engine = self._engines.pop(str(request.get("database")), None)
+            return engine.dispose() if engine is not None else None
+        raise ValueError(f"no such op: {op!r}")
+
+    def engine(self, url: str):
+        """The engine of ``url``, made as the shop makes its own (once per URL)."""
+        from shop.store.db import make_engine
+        with self._engines_guard:
+            if url not in self._engines:
+                self._engines[url] = make_engine(url)
+            return self._engines[url]
+
+    def place(self, request: dict) -> dict | None:
+        from shop.orders.order_path import OrderContext, OrderRequest
+        from shop.store.models import ProductKind
+        number = request.get("id")
+        asked, said = request["request"], request["context"]
+        order_request = OrderRequest(int(asked["product_id"]), int(asked["quantity"]),
+                                     _text_or_none(asked.get("seat")),
+                                     _text_or_none(asked.get("key")))
+        context = OrderContext(str(said["instance"]), str(said["strategy"]),
+                               int(said["business_delay_ms"]), int(said["lock_timeout_ms"]))
+        kind = ProductKind(request["kind"]) if request.get("kind") is not None else None
+        engine = self.engine(str(request["database"]))
+
+        def sleep(seconds: float) -> None:
+            """The grader's delay: say so, and wait for its go."""
+            gate = threading.Event()
+            with self._gates_guard:
+                self._gates[number] = gate
+            self.send({"id": number, "event": "delay", "seconds": float(seconds)})
+            gate.wait()
+
+        if kind is None:  # as the grader's buyers call a step
+            order = self.step.place(engine, order_request, context, sleep=sleep)
+        else:
+            order = self.step.place(engine, order_request, context, kind, sleep)
+        if order is None:
+            return None
+        return {"id": getattr(order, "id", None)}
+
+    def described(self, error: BaseException) -> dict:
+        """As a lock host's, with the shop's error code (a refusal: ``sold_out``...) and
+        the database's error number (1205: a row lock's wait timed out) where there are."""
+        from shop.errors import ShopError
+        said = super().described(error)
+        if isinstance(error, ShopError) and isinstance(error.code, str):
+            said["code"] = error.code[:100]
+        number = (getattr(getattr(error, "orig", None), "args", None) or (None,))[0]
+        if isinstance(number, int) and not isinstance(number, bool):
+            said["errno"] = number
+        return said
+
+
+def _warm_up() -> None:
+    """What the first ``place`` would import, imported before the host says it is ready:
+    a check's time is its steps', as it was with the step in the grader's warm process."""
+    import importlib
+    for module in ("shop.store.db", "shop.orders.order_path", "shop.store.models",
+                   "shop.errors", "sqlalchemy.dialects.sqlite.pysqlite",
+                   "sqlalchemy.dialects.mysql.pymysql", "pymysql"):
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            pass
+
+
+def _text_or_none(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m lockshop.exercises.step_host")
+    parser.add_argument("spec")
+    parser.add_argument("--channel", type=int, required=True)
+    args = parser.parse_args(argv)
+    channel = socket.socket(fileno=args.channel)
+    for name in ("locks", "lockshop", "shop", "sqlalchemy"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+    from locks.custom import LockClassError, split_spec
+    from shop.orders.custom_steps import FunctionStep, load_order_step
+    try:
+        step = load_order_step(args.spec)
+    except LockClassError as error:
+        channel.sendall(encode({"load_error": str(error)[:MAX_MESSAGE]}))
+        return 2
+    name = split_spec(args.spec)[1] or (step.function.__name__ if isinstance(step, FunctionStep)
+                                        else type(step).__name__)
+    _warm_up()
+    channel.sendall(encode({"ready": {"class": name, "family": "order step"}}))
+    StepHost(step, args.spec, channel).serve()
+    os._exit(0)  # the channel closed: nothing is waited for (a hung step's threads)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
