@@ -2,7 +2,8 @@
 the real sandbox, come back not passed and leave the board as it was.
 
 Each attack is exercise 3's skeleton (one, exercise 7's: a ZooKeeper lock; one, exercise
-17's: a lock table's; one, exercise 14's: a leader election) with a few lines of its own, as a student who has read the grader would write it; the student's lock
+17's: a lock table's; one, exercise 14's: a leader election; exercises 20's and 18's: order
+steps, on SQLite and on the room's MariaDB) with a few lines of its own, as a student who has read the grader would write it; the student's lock
 runs in a process of its own as ``nobody``, the grader as a user of its own (``lockshop.room.inside``). Each submission goes through
 ``Room.submit`` to the board, beside a student whose ✓ was there before: that row must be
 untouched, and the attacker's own row must be a ✗.
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from helpers import require, wait_for
+from lockshop.cluster.mariadb_servers import mariadb_installed
 from lockshop.cluster.redis_servers import redis_server_binary
 from lockshop.cluster.zookeeper_servers import zookeeper_installed
 from lockshop.exercises import EXERCISES
@@ -36,8 +38,8 @@ def _sandbox_can_run():
 
 @pytest.fixture()
 def room(tmp_path):
-    from lockshop.room.sandboxed_grading import grade_in_sandbox
-    opened = Room.open(tmp_path / "room", workers=1, grade=grade_in_sandbox)
+    # As the room grades (in the sandbox; on its own MariaDB for exercise 18).
+    opened = Room.open(tmp_path / "room", workers=1)
     honest = opened.store.join("Grace")
     opened.store.record_self_reported("Grace", "3", True, None)
     yield opened
@@ -98,12 +100,18 @@ def test_rewriting_the_results_objects_forges_nothing(room):
     pytest.param("7", 6, id="a-zookeeper-lock"),  # its checks read the server and a proxy
     pytest.param("17", 6, id="a-lock-table"),  # its checks read the rows themselves
     pytest.param("14", 3, id="a-leader-election"),  # its candidates are asked from outside
+    # An order step: its buyers' delays are the grader's barriers, its verdict the audit
+    # (SQLite) or InnoDB's lock waits and the rows (MariaDB).
+    pytest.param("20", 3, id="an-order-step-on-sqlite"),
+    pytest.param("18", 3, id="an-order-step-on-mariadb"),
 ])
 def test_rewriting_the_results_objects_forges_nothing_in_other_families(room, exercise, checks):
     """The same five lines at the end of another family's skeleton: its student's code
     runs in a process of its own too."""
     require(EXERCISES[exercise].backend != "zookeeper" or zookeeper_installed(),
             "the zookeeper server is not installed")
+    require(EXERCISES[exercise].backend != "mysql" or mariadb_installed(),
+            "MariaDB is not installed")
     source = (EXERCISES[exercise].skeleton.read_text() + "\n"
               + textwrap.dedent(REWRITES_THE_RESULTS))
     done = graded(room, source, exercise)
