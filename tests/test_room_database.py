@@ -2,9 +2,10 @@
 each grading on a database and a user of its own, which a hostile grading cannot get out of.
 
 Every grading here is ``grade_in_sandbox`` as the room runs it, on a real ``mariadbd``
-(``GradingDatabases``). The hostile submission stops at import, saying on its last line
-what it reached: another grading's database through its own user, root through the
-socket, the machine's server on 127.0.0.1:3306, and how many connections it got. Each
+(``GradingDatabases``). The hostile submission stops at import, saying in the one line of
+a file that did not load what it reached (in the step's own process, run as ``nobody``:
+``lockshop.exercises.step_host``): another grading's database through its own user, root
+through the socket, the machine's server on 127.0.0.1:3306, and how many connections it got. Each
 guard is shown needed: with it weakened (the grant on every database, root with an empty
 password, no connection cap) or outside the sandbox, the same code reaches what it must
 not.
@@ -64,8 +65,8 @@ BY_NAME = STUDENT + textwrap.dedent('''
     ForUpdateStep.lock_and_read = _lock_by_name
     ''')
 
-#: Exercise 18 as a hostile student writes it: at import it tries what it must not, says
-#: what it got on its last line, and stops. Formatted with ``other``, another grading's
+#: Exercise 18 as a hostile student writes it: at import it tries what it must not, and
+#: stops, saying what it got in the one line of a file that did not load. Formatted with ``other``, another grading's
 #: database; its own URL it reads from the file its command line names (``--database-file``).
 HOSTILE = '''\
 import json, os, sys
@@ -90,7 +91,10 @@ def attempt(connect, query):
         connection.close()
 
 
-with open(sys.argv[sys.argv.index("--database-file") + 1]) as given:
+# The grader's command line names the file; the step's own process finds it where the
+# sandbox puts it.
+with open(sys.argv[sys.argv.index("--database-file") + 1] if "--database-file" in sys.argv
+          else "/tmp/submission/database-url") as given:
     own = make_url(given.read())
 socket = own.query["unix_socket"]
 mine = dict(unix_socket=socket, user=own.username, password=own.password,
@@ -110,19 +114,21 @@ try:
     found["connections"] = "100"
 except pymysql.MySQLError as error:
     found["connections"] = f"{{len(held)}} then {{error.args[0]}}"
-print("PROBES " + json.dumps(found), flush=True)
-os._exit(7)
+raise RuntimeError("PROBES " + json.dumps(found))  # its file's one line: it did not load
 '''
 SECRET = "another student's data"
 
 #: Exercise 18 as a greedy student writes it: a statement that would run ``sleep`` s, then
-#: a table filled 4 MB at a time up to ``megabytes``; what it got on its last line.
+#: a table filled 4 MB at a time up to ``megabytes``; what it got in that one line.
 GREEDY = '''\
 import json, os, sys, time
 import pymysql
 from sqlalchemy.engine import make_url
 
-with open(sys.argv[sys.argv.index("--database-file") + 1]) as given:
+# The grader's command line names the file; the step's own process finds it where the
+# sandbox puts it.
+with open(sys.argv[sys.argv.index("--database-file") + 1] if "--database-file" in sys.argv
+          else "/tmp/submission/database-url") as given:
     own = make_url(given.read())
 connection = pymysql.connect(unix_socket=own.query["unix_socket"], user=own.username,
                              password=own.password, database=own.database, autocommit=True)
@@ -143,8 +149,7 @@ with connection.cursor() as sql:
         found["disk"] = f"wrote {{written}}"
     except pymysql.MySQLError as error:
         found["disk"] = f"stopped {{error.args[0]}} at {{written}}"
-print("PROBES " + json.dumps(found), flush=True)
-os._exit(7)
+raise RuntimeError("PROBES " + json.dumps(found))  # its file's one line: it did not load
 '''
 
 
@@ -303,7 +308,7 @@ def test_outside_the_sandbox_the_same_code_reaches_the_machines_server(databases
         ran = subprocess.run([sys.executable, "-c", HOSTILE.format(other=other.database),
                               "--database-file", str(given)], capture_output=True, text=True,
                              timeout=60)
-    found = json.loads(ran.stdout.partition("PROBES ")[2])
+    found = json.loads(ran.stderr.partition("PROBES ")[2])
     assert found["machine"] == "read ((1,),)", found
     assert SECRET in found["root"], found
     assert found["other"].startswith("refused"), found  # the grant holds everywhere

@@ -101,9 +101,9 @@ class StudentsCluster(Cluster):
         if remote_locks.STUDENT_USER is None:
             return
         self.runtime_dir.chmod(0o777)
-        path = make_url(self.config.database_url).database
-        if path:
-            Path(path).chmod(0o666)
+        url = make_url(self.config.database_url)
+        if url.get_backend_name() == "sqlite" and url.database:  # a server's: its own user's
+            Path(url.database).chmod(0o666)
 
 
 def sell_on_three(config: Config, folder: Path, *, read_holds: bool = False) -> Sold:
