@@ -52,6 +52,28 @@ REFERENCE = textwrap.dedent('''\
         def place(self, database, request, context, kind=None, sleep=time.sleep):
             return place_for_update(database, request, context, kind, sleep)
     ''')
+#: Exercise 18 without a row lock: a lock of its own process's around the conditional
+#: UPDATE, and the grader's view of InnoDB's lock waits made again, as the grading's user,
+#: to say that a transaction always waits. Believed, it would pass every check.
+NO_ROW_LOCK = textwrap.dedent('''\
+    """A lock of the step's own process, and a view of lock waits that always says one."""
+    import threading
+    import time
+
+    from shop.orders.custom_steps import OrderStep
+    from shop.orders.transactions import place_atomic
+
+    _LOCKS = {1: threading.Lock(), 2: threading.Lock()}
+
+
+    class NoRowLock(OrderStep):
+        def place(self, database, request, context, kind=None, sleep=time.sleep):
+            with database.begin() as db:
+                db.exec_driver_sql("CREATE OR REPLACE VIEW lockshop_lock_waits AS "
+                                   "SELECT 1 AS waiting")
+            with _LOCKS.get(request.product_id, threading.Lock()):
+                return place_atomic(database, request, context, kind, sleep)
+    ''')
 #: The student's step, but locking through a lookup by name (no index): C08 must fail.
 BY_NAME = STUDENT + textwrap.dedent('''
 
@@ -226,6 +248,18 @@ def every_command_line() -> list[str]:
         except OSError:  # not a process, or one that just ended
             continue
     return lines
+
+
+def test_a_view_of_lock_waits_made_again_by_the_step_is_not_believed(databases):
+    """The step logs in as the grading's user, which may replace the grader's view of
+    InnoDB's lock waits (root's) with its own: C40 then refuses to read it, and fails."""
+    outcome = grade_in_sandbox("18", NO_ROW_LOCK, "en", databases=databases)
+    assert outcome.passed is False, outcome
+    c40 = outcome.checks[0]
+    assert c40["lesson"] == "C40" and not c40["passed"], outcome
+    assert "ViewReplaced" in c40["observed"] and "not the one the grader made" in \
+        c40["observed"], c40["observed"]
+    assert gradings_left(databases) == ([], [])
 
 
 def test_a_broken_step_fails_in_the_sandbox_naming_its_lesson(databases):

@@ -28,6 +28,7 @@ from sqlalchemy import Engine, func, select, text
 from sqlalchemy.exc import OperationalError
 
 from locks import LockNotAcquired
+from lockshop.exercises import remote_locks
 from lockshop.exercises.databases import LOCK_WAITS
 from lockshop.exercises.grading import Background, Check, Grading
 from shop.app import create_schema
@@ -52,8 +53,15 @@ ASK_EVERY = 0.25
 
 #: How many of the grading database's transactions wait for a row lock: InnoDB's
 #: ``information_schema.innodb_trx``, through the view the database was made with (the
-#: grading's user has no PROCESS privilege: ``databases.LOCK_WAITS``).
-WAITING = text(f"SELECT waiting FROM {LOCK_WAITS}")
+#: grading's user has no PROCESS privilege: ``databases.LOCK_WAITS``); and, in the same
+#: statement (a view cannot be dropped while a statement reads it), who made that view and
+#: who reads it. The view is root's; the grading's own user, which the student's step logs
+#: in as too, may drop it and make one of its own that says anything, whose definer is then
+#: that user (``Shop.waiting`` believes no such view).
+WAITING = text(f"SELECT (SELECT waiting FROM {LOCK_WAITS}), "
+               "(SELECT DEFINER FROM information_schema.VIEWS "
+               f"WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = '{LOCK_WAITS}'), "
+               "CURRENT_USER()")
 
 
 @dataclass
@@ -124,9 +132,17 @@ class Shop:
             for n, units in enumerate(stock, start=1)))
 
     def waiting(self) -> int:
-        """How many of our database's transactions wait for a lock now (InnoDB's word)."""
+        """How many of our database's transactions wait for a lock now (InnoDB's word);
+        ``ViewReplaced`` when the view that says it is not the grader's any more. (Where the
+        student's code runs as the grader's own user, on a student's own machine, both log
+        in as root, and nothing is behind a boundary: the view is not asked who made it.)"""
         with self.engine.connect() as db:
-            return db.scalar(WAITING)
+            waiting, definer, reader = db.execute(WAITING).one()
+        if remote_locks.STUDENT_USER is not None and definer in (None, reader):
+            raise ViewReplaced(_("the grading database's view of InnoDB's lock waits is not "
+                                 "the one the grader made: it was replaced by the grading's "
+                                 "own user, which your step logs in as"))
+        return waiting
 
     def sold(self, product_id: int) -> tuple[int, int]:
         """(orders, stock left) of a product."""
@@ -162,6 +178,10 @@ def first_buyer_in_its_delay(grading: Grading, stock: tuple[int, int]
         go.set()
         first.job.join(SHOWS_SECONDS + 30)
         shop.close()
+
+
+class ViewReplaced(Exception):
+    """The view of the lock waits was made again by the grading's user: not InnoDB's word."""
 
 
 class StepNeverWaited(Exception):
