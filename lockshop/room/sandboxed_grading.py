@@ -14,12 +14,13 @@ set is not graded, and says why; only in a room opened without them
 
 What the sandbox guarantees is containment; the verdict is honest where the grader grades
 out of process (``lockshop.exercises.grader.out_of_process``: the Redis, Redlock and
-ZooKeeper lock exercises, 1 to 13, the leader election, 14, and the lock table, 17): there
+ZooKeeper lock exercises, 1 to 13, the leader election, 14, the lock table, 17, and the
+order steps, 18 to 21): there
 the grader runs as a user of its own (``sandbox.GRADER``) and the student's code only in
 processes it starts as ``nobody``, which hold no end of the report pipe and can neither
 signal nor read it (``lockshop.room.inside`` says what it trusts). One check there is an
 exception: the flash sale (C03; C02 on ZooKeeper; the election's is the shop's jobs, C24;
-the last check). Its figures are the shop's audit, read from the sale's SQLite database,
+an order step's, C01, C07, C25 or C44; the last check). Its figures are the shop's audit, read from the sale's SQLite database,
 and the holds its shop instances logged; those instances run the student's code as
 ``nobody`` and are given that database to write
 (``lockshop.exercises.checks.sale.StudentsCluster``), so code written to forge the audit
