@@ -199,7 +199,7 @@ def step_error(said: object) -> BaseException:
         error = _OperationalErrorInHost(None, None, _DriverError(number, message))
         error.said = message
     else:
-        return raised(said)
+        return raised({**said, "message": message})
     line = said.get("line")
     if isinstance(said.get("file"), str) and isinstance(line, int):
         error.where = (said["file"][:300], line)
