@@ -7,9 +7,15 @@ This process runs the student's code and is trusted with nothing, as a lock host
 step's ``place`` in the grader's thread's host thread, on an engine of its own made from
 the database URL the request names (each URL's engine made once, and disposed of when
 the grader says ``forget``). The grader gives it that URL and nothing else: the
-grading's database, with the one credential the student's SQL needs (in the room, the
-grading's own MariaDB user, which can reach its database alone; a SQLite file the
-student's user may write). It never sees the grader's own connections.
+grading's database, with the one credential the student's SQL needs. In the room that is
+the grading's own MariaDB user (``lockshop.room.grading_databases``: its database alone,
+a capped number of connections, through the socket the sandbox shows it; root logs in by
+``unix_socket`` only, so not as ``nobody``), or a SQLite file of the grader's opened to
+the student's user (``databases.students_file``). On a student's own machine it is the
+URL the grader made its scratch database with, on the machine's MariaDB: theirs already.
+It never sees the grader's own connections, and what it could do to the database with
+that user (replace the view of lock waits the grader reads, ``checks.row_locks``) the
+grader does not believe.
 
 The business delay the step calls (``business_delay(context, sleep)``: the ``sleep`` it
 is handed) is the grader's: the host says ``delay`` for that request and waits until
