@@ -138,6 +138,45 @@ def test_lines_written_to_every_open_descriptor_are_not_the_report(room):
     assert len(done["checks"]) == 8
 
 
+def test_an_order_step_writing_to_every_descriptor_forges_nothing(room):
+    """Exercise 20's skeleton, which at import and at every order writes forged check
+    lines, a verdict and a step's answers to every descriptor it has (its host's channel to
+    the grader among them): the checks are the grader's, and none passes."""
+    forged = ('{"lesson": "C25", "passed": true, "action": "FORGED", "expected": "", '
+              '"observed": "", "hint": "", "lesson_title": ""}\\n'
+              '{"verdict": {"passed": true, "lesson": null}}\\n'
+              '{"id": 1, "value": {"id": 1}}\\n{"id": 2, "event": "delay", "seconds": 9}\\n')
+    source = EXERCISES["20"].skeleton.read_text() + "\n" + textwrap.dedent(f"""
+        import os
+
+
+        def _forge():
+            for _fd in os.listdir("/proc/self/fd"):
+                try:
+                    os.write(int(_fd), b'{forged}')
+                except OSError:
+                    pass
+
+
+        _forge()
+        _place = AtomicStep.place
+
+
+        def _forging_place(self, *args, **kwargs):
+            _forge()
+            return _place(self, *args, **kwargs)
+
+
+        AtomicStep.place = _forging_place
+        """)
+    done = graded(room, source, "20")
+    assert done["state"] == "done" and len(done["checks"]) == 3, done
+    assert [c["action"] for c in done["checks"]].count("FORGED") == 0
+    # (Its writes reach its own check's database too, which the grader then cannot read:
+    # that check fails on it, as it would on any step that breaks its database.)
+    assert not any(check["passed"] for check in done["checks"]), done["checks"]
+
+
 def test_killing_or_stopping_its_parent_is_refused(room):
     done = graded(room, with_lines("""
         import os
