@@ -45,7 +45,10 @@ MAX_DELAY_SECONDS = 10.0
 
 
 class OrderStepHost(LockHost):
-    """One student's order step in one process, and the buyers in flight to it."""
+    """One student's order step in one process, and the buyers in flight to it. Its
+    requests are a lock host's (their ids, their pending answers, their threads: the same
+    bookkeeping, which ``place`` shares), but for the delay events a ``place`` hears while
+    it waits."""
 
     MODULE = "lockshop.exercises.step_host"
 
