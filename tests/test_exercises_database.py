@@ -188,3 +188,33 @@ def test_a_lock_table_is_graded_in_a_process_of_its_own(tmp_path):
         assert lock is not None and _row(grading, "mine") is not None
         grading.in_thread(lock.release)
         assert _row(grading, "mine") is None
+
+
+def test_an_order_step_is_graded_in_a_process_of_its_own(tmp_path):
+    """Exercise 18 out of process: the student's file is loaded, and its step runs, in the
+    step's host, never in the grader; the grader still stops its buyer A in its business
+    delay (called back from that process) and sees B wait for A's row lock in InnoDB."""
+    import os
+    import sys
+
+    exercise = exercises.find("18")
+    needs(exercise)
+    assert grader.out_of_process(exercise)
+    student = tmp_path / "mine.py"
+    student.write_text(
+        "import os\nimport pathlib\nimport time\n\n"
+        f"pathlib.Path({str(tmp_path / 'loaded')!r}).write_text(str(os.getpid()))\n"
+        "from shop.orders.custom_steps import OrderStep\n"
+        "from shop.orders.transactions import place_for_update\n\n\n"
+        "class Mine(OrderStep):\n"
+        "    def place(self, database, request, context, kind=None, sleep=time.sleep):\n"
+        f"        pathlib.Path({str(tmp_path / 'placed')!r}).write_text(str(os.getpid()))\n"
+        "        return place_for_update(database, request, context, kind, sleep)\n")
+    graded = grader.grade(exercise, f"{student}:Mine", sale=False)
+    c40, c08 = graded.results
+    assert c40.passed and "B waited for a row lock" in c40.observed, c40.observed
+    assert c08.passed, c08.observed
+    loaded, placed = (int((tmp_path / name).read_text()) for name in ("loaded", "placed"))
+    assert loaded == placed != os.getpid()
+    assert not any(str(student) in str(getattr(module, "__file__", ""))
+                   for module in list(sys.modules.values()))

@@ -154,3 +154,30 @@ def test_a_students_step_is_graded_in_the_rooms_sandbox():
     failed = grade_in_sandbox("21", forgetful, "en")
     assert failed.passed is False and "C44" in failed.message, failed.message
     assert [c["passed"] for c in failed.checks] == [False, False, False], failed.checks
+
+
+def test_a_students_step_runs_in_a_process_of_its_own(tmp_path):
+    """Exercise 20 out of process: the student's file is loaded and its step runs in the
+    step's host, never in the grader, and the checks still hold its buyers together in
+    their business delay (the grader's barrier, called back from that process)."""
+    import os
+
+    exercise = exercises.find("20")
+    assert grader.out_of_process(exercise)
+    student = tmp_path / "mine.py"
+    student.write_text(
+        "import os\nimport pathlib\nimport time\n\n"
+        f"pathlib.Path({str(tmp_path / 'loaded')!r}).write_text(str(os.getpid()))\n"
+        "from shop.orders.custom_steps import OrderStep\n"
+        "from shop.orders.transactions import place_atomic\n\n\n"
+        "class Mine(OrderStep):\n"
+        "    def place(self, database, request, context, kind=None, sleep=time.sleep):\n"
+        f"        pathlib.Path({str(tmp_path / 'placed')!r}).write_text(str(os.getpid()))\n"
+        "        return place_atomic(database, request, context, kind, sleep)\n")
+    graded = grader.grade(exercise, f"{student}:Mine", sale=False)
+    report = "\n".join(line for r in graded.results for line in r.lines())
+    assert graded.broken_lesson is None and len(graded.results) == 2, report
+    loaded, placed = (int((tmp_path / name).read_text()) for name in ("loaded", "placed"))
+    assert loaded == placed != os.getpid()
+    assert not any(str(student) in str(getattr(module, "__file__", ""))
+                   for module in list(sys.modules.values()))

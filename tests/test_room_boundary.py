@@ -2,8 +2,9 @@
 the real sandbox, come back not passed and leave the board as it was.
 
 Each attack is exercise 3's skeleton (one, exercise 7's: a ZooKeeper lock; one, exercise
-17's: a lock table's; one, exercise 14's: a leader election; one, exercises 15's and 22's:
-job guards) with a few lines of its own, as a student who has read the grader would write it; the student's lock
+17's: a lock table's; one, exercise 14's: a leader election; exercises 15's and 22's: job
+guards; exercises 20's and 18's: order steps, on SQLite and on the room's MariaDB) with a
+few lines of its own, as a student who has read the grader would write it; the student's lock
 runs in a process of its own as ``nobody``, the grader as a user of its own (``lockshop.room.inside``). Each submission goes through
 ``Room.submit`` to the board, beside a student whose ✓ was there before: that row must be
 untouched, and the attacker's own row must be a ✗.
@@ -38,8 +39,8 @@ def _sandbox_can_run():
 
 @pytest.fixture()
 def room(tmp_path):
-    from lockshop.room.sandboxed_grading import grade_in_sandbox
-    opened = Room.open(tmp_path / "room", workers=1, grade=grade_in_sandbox)
+    # As the room grades (in the sandbox; on its own MariaDB for exercise 18).
+    opened = Room.open(tmp_path / "room", workers=1)
     honest = opened.store.join("Grace")
     opened.store.record_self_reported("Grace", "3", True, None)
     yield opened
@@ -100,42 +101,25 @@ def test_rewriting_the_results_objects_forges_nothing(room):
     pytest.param("7", 6, id="a-zookeeper-lock"),  # its checks read the server and a proxy
     pytest.param("17", 6, id="a-lock-table"),  # its checks read the rows themselves
     pytest.param("14", 3, id="a-leader-election"),  # its candidates are asked from outside
-    pytest.param("15", 4, id="a-job-guard"),  # the runs are the grader's; their guard is asked
+    # A job guard: the runs are the grader's; their guard is asked (22's on the room's MariaDB).
+    pytest.param("15", 4, id="a-job-guard"),
+    pytest.param("22", 4, id="a-job-guard-on-mariadb"),
+    # An order step: its buyers' delays are the grader's barriers, its verdict the audit
+    # (SQLite) or InnoDB's lock waits and the rows (MariaDB).
+    pytest.param("20", 3, id="an-order-step-on-sqlite"),
+    pytest.param("18", 3, id="an-order-step-on-mariadb"),
 ])
 def test_rewriting_the_results_objects_forges_nothing_in_other_families(room, exercise, checks):
     """The same five lines at the end of another family's skeleton: its student's code
     runs in a process of its own too."""
     require(EXERCISES[exercise].backend != "zookeeper" or zookeeper_installed(),
             "the zookeeper server is not installed")
+    require(EXERCISES[exercise].backend != "mysql" or mariadb_installed(),
+            "MariaDB is not installed")
     source = (EXERCISES[exercise].skeleton.read_text() + "\n"
               + textwrap.dedent(REWRITES_THE_RESULTS))
     done = graded(room, source, exercise)
     assert done["state"] == "done" and len(done["checks"]) == checks
-    assert not any(check["passed"] for check in done["checks"]), done["checks"]
-    assert "not written yet: TODO" in done["checks"][0]["observed"]
-
-
-@pytest.fixture()
-def room_with_its_database(tmp_path):
-    """A room with its MariaDB (started by the first grading that needs it), where exercise
-    22 is graded."""
-    require(mariadb_installed(), "MariaDB is not installed")
-    opened = Room.open(tmp_path / "room", workers=1)
-    opened.store.join("Grace")
-    opened.store.record_self_reported("Grace", "3", True, None)
-    yield opened
-    opened.close()
-
-
-def test_rewriting_the_results_objects_forges_nothing_in_a_guard_on_the_rooms_database(
-        room_with_its_database):
-    """The same five lines at the end of exercise 22's skeleton: Quartz's guard runs in a
-    process of its own, on the grading's database, and its schedulers' runs ask it from
-    outside."""
-    source = (EXERCISES["22"].skeleton.read_text() + "\n"
-              + textwrap.dedent(REWRITES_THE_RESULTS))
-    done = graded(room_with_its_database, source, "22")
-    assert done["state"] == "done" and len(done["checks"]) == 4
     assert not any(check["passed"] for check in done["checks"]), done["checks"]
     assert "not written yet: TODO" in done["checks"][0]["observed"]
 
@@ -156,6 +140,45 @@ def test_lines_written_to_every_open_descriptor_are_not_the_report(room):
     assert done["state"] == "done"
     assert [c["action"] for c in done["checks"]].count("FORGED") == 0
     assert len(done["checks"]) == 8
+
+
+def test_an_order_step_writing_to_every_descriptor_forges_nothing(room):
+    """Exercise 20's skeleton, which at import and at every order writes forged check
+    lines, a verdict and a step's answers to every descriptor it has (its host's channel to
+    the grader among them): the checks are the grader's, and none passes."""
+    forged = ('{"lesson": "C25", "passed": true, "action": "FORGED", "expected": "", '
+              '"observed": "", "hint": "", "lesson_title": ""}\\n'
+              '{"verdict": {"passed": true, "lesson": null}}\\n'
+              '{"id": 1, "value": {"id": 1}}\\n{"id": 2, "event": "delay", "seconds": 9}\\n')
+    source = EXERCISES["20"].skeleton.read_text() + "\n" + textwrap.dedent(f"""
+        import os
+
+
+        def _forge():
+            for _fd in os.listdir("/proc/self/fd"):
+                try:
+                    os.write(int(_fd), b'{forged}')
+                except OSError:
+                    pass
+
+
+        _forge()
+        _place = AtomicStep.place
+
+
+        def _forging_place(self, *args, **kwargs):
+            _forge()
+            return _place(self, *args, **kwargs)
+
+
+        AtomicStep.place = _forging_place
+        """)
+    done = graded(room, source, "20")
+    assert done["state"] == "done" and len(done["checks"]) == 3, done
+    assert [c["action"] for c in done["checks"]].count("FORGED") == 0
+    # (Its writes reach its own check's database too, which the grader then cannot read:
+    # that check fails on it, as it would on any step that breaks its database.)
+    assert not any(check["passed"] for check in done["checks"]), done["checks"]
 
 
 def test_killing_or_stopping_its_parent_is_refused(room):

@@ -2,9 +2,10 @@
 each grading on a database and a user of its own, which a hostile grading cannot get out of.
 
 Every grading here is ``grade_in_sandbox`` as the room runs it, on a real ``mariadbd``
-(``GradingDatabases``). The hostile submission stops at import, saying on its last line
-what it reached: another grading's database through its own user, root through the
-socket, the machine's server on 127.0.0.1:3306, and how many connections it got. Each
+(``GradingDatabases``). The hostile submission stops at import, saying in the one line of
+a file that did not load what it reached (in the step's own process, run as ``nobody``:
+``lockshop.exercises.step_host``): another grading's database through its own user, root
+through the socket, the machine's server on 127.0.0.1:3306, and how many connections it got. Each
 guard is shown needed: with it weakened (the grant on every database, root with an empty
 password, no connection cap) or outside the sandbox, the same code reaches what it must
 not.
@@ -51,6 +52,28 @@ REFERENCE = textwrap.dedent('''\
         def place(self, database, request, context, kind=None, sleep=time.sleep):
             return place_for_update(database, request, context, kind, sleep)
     ''')
+#: Exercise 18 without a row lock: a lock of its own process's around the conditional
+#: UPDATE, and the grader's view of InnoDB's lock waits made again, as the grading's user,
+#: to say that a transaction always waits. Believed, it would pass every check.
+NO_ROW_LOCK = textwrap.dedent('''\
+    """A lock of the step's own process, and a view of lock waits that always says one."""
+    import threading
+    import time
+
+    from shop.orders.custom_steps import OrderStep
+    from shop.orders.transactions import place_atomic
+
+    _LOCKS = {1: threading.Lock(), 2: threading.Lock()}
+
+
+    class NoRowLock(OrderStep):
+        def place(self, database, request, context, kind=None, sleep=time.sleep):
+            with database.begin() as db:
+                db.exec_driver_sql("CREATE OR REPLACE VIEW lockshop_lock_waits AS "
+                                   "SELECT 1 AS waiting")
+            with _LOCKS.get(request.product_id, threading.Lock()):
+                return place_atomic(database, request, context, kind, sleep)
+    ''')
 #: The student's step, but locking through a lookup by name (no index): C08 must fail.
 BY_NAME = STUDENT + textwrap.dedent('''
 
@@ -64,8 +87,8 @@ BY_NAME = STUDENT + textwrap.dedent('''
     ForUpdateStep.lock_and_read = _lock_by_name
     ''')
 
-#: Exercise 18 as a hostile student writes it: at import it tries what it must not, says
-#: what it got on its last line, and stops. Formatted with ``other``, another grading's
+#: Exercise 18 as a hostile student writes it: at import it tries what it must not, and
+#: stops, saying what it got in the one line of a file that did not load. Formatted with ``other``, another grading's
 #: database; its own URL it reads from the file its command line names (``--database-file``).
 HOSTILE = '''\
 import json, os, sys
@@ -90,7 +113,10 @@ def attempt(connect, query):
         connection.close()
 
 
-with open(sys.argv[sys.argv.index("--database-file") + 1]) as given:
+# The grader's command line names the file; the step's own process finds it where the
+# sandbox puts it.
+with open(sys.argv[sys.argv.index("--database-file") + 1] if "--database-file" in sys.argv
+          else "/tmp/submission/database-url") as given:
     own = make_url(given.read())
 socket = own.query["unix_socket"]
 mine = dict(unix_socket=socket, user=own.username, password=own.password,
@@ -110,19 +136,21 @@ try:
     found["connections"] = "100"
 except pymysql.MySQLError as error:
     found["connections"] = f"{{len(held)}} then {{error.args[0]}}"
-print("PROBES " + json.dumps(found), flush=True)
-os._exit(7)
+raise RuntimeError("PROBES " + json.dumps(found))  # its file's one line: it did not load
 '''
 SECRET = "another student's data"
 
 #: Exercise 18 as a greedy student writes it: a statement that would run ``sleep`` s, then
-#: a table filled 4 MB at a time up to ``megabytes``; what it got on its last line.
+#: a table filled 4 MB at a time up to ``megabytes``; what it got in that one line.
 GREEDY = '''\
 import json, os, sys, time
 import pymysql
 from sqlalchemy.engine import make_url
 
-with open(sys.argv[sys.argv.index("--database-file") + 1]) as given:
+# The grader's command line names the file; the step's own process finds it where the
+# sandbox puts it.
+with open(sys.argv[sys.argv.index("--database-file") + 1] if "--database-file" in sys.argv
+          else "/tmp/submission/database-url") as given:
     own = make_url(given.read())
 connection = pymysql.connect(unix_socket=own.query["unix_socket"], user=own.username,
                              password=own.password, database=own.database, autocommit=True)
@@ -143,8 +171,7 @@ with connection.cursor() as sql:
         found["disk"] = f"wrote {{written}}"
     except pymysql.MySQLError as error:
         found["disk"] = f"stopped {{error.args[0]}} at {{written}}"
-print("PROBES " + json.dumps(found), flush=True)
-os._exit(7)
+raise RuntimeError("PROBES " + json.dumps(found))  # its file's one line: it did not load
 '''
 
 
@@ -221,6 +248,18 @@ def every_command_line() -> list[str]:
         except OSError:  # not a process, or one that just ended
             continue
     return lines
+
+
+def test_a_view_of_lock_waits_made_again_by_the_step_is_not_believed(databases):
+    """The step logs in as the grading's user, which may replace the grader's view of
+    InnoDB's lock waits (root's) with its own: C40 then refuses to read it, and fails."""
+    outcome = grade_in_sandbox("18", NO_ROW_LOCK, "en", databases=databases)
+    assert outcome.passed is False, outcome
+    c40 = outcome.checks[0]
+    assert c40["lesson"] == "C40" and not c40["passed"], outcome
+    assert "ViewReplaced" in c40["observed"] and "not the one the grader made" in \
+        c40["observed"], c40["observed"]
+    assert gradings_left(databases) == ([], [])
 
 
 def test_a_broken_step_fails_in_the_sandbox_naming_its_lesson(databases):
@@ -303,7 +342,7 @@ def test_outside_the_sandbox_the_same_code_reaches_the_machines_server(databases
         ran = subprocess.run([sys.executable, "-c", HOSTILE.format(other=other.database),
                               "--database-file", str(given)], capture_output=True, text=True,
                              timeout=60)
-    found = json.loads(ran.stdout.partition("PROBES ")[2])
+    found = json.loads(ran.stderr.partition("PROBES ")[2])
     assert found["machine"] == "read ((1,),)", found
     assert SECRET in found["root"], found
     assert found["other"].startswith("refused"), found  # the grant holds everywhere

@@ -5,12 +5,16 @@ An order step (``shop.orders.custom_steps.OrderStep``) places an order with
 shop's transaction strategies do (``shop.orders.transactions``). The grader
 calls it from threads, each a buyer, on a fresh SQLite shop database of one
 check's own, and judges what happened by the shop's audit of that database,
-never by what the step answered alone.
+never by what the step answered alone. The step itself runs in a process of its
+own (``remote_steps``: each buyer's call in a thread there, on the same file,
+which the student's user may write), never in the grader's.
 
 The race is forced from outside, through the step's own business delay: the
 ``sleep`` the grader hands in holds each buyer's FIRST delay until every buyer
 has reached it (``Together``), so every buyer has read before any of them
-writes. Later calls (a retry's delay, a backoff) sleep as asked.
+writes. Later calls (a retry's delay, a backoff) sleep as asked. With the step
+in its host, each delay is a call back to this ``sleep``, in the buyer's own
+thread here, and the step goes on when it returns.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from pathlib import Path
 
 from sqlalchemy import select
 
+from lockshop.exercises import databases, remote_locks
 from lockshop.exercises.grading import CHECK_SECONDS, Background, Grading
 from shop.app import create_schema
 from shop.errors import ShopError
@@ -90,7 +95,7 @@ class Floor:
     delay_ms: int = 50
 
     def __post_init__(self) -> None:
-        self.path = _fresh_database(self.grading.runtime)
+        self.path = _fresh_database(self.grading)
         self.engine = make_engine(f"sqlite:///{self.path}")
         create_schema(self.engine)
         self.sessions = make_sessions(self.engine)
@@ -135,6 +140,9 @@ class Floor:
             return int(db.scalar(select(Product.version).where(Product.id == product)))
 
     def close(self) -> None:
+        forget = getattr(self.step, "forget", None)  # a step in its host: its engine too
+        if forget is not None:
+            forget(self.engine)
         self.engine.dispose()
 
     def __enter__(self) -> Floor:
@@ -155,7 +163,12 @@ def ticket(seats: int) -> ProductSpec:
 _counter = iter(range(1, 1_000_000))
 
 
-def _fresh_database(runtime: Path) -> Path:
-    folder = runtime / "orders"
+def _fresh_database(grading: Grading) -> Path:
+    """A new SQLite file for one check: one the student's user can write too when the step
+    runs as that user, in its host (``databases.students_file``)."""
+    name = f"check-{next(_counter)}.db"
+    if grading.host is not None and remote_locks.STUDENT_USER is not None:
+        return databases.students_file(grading.runtime, "orders", name)
+    folder = grading.runtime / "orders"
     folder.mkdir(parents=True, exist_ok=True)
-    return folder / f"check-{next(_counter)}.db"
+    return folder / name

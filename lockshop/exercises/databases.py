@@ -78,17 +78,19 @@ def database_for(backend: str, runtime: Path, given: str | None = None, *,
         yield url
 
 
-def students_file(runtime: Path) -> Path:
+def students_file(runtime: Path, folder_name: str = "database",
+                  name: str = "grading.db") -> Path:
     """A SQLite file that the student's user can write, in a folder of its own in
     ``runtime`` (closed to that user but for this folder): SQLite writes its journal
     beside the file, so the folder is theirs to write too. The file is made here, the
     grader's, and the folder is sticky: their processes can write it but neither rename
     nor replace it (with a link to another of the grader's files, whose hot journal the
-    grader's next read would roll back into it)."""
-    folder = runtime / "database"
-    folder.mkdir(parents=True)
+    grader's next read would roll back into it). ``folder_name`` and ``name``: another
+    of them (an order step's checks make one file each, side by side)."""
+    folder = runtime / folder_name
+    folder.mkdir(parents=True, exist_ok=True)
     folder.chmod(0o1777)
-    path = folder / "grading.db"
+    path = folder / name
     path.touch()
     path.chmod(0o666)
     return path

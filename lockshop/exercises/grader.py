@@ -12,12 +12,14 @@ own shows it), the check says why, its hint is the mistake's, and the verdict's 
 broken lesson is the mistake's. A check whose lesson does not apply to the lock
 (``grading.NotApplicable``) is marked "–" and counts as neither passed nor failed.
 
-A Redis, Redlock or ZooKeeper lock, a leader election, a lock table's lock and a job
-guard (``out_of_process``: exercises 1 to 17 and 22) are never loaded here: each is
-loaded, and runs, in a lock host of its own (``remote_locks``, ``lock_host``; a job guard's
-runs are the grader's, here, and call their guard there: ``remote_guards``), which says
-what it found; what was found wrong with the file comes back as the same one line. An
-order step (exercises 18 to 21) is still loaded and run in this process.
+A Redis, Redlock or ZooKeeper lock, a leader election, a lock table's lock, a job guard
+and an order step (``out_of_process``: every exercise, 1 to 22) are never loaded here:
+each is loaded, and runs, in a host of its own (``remote_locks``, ``lock_host``; a job
+guard's runs are the grader's, here, and call their guard there: ``remote_guards``; an
+order step's host: ``remote_steps``, ``step_host``), which says what it found; what was
+found wrong with the file comes back as the same one line. An order step runs there on
+the grading's database, its business delay a call back to the grader's barriers, and the
+checks read what it did from the database.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from lockshop.exercises import grading as limits
 from lockshop.exercises.diagnoses import Diagnostician
 from lockshop.exercises.grading import Background, Check, Grading, NotApplicable
 from lockshop.exercises.registry import ELECTION, JOB_GUARD, LOCK, ORDER_STEP, Exercise
-from lockshop.exercises import remote_locks
+from lockshop.exercises import remote_locks, remote_steps
 from lockshop.exercises.remote_locks import LockHost
 from lockshop.exercises.results import CheckResult, Grade
 from lockshop.invoked import lockshop_command
@@ -100,6 +102,10 @@ OUT_OF_PROCESS_ELECTIONS = ("zookeeper",)
 #: on a SQLite file of the guard's own beside the grader's; MariaDB's (22), on the
 #: grading's database.
 OUT_OF_PROCESS_GUARDS = ("redis", "mysql")
+#: The order steps graded the same way, by backend (``remote_steps``): SQLite's (19, 20,
+#: 21), each check's database a file the student's user can write too; MariaDB's (18),
+#: the grading's database, whose lock waits the grader reads from InnoDB.
+OUT_OF_PROCESS_STEPS = ("sqlite", "mysql")
 
 
 def out_of_process(exercise: Exercise) -> bool:
@@ -108,15 +114,21 @@ def out_of_process(exercise: Exercise) -> bool:
         return exercise.backend in OUT_OF_PROCESS_ELECTIONS
     if exercise.writes == JOB_GUARD:
         return exercise.backend in OUT_OF_PROCESS_GUARDS
+    if exercise.writes == ORDER_STEP:
+        return exercise.backend in OUT_OF_PROCESS_STEPS
     return exercise.writes == LOCK and exercise.backend in OUT_OF_PROCESS_BACKENDS
 
 
 def start_host(spec: str, exercise: Exercise) -> tuple[LockHost, str]:
-    """The student's lock class (or election class, or job guard class) loaded in a process
-    of its own, and a spec other processes can load; ``LockClassError`` as ``resolve``
-    raises it, said by the host."""
+    """The student's lock class (or election class, job guard class or order step) loaded
+    in a process of its own, and a spec other processes can load; ``LockClassError`` as
+    ``resolve`` raises it, said by the host."""
     target, class_name = split_spec(spec)
     target = absolute_target(target)
+    if exercise.writes == ORDER_STEP:  # no family: any step is an order step
+        step_host = remote_steps.OrderStepHost(f"{target}:{class_name}" if class_name
+                                               else target)
+        return step_host, f"{target}:{class_name or step_host.class_name}"
     host = LockHost(f"{target}:{class_name}" if class_name else target,
                     election=exercise.writes == ELECTION, guard=exercise.writes == JOB_GUARD)
     if exercise.writes != JOB_GUARD and host.family != exercise.lock_family:
@@ -153,7 +165,10 @@ def grade(exercise: Exercise, spec: str, *, say: Callable[[str], None] = lambda 
             host = start_host(spec, exercise)
             own.callback(host[0].close)  # whatever fails below, the student's process ends
         if host is not None:
-            lock_class, (host, spec) = None, host
+            # An order step's checks call its place() as before: a stub of its host's.
+            lock_class = remote_steps.RemoteStep(host[0]) \
+                if exercise.writes == ORDER_STEP else None
+            host, spec = host
         else:
             lock_class, spec = resolve(spec, exercise)
         source = Path(spec.rpartition(":")[0])  # the student's file (a module's name: no file)

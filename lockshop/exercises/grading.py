@@ -98,7 +98,8 @@ class Grading:
     def __init__(self, lock_class: type[DistributedLock] | None, spec: str, backend: str,
                  runtime: Path, *, database_url: str | None = None,
                  host: LockHost | None = None) -> None:
-        #: The student's class, loaded here; None when it lives in ``host`` instead.
+        #: The student's class, loaded here; None when it lives in ``host`` instead (an order
+        #: step's: a stub whose ``place`` runs it there, ``remote_steps.RemoteStep``).
         self.lock_class = lock_class
         #: The student's lock in a process of its own (``remote_locks``), or None: the
         #: class runs in this process (an exercise not yet graded out of process).

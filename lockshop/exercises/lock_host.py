@@ -73,6 +73,8 @@ class Host:
             if request.get("op") == "end_thread":
                 self.end(name)
                 continue
+            if self.at_once(request):
+                continue
             if name not in self.threads:
                 requests: queue.SimpleQueue = queue.SimpleQueue()
                 worker = threading.Thread(target=self._worker, args=(requests,),
@@ -80,6 +82,11 @@ class Host:
                 self.threads[name] = (requests, worker)
                 worker.start()
             self.threads[name][0].put(request)
+
+    def at_once(self, request: dict) -> bool:
+        """Whether ``request`` is one this host handles on its reader, at once and with no
+        answer (an order step host's ``go``: its buyer's thread is busy in the step)."""
+        return False
 
     def end(self, name: str) -> None:
         """The grader's thread ``name`` ended: end ours once its requests are done, and

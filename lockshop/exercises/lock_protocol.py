@@ -67,6 +67,34 @@ grader's run::
 its state's database, committed when it returns: null, or the error it raised, a
 ``LockLost`` when the guard is gone. The job's own transaction never crosses.)
 
+A host started for an order step (``python -m lockshop.exercises.step_host``) loads the
+step and greets as ``{"ready": {"class": "AtomicStep", "family": "order step"}}``; it is
+asked to place an order on a database it reaches itself (its URL, plain: the host makes
+its own engine, once per URL, and lets it go on ``forget``)::
+
+    {"id": 30, "thread": "t8", "op": "place", "database": "sqlite:////tmp/.../check-3.db",
+     "request": {"product_id": 1, "quantity": 1, "seat": null, "key": null},
+     "context": {"instance": "grader", "strategy": "exercise", "business_delay_ms": 50,
+                 "lock_timeout_ms": 30000},
+     "kind": null}
+    {"id": 31, "thread": "t2", "op": "forget", "database": "sqlite:////tmp/.../check-3.db"}
+
+Each call of the step's business delay (the ``sleep`` it was handed) is an event line for
+its request, which the grader's reader hands to that request's buyer; the step waits
+until the grader's ``go`` for it, which has no answer and is handled by the host's reader
+at once (the request's own thread is in the step)::
+
+    {"id": 30, "event": "delay", "seconds": 0.05}          (host -> grader)
+    {"thread": "t8", "op": "go", "place": 30}              (grader -> host)
+
+and ``place`` is answered with the placed order's id (or null, when the step returned
+nothing), or the error it raised, with the shop's error code or the database's error
+number where it has one::
+
+    {"id": 30, "value": {"id": 12}}
+    {"id": 30, "error": {"type": "SoldOut", "code": "sold_out", "message": "...", ...}}
+    {"id": 30, "error": {"type": "OperationalError", "errno": 1205, "message": "...", ...}}
+
 (``try_in_new_thread``: a lock on ``name`` tried once, blocking=False, in a new thread of
 the host that then ends; with ``wanted_id``, only in one the host's runtime gave that
 thread id, a dead thread's: answered ``{"taken": bool, "thread_id": id}``) and one that
@@ -83,7 +111,8 @@ Every other request is answered, when it is done, with its value or the error it
 
 The grader believes an answer exactly as far as it would believe the lock's method
 returning that value: it is what the lock says. What a check counts (a counter, a
-time, the commands on the wire, the keys on the server) the grader measures itself.
+time, the commands on the wire, the keys on the server; an order step's sales, read from
+the database) the grader measures itself.
 """
 
 from __future__ import annotations

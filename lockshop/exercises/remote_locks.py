@@ -104,6 +104,9 @@ def _thread_ended(name: str) -> None:
 class LockHost:
     """One student's class in one process, and the requests in flight to it."""
 
+    #: The module the host runs (an order step's: ``step_host``).
+    MODULE = "lockshop.exercises.lock_host"
+
     def __init__(self, spec: str, *, env: dict[str, str] | None = None,
                  election: bool = False, guard: bool = False) -> None:
         self.spec = spec
@@ -111,7 +114,7 @@ class LockHost:
         self._channel = ours
         try:
             self.process = subprocess.Popen(
-                as_student([sys.executable, "-m", "lockshop.exercises.lock_host", spec,
+                as_student([sys.executable, "-m", self.MODULE, spec,
                             "--channel", str(theirs.fileno()),
                             *(["--election"] if election else []),
                             *(["--guard"] if guard else [])]),
@@ -156,6 +159,9 @@ class LockHost:
                     if "ready" in message or "load_error" in message:
                         self._greeting.set_result(message)
                     continue
+                if "event" in message:
+                    self.event(message)
+                    continue
                 with self._guard:
                     waiting = self._pending.pop(message.get("id"), None) \
                         if isinstance(message.get("id"), int) else None
@@ -165,6 +171,10 @@ class LockHost:
             pass
         finally:
             self._gone()
+
+    def event(self, message: dict) -> None:
+        """An event line the host sent about a request in flight (``lock_protocol``): a
+        lock's host sends none, so it is dropped; an order step's routes it to its buyer."""
 
     def _gone(self) -> None:
         try:

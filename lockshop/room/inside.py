@@ -56,17 +56,22 @@ that has run a line of the student's code decides, counts or reports anything:
   file, which the student's processes write as the lock's own effect: the file and its
   folder (sticky, the file the grader's) are the one thing of the grader's opened to
   them (``lockshop.exercises.databases.students_file``).
+  An order step (exercises 18 to 21) runs in a step host
+  (``lockshop.exercises.step_host``), given each check's database by its URL: a SQLite
+  file of the grader's opened to it as the lock table's is, or the grading's database on
+  the room's MariaDB, as the grading's own user (which reaches that database alone). Its
+  business delay is a call back to the grader's barrier; what it sold the grader reads
+  from the database (the audit, the rows), and whether a buyer waits from InnoDB, through
+  root's view of the lock waits (a view the grading's user made instead is not believed).
 - what the host answers is believed as the lock's own answer: a value the lock's method
   could return (a lock that lies is a lock that behaves that way, and the checks judge
   behaviour). The host's errors are shown as text.
 
-What is not yet behind this boundary (without ``--student-user``: the order-step
-exercises) is graded as before: the student's
-code in this process, as ``nobody`` with no capability, where code written to rewrite the grader
-could still report a pass (``sandboxed_grading`` believes a line only as far as it is well
-formed). And a sale's audit (the election's and the job guards': the shop's jobs on three
-instances) is read from a database its shop instances, which run the student's code, can
-write.
+Every exercise is graded behind this boundary (``out_of_process``: a lock, an election, a
+job guard and an order step each in a host of its own). Still outside it: a sale's audit
+(the election's and the job guards': the shop's jobs on three instances; an order step's:
+its exercise's last check) is read from a database its shop instances, which run the
+student's code, can write.
 """
 
 from __future__ import annotations

@@ -12,26 +12,23 @@ stopped the grading, or why the code did not load. A grading whose cgroup limits
 set is not graded, and says why; only in a room opened without them
 (``--room-without-limits``) does it run, its message ending with what did not hold.
 
-What the sandbox guarantees is containment; the verdict is honest where the grader grades
-out of process (``lockshop.exercises.grader.out_of_process``: the Redis, Redlock and
-ZooKeeper lock exercises, 1 to 13, the leader election, 14, the job guards, 15, 16 and 22,
-and the lock table, 17): there
-the grader runs as a user of its own (``sandbox.GRADER``) and the student's code only in
-processes it starts as ``nobody``, which hold no end of the report pipe and can neither
-signal nor read it (``lockshop.room.inside`` says what it trusts). One check there is an
-exception: the flash sale (C03; C02 on ZooKeeper; the election's is the shop's jobs, C24;
-the last check; the job guards' are the shop's jobs too, C04, C05 and C42). Its figures are the shop's audit, read from the sale's SQLite database,
-and the holds its shop instances logged; those instances run the student's code as
-``nobody`` and are given that database to write
-(``lockshop.exercises.checks.sale.StudentsCluster``), so code written to forge the audit
-could pass the sale. The other checks' verdicts come from what the grader counted itself,
-out of the student's processes' reach (a lock table's rows, which its lock writes, the
-grader reads from the database itself).
-Elsewhere the student's code still runs in the grader's process, where code written to
-rewrite the grader could report a pass. What is checked here stops the cheap forgeries in
-both: a line printed on stdout never counts (the report has a pipe of its own), the
-checks must come as the exercise runs them, each lesson in its place, and a pass needs
-every one of them.
+What the sandbox guarantees is containment; the verdict is honest because the grader grades
+out of process (``lockshop.exercises.grader.out_of_process``: every exercise, the locks,
+the leader election, the job guards and the order steps): the grader runs as a user of
+its own (``sandbox.GRADER``) and the student's code only in processes it starts as
+``nobody``, which hold no end of the report pipe and can neither signal nor read it
+(``lockshop.room.inside`` says what it trusts). One check is an exception: the flash sale
+(C03; C02 on ZooKeeper; the election's is the shop's jobs, C24, and so are the job guards'
+C04, C05 and C42; an order step's is C01, C07, C25 or C44; the last check). Its figures
+are the shop's audit, read from the sale's database, and the holds its shop instances
+logged; those instances run the student's code as ``nobody`` and are given that database
+to write (``lockshop.exercises.checks.sale.StudentsCluster``), so code written to forge
+the audit could pass the sale. The other checks' verdicts come from what the grader
+counted itself, out of the student's processes' reach (a lock table's rows, which its lock
+writes, the grader reads from the database itself). What is checked here stops the cheap
+forgeries besides: a line printed on stdout never counts (the report has a pipe of its
+own), the checks must come as the exercise runs them, each lesson in its place, and a
+pass needs every one of them.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """``SELECT ... FOR UPDATE``'s lessons (article A1), turned on a student's order step.
 
-Two buyers run the student's step in the grader's process, on the grader's own
-MariaDB database. The first is stopped inside its business delay (the step's
-``sleep``, which the grader hands in: a barrier, not a clock), holding whatever
-its step holds there; the second is started, and the grader waits for it to
+Two buyers run the student's step, each in a thread of the step's own process
+(``remote_steps``), on the grader's own MariaDB database. The first is stopped
+inside its business delay (the step's ``sleep``, which the grader hands in and the
+step's process calls back: a barrier, not a clock), holding whatever its step
+holds there; the second is started, and the grader waits for it to
 show one of two states: waiting for a row lock (InnoDB says so, in
 ``information_schema.innodb_trx``) or arrived at its own business delay (it has
 read, and decided, without waiting). Which one it shows is the verdict:
@@ -27,6 +28,7 @@ from sqlalchemy import Engine, func, select, text
 from sqlalchemy.exc import OperationalError
 
 from locks import LockNotAcquired
+from lockshop.exercises import remote_locks
 from lockshop.exercises.databases import LOCK_WAITS
 from lockshop.exercises.grading import Background, Check, Grading
 from shop.app import create_schema
@@ -48,11 +50,21 @@ LOCK_TIMEOUT_MS = 5_000
 #: ``information_schema.innodb_trx`` shows only when it was last read 0.1 s ago or more,
 #: so asking more often than that would read the same stale answer for ever.
 ASK_EVERY = 0.25
+#: How long B is given before InnoDB is first asked (far longer than B takes to reach a
+#: row lock's wait here; the verdict waits for B up to SHOWS_SECONDS whatever this is).
+FIRST_ASK = 0.05
 
 #: How many of the grading database's transactions wait for a row lock: InnoDB's
 #: ``information_schema.innodb_trx``, through the view the database was made with (the
-#: grading's user has no PROCESS privilege: ``databases.LOCK_WAITS``).
-WAITING = text(f"SELECT waiting FROM {LOCK_WAITS}")
+#: grading's user has no PROCESS privilege: ``databases.LOCK_WAITS``); and, in the same
+#: statement (a view cannot be dropped while a statement reads it), who made that view and
+#: who reads it. The view is root's; the grading's own user, which the student's step logs
+#: in as too, may drop it and make one of its own that says anything, whose definer is then
+#: that user (``Shop.waiting`` believes no such view).
+WAITING = text(f"SELECT (SELECT waiting FROM {LOCK_WAITS}), "
+               "(SELECT DEFINER FROM information_schema.VIEWS "
+               f"WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = '{LOCK_WAITS}'), "
+               "CURRENT_USER()")
 
 
 @dataclass
@@ -123,9 +135,17 @@ class Shop:
             for n, units in enumerate(stock, start=1)))
 
     def waiting(self) -> int:
-        """How many of our database's transactions wait for a lock now (InnoDB's word)."""
+        """How many of our database's transactions wait for a lock now (InnoDB's word);
+        ``ViewReplaced`` when the view that says it is not the grader's any more. (Where the
+        student's code runs as the grader's own user, on a student's own machine, both log
+        in as root, and nothing is behind a boundary: the view is not asked who made it.)"""
         with self.engine.connect() as db:
-            return db.scalar(WAITING)
+            waiting, definer, reader = db.execute(WAITING).one()
+        if remote_locks.STUDENT_USER is not None and definer in (None, reader):
+            raise ViewReplaced(_("the grading database's view of InnoDB's lock waits is not "
+                                 "the one the grader made: it was replaced by the grading's "
+                                 "own user, which your step logs in as"))
+        return waiting
 
     def sold(self, product_id: int) -> tuple[int, int]:
         """(orders, stock left) of a product."""
@@ -136,6 +156,9 @@ class Shop:
         return orders, stock
 
     def close(self) -> None:
+        forget = getattr(self.grading.lock_class, "forget", None)  # a step in its host
+        if forget is not None:
+            forget(self.engine)
         self.engine.dispose()
 
 
@@ -160,6 +183,10 @@ def first_buyer_in_its_delay(grading: Grading, stock: tuple[int, int]
         shop.close()
 
 
+class ViewReplaced(Exception):
+    """The view of the lock waits was made again by the grading's user: not InnoDB's word."""
+
+
 class StepNeverWaited(Exception):
     """The step returned without calling its business delay: nothing can be stopped there."""
 
@@ -174,6 +201,11 @@ def second_buyer_shows(shop: Shop, second: Buyer) -> str:
             # A wait that InnoDB's view missed still ends in the database's timeout.
             return "waits" if second.timed_out_waiting() else "done"
         return "waits" if shop.waiting() else None
+    # InnoDB is first asked once B has had the time to get that far (its step runs in a
+    # process of its own: a request there and a few statements), else that first answer
+    # would be too early, and the next only ASK_EVERY later. B's delay or end is seen at
+    # once all the same.
+    shop.grading.until(lambda: second.in_delay.is_set() or second.job.done(), FIRST_ASK)
     return shop.grading.until(state, SHOWS_SECONDS, step=ASK_EVERY) or "nothing"
 
 
