@@ -369,3 +369,20 @@ def hosted_student(tmp_path: Path, exercise, module: str, base: str) -> Iterator
         yield host, spec
     finally:
         host.close()
+
+
+def step_that_says_where_it_runs(folder: Path, placing: str) -> Path:
+    """A student's order step (``mine.py``, class ``Mine``) that calls
+    ``shop.orders.transactions.<placing>`` and writes the pid of the process that loaded
+    it to ``folder/loaded``, and of the one that placed an order to ``folder/placed``."""
+    student = folder / "mine.py"
+    student.write_text(
+        "import os\nimport pathlib\nimport time\n\n"
+        f"pathlib.Path({str(folder / 'loaded')!r}).write_text(str(os.getpid()))\n"
+        "from shop.orders.custom_steps import OrderStep\n"
+        f"from shop.orders.transactions import {placing}\n\n\n"
+        "class Mine(OrderStep):\n"
+        "    def place(self, database, request, context, kind=None, sleep=time.sleep):\n"
+        f"        pathlib.Path({str(folder / 'placed')!r}).write_text(str(os.getpid()))\n"
+        f"        return {placing}(database, request, context, kind, sleep)\n")
+    return student

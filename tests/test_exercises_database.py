@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from helpers import hosted_student, require
+from helpers import hosted_student, require, step_that_says_where_it_runs
 from lockshop import exercises
 from lockshop.cli.exercise import reference_lock
 from lockshop.cluster.scratch import DEFAULT_SERVERS, server_error
@@ -200,16 +200,7 @@ def test_an_order_step_is_graded_in_a_process_of_its_own(tmp_path):
     exercise = exercises.find("18")
     needs(exercise)
     assert grader.out_of_process(exercise)
-    student = tmp_path / "mine.py"
-    student.write_text(
-        "import os\nimport pathlib\nimport time\n\n"
-        f"pathlib.Path({str(tmp_path / 'loaded')!r}).write_text(str(os.getpid()))\n"
-        "from shop.orders.custom_steps import OrderStep\n"
-        "from shop.orders.transactions import place_for_update\n\n\n"
-        "class Mine(OrderStep):\n"
-        "    def place(self, database, request, context, kind=None, sleep=time.sleep):\n"
-        f"        pathlib.Path({str(tmp_path / 'placed')!r}).write_text(str(os.getpid()))\n"
-        "        return place_for_update(database, request, context, kind, sleep)\n")
+    student = step_that_says_where_it_runs(tmp_path, "place_for_update")
     graded = grader.grade(exercise, f"{student}:Mine", sale=False)
     c40, c08 = graded.results
     assert c40.passed and "B waited for a row lock" in c40.observed, c40.observed

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import step_that_says_where_it_runs
 from lockshop import exercises
 from lockshop.exercises import grader
 from lockshop.exercises.registry import ORDER_STEP
@@ -164,16 +165,7 @@ def test_a_students_step_runs_in_a_process_of_its_own(tmp_path):
 
     exercise = exercises.find("20")
     assert grader.out_of_process(exercise)
-    student = tmp_path / "mine.py"
-    student.write_text(
-        "import os\nimport pathlib\nimport time\n\n"
-        f"pathlib.Path({str(tmp_path / 'loaded')!r}).write_text(str(os.getpid()))\n"
-        "from shop.orders.custom_steps import OrderStep\n"
-        "from shop.orders.transactions import place_atomic\n\n\n"
-        "class Mine(OrderStep):\n"
-        "    def place(self, database, request, context, kind=None, sleep=time.sleep):\n"
-        f"        pathlib.Path({str(tmp_path / 'placed')!r}).write_text(str(os.getpid()))\n"
-        "        return place_atomic(database, request, context, kind, sleep)\n")
+    student = step_that_says_where_it_runs(tmp_path, "place_atomic")
     graded = grader.grade(exercise, f"{student}:Mine", sale=False)
     report = "\n".join(line for r in graded.results for line in r.lines())
     assert graded.broken_lesson is None and len(graded.results) == 2, report
