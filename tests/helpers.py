@@ -24,7 +24,7 @@ from sqlalchemy import select
 from locks import Backends
 from lockshop.cluster.client import ShopClient
 from lockshop.cluster.launcher import Cluster
-from lockshop.cluster.processes import port_is_free
+from lockshop.cluster.processes import LISTENING_PORTS, port_is_free
 from lockshop.cluster.zookeeper_servers import zookeeper_installed
 from shop.errors import SeatTaken, SoldOut
 from shop.orders.order_path import OrderContext, OrderRequest
@@ -98,16 +98,18 @@ def chromium() -> Iterator:
 
 
 def ports_for_up(instances: int) -> int:
-    """The first of ``instances`` free ports in a row, below 32768, for ``up --port``.
+    """The first of ``instances`` free ports in a row, below any ``free_port()`` pick,
+    for ``up --port``.
 
-    Not the kernel's pick: ``up`` starts its Redis and ZooKeeper servers and binds its
-    control on ports the kernel picks from the ephemeral range (32768 and up), and one
-    of them could take an instance's port (a clean-clone run once failed on that)."""
+    Not the kernel's pick nor ``free_port()``'s: ``up`` starts its Redis and ZooKeeper
+    servers on ``free_port()``'s ports and binds its control on one the kernel picks, and
+    either could take an instance's port (a clean-clone run once failed on that)."""
+    below = LISTENING_PORTS.start
     for _ in range(1000):
-        port = random.randrange(20_000, 32_000)
+        port = random.randrange(10_000, below - instances)
         if all(port_is_free(p) for p in range(port, port + instances)):
             return port
-    raise RuntimeError(f"no {instances} free ports in a row in 20000-32000")
+    raise RuntimeError(f"no {instances} free ports in a row in 10000-{below}")
 
 
 @contextmanager

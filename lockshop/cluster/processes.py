@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -28,16 +29,45 @@ class StartError(RuntimeError):
     """A child process did not become ready."""
 
 
+#: Where a server of ours listens when no port is given: below the kernel's
+#: ephemeral ports. A port the kernel picks for ``bind(0)`` comes from the same range
+#: as the local port of every outgoing connection, so between our check and the
+#: server's own bind a client of any process could take it (a suite with four workers
+#: opens thousands of connections a minute: redis-server once exited with "Address
+#: already in use"). Below that range only another listener can.
+LISTENING_PORTS = range(20000, 32768)
+
+_ports = random.SystemRandom()
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A port that was free a moment ago (the kernel's pick)."""
+    """A port that was free a moment ago, outside the range the kernel gives outgoing
+    connections (where that range leaves room; otherwise the kernel's pick)."""
+    ephemeral_low = _ephemeral_ports().start
+    candidates = range(LISTENING_PORTS.start, min(LISTENING_PORTS.stop, ephemeral_low))
+    for _attempt in range(200 if len(candidates) > 1000 else 0):
+        port = _ports.choice(candidates)
+        if port_is_free(port, host, reuse=False):
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return s.getsockname()[1]
 
 
-def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
+def _ephemeral_ports() -> range:
+    try:
+        low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    except (OSError, ValueError):
+        return range(32768, 61000)  # Linux's default
+    return range(low, high + 1)
+
+
+def port_is_free(port: int, host: str = "127.0.0.1", *, reuse: bool = True) -> bool:
+    """Whether a listener could bind ``port`` now (``reuse``: as servers do, with
+    SO_REUSEADDR, which a connection closing in TIME_WAIT does not stop)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, port))
         except OSError:
