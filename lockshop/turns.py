@@ -68,11 +68,23 @@ def side_by_side(ours: Callable[[], object], theirs: Callable[[], object],
     """``ours`` against ``theirs``, in ``turns`` turns of ``seconds / turns`` each.
 
     ``theirs_again`` is a second ``theirs`` of its own (a lock on a name of its
-    own, say), run in the same turns. In each turn, ``ours`` is counted against
-    the mean of the two, and ``theirs_again`` against ``theirs``: the control.
-    Every other turn runs them in the opposite order, so that neither ``ours``
-    nor ``theirs_again`` always goes first. Each figure is the median over the turns: a turn a stall
-    of the machine fell on changes it little.
+    own, say), run in the same turns. Every other turn runs the three in the
+    opposite order, so that neither ``ours`` nor ``theirs_again`` always goes
+    first. Each figure is a median of one action's rate over another's in the same
+    turn, so that a turn a stall of the machine fell on changes it little:
+
+    - the ratio: ``ours`` over ``theirs`` and ``ours`` over ``theirs_again``, all
+      the turns' quotients together;
+    - the control: ``theirs_again`` over ``theirs``.
+
+    Always one rate over one other, never over a mean of two: on equal actions such a
+    quotient is as likely above 1 as below, so its median is 1 whatever the noise of
+    the machine, and the control is the very figure the ratio would be if ``ours``
+    were ``theirs``. ``ours`` over the mean of the other two (how this was first
+    counted) is not: on a busy machine most turns are cut short by other programs and
+    a few run whole, a mean of two rates is more often lifted by one whole turn than a
+    single rate is, and two equal actions measured 0.81 of each other in a run whose
+    control said 1.02.
     """
     order = [("ours", ours), ("theirs", theirs), ("theirs again", theirs_again)]
     rates: dict[str, list[float]] = {name: [] for name, _action in order}
@@ -80,8 +92,13 @@ def side_by_side(ours: Callable[[], object], theirs: Callable[[], object],
         for name, (turn,) in take_turns(dict(order), seconds / turns, 1).items():
             rates[name].append(turn.per_second)
         order.reverse()
-    theirs_rates = [(a + b) / 2 for a, b in zip(rates["theirs"], rates["theirs again"])]
+    return compared(rates["ours"], rates["theirs"], rates["theirs again"])
+
+
+def compared(ours: list[float], theirs: list[float], theirs_again: list[float]) -> SideBySide:
+    """The figures of ``side_by_side`` from each action's rate in each turn."""
+    ours_over_each = [o / t for o, t in zip(ours, theirs)] + \
+        [o / t for o, t in zip(ours, theirs_again)]
     return SideBySide(
-        ratio=statistics.median(o / t for o, t in zip(rates["ours"], theirs_rates)),
-        control=statistics.median(
-            again / first for again, first in zip(rates["theirs again"], rates["theirs"])))
+        ratio=statistics.median(ours_over_each),
+        control=statistics.median(again / first for again, first in zip(theirs_again, theirs)))
