@@ -57,7 +57,7 @@ FROM python AS workshop
 RUN apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
        redis-server zookeeper libslf4j-java default-jre-headless mariadb-server \
-       bubblewrap util-linux procps \
+       bubblewrap util-linux procps nftables \
     && rm -rf /var/lib/apt/lists/* /var/cache/apt/*
 RUN echo /app > "$(python3 -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/lockshop.pth"
 COPY locks locks

@@ -54,7 +54,7 @@ from shop.i18n import _
 SUITE = "bookworm"
 MIRROR = "http://deb.debian.org/debian"
 PACKAGES = ("linux-image-amd64", "initramfs-tools", "kmod", "busybox", "python3",
-            "bubblewrap", "util-linux", "procps", "iproute2", "redis-server")
+            "bubblewrap", "util-linux", "procps", "iproute2", "nftables", "redis-server")
 #: The modules the initramfs needs to mount a root over 9p on virtio.
 INITRAMFS_MODULES = ("9p", "9pnet_virtio", "virtio_pci")
 #: What the tools come in.
