@@ -3,6 +3,7 @@ own way and every time; the correct one holds, is fenced, and fails safe when Re
 
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
 import threading
@@ -17,6 +18,7 @@ import locks
 from helpers import Steady, flash_sale, hold_and_stop, order, pause_the_holder, wait_for
 from locks import LockLost
 from locks.redis_fair import FairRedisLock
+from locks.redis_lock import RedisLock
 from locks.redlock import Redlock
 from lockshop.cluster.client import ShopClient
 from shop.orders.order_path import (
@@ -465,6 +467,25 @@ def test_redlock_refuses_with_three_of_five_servers_down(start_redis, factory):
         made.lock("minority").acquire()
     for server in servers[3:]:  # nothing left behind on the two that answered
         assert redis.Redis.from_url(server.url).exists("lockshop:lock:minority") == 0
+
+
+def test_redlock_releases_on_a_server_restarted_since_its_last_pair(start_redis, factory):
+    """A restart empties the server's script cache and closes the connection Redlock kept
+    idle to it: the next pair reconnects, the release's EVALSHA is answered NOSCRIPT,
+    the script is loaded there and run, and the key is gone from all five servers."""
+    made, servers = redlock_factory(start_redis, factory)
+    lock = made.lock("restarted")
+    assert lock.acquire(blocking=False)
+    lock.release()
+    servers[2].restart()
+    again = made.lock("restarted")
+    assert again.acquire(blocking=False)
+    assert all(redis.Redis.from_url(s.url).exists("lockshop:lock:restarted") for s in servers)
+    again.release()
+    assert not any(redis.Redis.from_url(s.url).exists("lockshop:lock:restarted")
+                   for s in servers)
+    script = hashlib.sha1(RedisLock.COMPARE_AND_DELETE.encode()).hexdigest()
+    assert redis.Redis.from_url(servers[2].url).script_exists(script) == [True]
 
 
 def test_redlock_validity_runs_on_the_injected_clock(start_redis, factory):
