@@ -342,6 +342,24 @@ def test_in_a_two_user_run_nobody_cannot_reach_the_walled_address_but_the_grader
     after = subprocess.run(["nft", "list", "ruleset"], capture_output=True, text=True).stdout
     assert "lockshop_wall" not in after and after == before
 
+
+def test_where_the_wall_cannot_be_put_up_the_grading_says_so(monkeypatch):
+    """No ``nft`` (or nftables refused): the run goes on without the rule, nobody reaches
+    the walled address, and the student reads what the grading was not held to."""
+    monkeypatch.setattr(sandbox, "wall_unavailable", lambda: "nft is not installed")
+    lines: list[bytes] = []
+    ran = sandbox.run([sys.executable, "-c", TWO_USERS_ON_THE_WALLED_ADDRESS, sandbox.WALLED],
+                      SMALL, sandbox.python_view(), on_report=lines.append,
+                      grader_user=sandbox.GRADER)
+    said = b"\n".join(lines).decode()
+    assert ran.unwalled == "nft is not installed"
+    assert f"nobody ({sandbox.GRADER} started it): connected" in said, said
+    outcome = grade("class TokenLock(:\n")
+    assert outcome.message.startswith("your code did not load: "), outcome.message
+    assert outcome.message.endswith("(graded WITHOUT the wall that keeps your code off the "
+                                    "grader's own servers: nft is not installed)"), \
+        outcome.message
+
 # --- the limits ----------------------------------------------------------------------------
 
 def stopped_by(limit: str) -> Limits:

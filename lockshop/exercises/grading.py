@@ -18,7 +18,10 @@ process of the student's reaches them through one proxy per server, which is whe
 check watches, counts and steps in (``watch``). On ZooKeeper each factory reaches the
 server through a proxy of its own (``lockshop.cluster.zookeeper_wire``), from which the
 grader learns its session (to end it) and the children's watches it set; the nodes'
-watches and ephemeral nodes it reads from the server. A lock table's rows it reads from
+watches and ephemeral nodes it reads from the server. ZooKeeper asks for no password: the
+server listens on 127.0.0.2 instead (``network.BEHIND_PROXIES``), which the room's
+sandbox walls off from the student's user, and the student's other processes share a
+proxy of the grader's (``students_zk_hosts``). A lock table's rows it reads from
 the grading's SQLite file, which the student's processes write (``databases.students_file``).
 What a check counts is counted here.
 """

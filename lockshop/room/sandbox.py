@@ -54,7 +54,7 @@ from pathlib import Path
 from lockshop.cluster.network import BEHIND_PROXIES
 from lockshop.room import cgroups
 from lockshop.room.cgroups import RunGroup, Usage
-from shop.i18n import _
+from shop.i18n import _, lazy_gettext
 
 LOGGER = logging.getLogger(__name__)
 
@@ -144,8 +144,8 @@ class SandboxRun:
     #: could not be made, and ``run`` was told to go on without it), or None.
     unenforced: str | None = None
     #: In a run with two users: why ``NOBODY`` could reach ``WALLED`` (the rule could not
-    #: be made on this machine: ``wall_unavailable``), or None.
-    unwalled: str | None = None
+    #: be made on this machine: ``wall_unavailable``, in the reader's language), or None.
+    unwalled: object | None = None
 
 
 class SandboxUnavailable(RuntimeError):
@@ -185,19 +185,20 @@ def missing_tools() -> list[str]:
 
 
 @functools.cache
-def wall_unavailable() -> str | None:
+def wall_unavailable() -> object | None:
     """Why ``WALL_RULES`` cannot be put up on this machine (no ``nft``, or nftables
-    refused in a network namespace of its own), or None when it can: tried once, in a
-    namespace made for the try and gone after it."""
-    if shutil.which("nft") is None:
-        return "nft is not installed (Debian package nftables; ./run installs it)"
-    if shutil.which("unshare") is None:
-        return "unshare is not installed (Debian package util-linux)"
+    refused in a network namespace of its own), in the reader's language, or None when it
+    can: tried once, in a namespace made for the try and gone with it."""
+    tools = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
+    for tool, package in (("nft", "nftables"), ("unshare", "util-linux")):
+        if shutil.which(tool, path=tools["PATH"]) is None:
+            return lazy_gettext("%(tool)s is not installed (Debian package %(package)s; "
+                                "./run installs it)", tool=tool, package=package)
     tried = subprocess.run(["unshare", "--net", "--", "nft", "-f", "-"], input=WALL_RULES,
-                           capture_output=True, text=True,
-                           env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
+                           capture_output=True, text=True, env=tools)
     if tried.returncode != 0:
-        return f"nft: {(tried.stderr.strip() or 'failed').splitlines()[-1]}"
+        said = (tried.stderr.strip() or f"status {tried.returncode}").splitlines()[-1]
+        return lazy_gettext("nft could not put the rule up: %(said)s", said=said)
     return None
 
 
