@@ -53,7 +53,9 @@ HEALTHCHECK --interval=3s --timeout=10s --start-period=300s --retries=3 CMD ["ba
 FROM python AS workshop
 # What `./run` installs on a Debian machine for `lockshop up` and the room: the servers'
 # programs (each started by lockshop on a port of its own), the room's MariaDB and the
-# sandbox's tools. Not PostgreSQL: `up` runs on SQLite here, as it does by default.
+# sandbox's tools (nftables: the wall that keeps the student's user off the grader's
+# ZooKeeper, in each grading's own network namespace, which NET_ADMIN lets it make).
+# Not PostgreSQL: `up` runs on SQLite here, as it does by default.
 RUN apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
        redis-server zookeeper libslf4j-java default-jre-headless mariadb-server \

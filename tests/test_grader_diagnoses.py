@@ -47,6 +47,9 @@ MISTAKES = [
     # every waiter watches the queue's folder: a children's watch, which the server's wchp
     # does not list (the grader reads it from the waiters' clients)
     ("8", f"{HERE / 'watches_parent.py'}:QueueLock", ("C19",), "C19"),
+    # the same herd, and the node ahead watched too: one watcher per node, but for the
+    # folder's watches, which fire at every arrival and are set again a moment later
+    ("8", f"{HERE / 'watches_parent.py'}:AlsoWatchesTheNodeAhead", ("C19",), "C19"),
 ]
 
 

@@ -3,7 +3,8 @@ the real sandbox, come back not passed and leave the board as it was.
 
 Each attack is exercise 3's skeleton (one, exercise 7's: a ZooKeeper lock; one, exercise
 17's: a lock table's; one, exercise 14's: a leader election; exercises 15's and 22's: job
-guards; exercises 20's and 18's: order steps, on SQLite and on the room's MariaDB) with a
+guards; exercises 20's and 18's: order steps, on SQLite and on the room's MariaDB; one,
+exercise 8's right lock, whose herd goes round the grader's ZooKeeper proxy) with a
 few lines of its own, as a student who has read the grader would write it; the student's lock
 runs in a process of its own as ``nobody``, the grader as a user of its own (``lockshop.room.inside``). Each submission goes through
 ``Room.submit`` to the board, beside a student whose ✓ was there before: that row must be
@@ -284,3 +285,89 @@ def test_a_thread_that_outlives_its_release_forges_nothing(room):
     assert "_haunt, args" in source
     done = graded(room, source)
     assert done["passed"] is not True, done
+
+
+#: Exercise 8's right lock, but every waiter also watches the queue's folder, the herd
+#: (lesson C19), on a client of its own to the ZooKeeper server it finds in
+#: /proc/net/tcp6: not the proxy it was given, where the grader counts the children's
+#: watches. The exists() watch on the node ahead, through the proxy, is the decoy the
+#: count sees. Where it finds no server to reach, it watches the folder on its own client.
+HERD_BEHIND_THE_PROXYS_BACK = """
+
+    import socket as _socket
+
+    from kazoo.client import KazooClient as _KazooClient
+
+
+    def _servers_found():
+        \"\"\"Every listening TCP socket of this network namespace that answers ZooKeeper's
+        ruok: the grader's server (its proxies do not speak four-letter words).\"\"\"
+        found = []
+        for table in ("/proc/net/tcp", "/proc/net/tcp6"):  # a JVM listens on IPv6's
+            with open(table) as rows:
+                listening = [line.split()[1] for line in rows.readlines()[1:]
+                             if line.split()[3] == "0A"]
+            for local in listening:
+                address, port = local.split(":")
+                # IPv4, or IPv4 in IPv6 (::ffff:a.b.c.d): its last four bytes.
+                host = ".".join(str(b) for b in reversed(bytes.fromhex(address[-8:])))
+                try:
+                    with _socket.create_connection((host, int(port, 16)), timeout=1) as s:
+                        s.sendall(b"ruok")
+                        if s.recv(16) == b"imok":
+                            found.append(f"{host}:{int(port, 16)}")
+                except OSError:
+                    pass
+        return found
+
+
+    _DIRECT = []
+    _LOOKING = threading.Lock()
+
+
+    def _direct_client(lock):
+        \"\"\"A client of its own to the first server found, one per process; else the
+        lock's own, proxied client.\"\"\"
+        with _LOOKING:
+            if not _DIRECT:
+                _DIRECT.append(None)
+                for hosts in _servers_found():
+                    client = _KazooClient(hosts=hosts, timeout=5)
+                    try:
+                        client.start(timeout=5)
+                    except Exception:
+                        continue
+                    _DIRECT[0] = client
+                    break
+        return _DIRECT[0] or lock.client
+
+
+    def _herd_wait(self, seconds):
+        woken = threading.Event()
+        # The herd: every waiter watches the folder, woken by every change in it.
+        _direct_client(self).get_children(self.parent, watch=lambda event: woken.set())
+        # The decoy the grader counts: one node's watch, on the node ahead.
+        if self.client.exists(f"{self.parent}/{self.ahead}", watch=lambda event: woken.set()):
+            woken.wait(seconds)
+
+
+    QueueLock._wait_for_release = _herd_wait
+    """
+
+
+def test_a_herd_watching_behind_the_proxys_back_is_seen(room):
+    """Exercise 8: a lock whose waiters all watch the queue's folder (the herd), on
+    sessions that go round the grader's proxy to the server found in /proc/net/tcp6, and
+    the node ahead through the proxy (the decoy). The server is walled off from the
+    student's user (``sandbox.WALL_RULES``): the folder's watches go through the proxy
+    too, and C19 counts them. Without the wall C19 saw one session per node, and the
+    grading passed."""
+    require(zookeeper_installed(), "the zookeeper server is not installed")
+    require(sandbox.wall_unavailable() is None, f"no wall here: {sandbox.wall_unavailable()}")
+    source = ((Path(__file__).parent / "exercise_locks" / "queue_lock.py").read_text()
+              + textwrap.dedent(HERD_BEHIND_THE_PROXYS_BACK))
+    done = graded(room, source, "8")
+    assert done["state"] == "done", done
+    herd = next(check for check in done["checks"] if check["lesson"] == "C19")
+    assert not herd["passed"], herd
+    assert "the most sessions watching one node: 5" in herd["observed"], herd

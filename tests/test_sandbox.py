@@ -14,6 +14,8 @@ import dataclasses
 import os
 import re
 import socket
+import subprocess
+import sys
 import textwrap
 import threading
 import time
@@ -296,6 +298,67 @@ def test_a_leader_election_is_graded_inside_its_jobs_run_as_nobody(answering):
                                "en")
     assert outcome.passed is True, outcome
 
+
+
+#: Run in a two-user run, as the grader's user: a listener on the walled address, then a
+#: connection to it from a process of nobody's (started as the grader starts the student's
+#: lock) and one of its own; each says what it got on the report channel.
+TWO_USERS_ON_THE_WALLED_ADDRESS = textwrap.dedent("""
+    import os, socket, subprocess, sys, time
+    report = os.fdopen(int(os.environ["LOCKSHOP_REPORT_FD"]), "w", buffering=1)
+    listener = socket.create_server((sys.argv[1], 0))
+    port = listener.getsockname()[1]
+    TRY = ("import socket, sys, time\\n"
+           "started = time.monotonic()\\n"
+           "try:\\n"
+           "    socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5).close()\\n"
+           "    print('connected')\\n"
+           "except OSError as error:\\n"
+           "    print(f'{error.strerror} after {time.monotonic() - started:.2f} s')\\n")
+    as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                 "--inh-caps=-all", "--ambient-caps=-all", "--no-new-privs", "--"]
+    for who, prefix in (("nobody", as_nobody), ("grader", [])):
+        said = subprocess.run([*prefix, sys.executable, "-c", TRY, sys.argv[1], str(port)],
+                              capture_output=True, text=True, timeout=30)
+        report.write(f"{who} ({os.getuid()} started it): "
+                     f"{(said.stdout or said.stderr).strip()}\\n")
+    """)
+
+
+def test_in_a_two_user_run_nobody_cannot_reach_the_walled_address_but_the_grader_can():
+    """The wall (``sandbox.WALL_RULES``): in a run with two users, a process of nobody's
+    is refused at once by a listener of the grader's on ``WALLED`` (127.0.0.2), which the
+    grader's own processes reach; the machine's own firewall is left as it was."""
+    require(sandbox.wall_unavailable() is None, f"no wall here: {sandbox.wall_unavailable()}")
+    before = subprocess.run(["nft", "list", "ruleset"], capture_output=True, text=True).stdout
+    lines: list[bytes] = []
+    ran = sandbox.run([sys.executable, "-c", TWO_USERS_ON_THE_WALLED_ADDRESS, sandbox.WALLED],
+                      SMALL, sandbox.python_view(), on_report=lines.append,
+                      grader_user=sandbox.GRADER)
+    said = b"\n".join(lines).decode()
+    assert ran.returncode == 0 and ran.unwalled is None, (ran, said)
+    assert f"nobody ({sandbox.GRADER} started it): Connection refused after 0.0" in said, said
+    assert f"grader ({sandbox.GRADER} started it): connected" in said, said
+    after = subprocess.run(["nft", "list", "ruleset"], capture_output=True, text=True).stdout
+    assert "lockshop_wall" not in after and after == before
+
+
+def test_where_the_wall_cannot_be_put_up_the_grading_says_so(monkeypatch):
+    """No ``nft`` (or nftables refused): the run goes on without the rule, nobody reaches
+    the walled address, and the student reads what the grading was not held to."""
+    monkeypatch.setattr(sandbox, "wall_unavailable", lambda: "nft is not installed")
+    lines: list[bytes] = []
+    ran = sandbox.run([sys.executable, "-c", TWO_USERS_ON_THE_WALLED_ADDRESS, sandbox.WALLED],
+                      SMALL, sandbox.python_view(), on_report=lines.append,
+                      grader_user=sandbox.GRADER)
+    said = b"\n".join(lines).decode()
+    assert ran.unwalled == "nft is not installed"
+    assert f"nobody ({sandbox.GRADER} started it): connected" in said, said
+    outcome = grade("class TokenLock(:\n")
+    assert outcome.message.startswith("your code did not load: "), outcome.message
+    assert outcome.message.endswith("(graded WITHOUT the wall that keeps your code off the "
+                                    "grader's own servers: nft is not installed)"), \
+        outcome.message
 
 # --- the limits ----------------------------------------------------------------------------
 

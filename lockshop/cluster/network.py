@@ -92,6 +92,11 @@ class Host:
 
 #: The machine itself: everything on one loopback, as without a ``Network``.
 LOOPBACK = Host("localhost")
+#: Where a grading keeps the servers the student's code may reach only through the
+#: grader's proxies (its ZooKeeper): on Linux all of 127.0.0.0/8 is loopback, so this is
+#: the same machine, and in the room's sandbox a firewall rule refuses the student's
+#: user any packet to it (``lockshop.room.sandbox.WALLED``).
+BEHIND_PROXIES = Host("behind-proxies", "127.0.0.2")
 
 
 def unavailable() -> str | None:

@@ -169,9 +169,10 @@ def release_ignores_owner(grading: Grading) -> str | None:
 
 def shared_node(grading: Grading) -> str | None:
     """Three waiters, each with a session of its own, queue behind a holder: does any path
-    carry the watches of two of them or more? (The nodes' watches as the server lists
-    them, the children's as the waiters' clients hold them.)"""
-    from lockshop.exercises.checks.zookeeper_steps import Waiter, _watch_count, watches
+    carry the watches of two of them or more, looked at for a while as C19 does? (The
+    nodes' watches as the server lists them, the children's as the waiters' clients
+    hold them.)"""
+    from lockshop.exercises.checks.zookeeper_steps import Waiter, _watch_count, seen_watching
     name = grading.fresh_name("probe-node")
     held_lock = grading.take(grading.factory(), name)
     if held_lock is None:
@@ -179,15 +180,14 @@ def shared_node(grading: Grading) -> str | None:
     served: list[int] = []
     waiters = [Waiter(grading, name, number, 10, served) for number in range(3)]
     grading.until(lambda: _watch_count(grading, waiters) >= len(waiters), seconds=5)
-    path, sessions = max(watches(grading, waiters).items(), key=lambda item: len(item[1]),
-                         default=("", set()))
+    path, most, _total = seen_watching(grading, waiters)
     grading.release_quietly(held_lock)
     for waiter in waiters:
         waiter.job.join(15)
-    if len(sessions) < 2:
+    if most < 2:
         return None
     return _("with 3 waiters queued behind a holder, %(count)s of them watched one path, "
-             "%(path)s: whatever happens there wakes them all", count=len(sessions), path=path)
+             "%(path)s: whatever happens there wakes them all", count=most, path=path)
 
 
 def session_as_owner(grading: Grading) -> str | None:

@@ -18,7 +18,10 @@ process of the student's reaches them through one proxy per server, which is whe
 check watches, counts and steps in (``watch``). On ZooKeeper each factory reaches the
 server through a proxy of its own (``lockshop.cluster.zookeeper_wire``), from which the
 grader learns its session (to end it) and the children's watches it set; the nodes'
-watches and ephemeral nodes it reads from the server. A lock table's rows it reads from
+watches and ephemeral nodes it reads from the server. ZooKeeper asks for no password: the
+server listens on 127.0.0.2 instead (``network.BEHIND_PROXIES``), which the room's
+sandbox walls off from the student's user, and the student's other processes share a
+proxy of the grader's (``students_zk_hosts``). A lock table's rows it reads from
 the grading's SQLite file, which the student's processes write (``databases.students_file``).
 What a check counts is counted here.
 """
@@ -39,6 +42,8 @@ import redis
 
 from locks import Backends, DistributedLock, LockFactory, LockLost
 from lockshop.cluster.holder import KEY_PREFIX, Holder, held, student_factory
+from lockshop.cluster.network import BEHIND_PROXIES
+from lockshop.cluster.processes import free_port
 from lockshop.cluster.redis_servers import RedisServer
 from lockshop.cluster.thread_ids import in_a_thread
 from lockshop.cluster.wire import RedisProxy
@@ -129,6 +134,8 @@ class Grading:
         self._inspector: redis.Redis | None = None
         self._students_proxies: dict[int, RedisProxy] = {}
         self._zookeeper_proxies: list[ZooKeeperProxy] = []
+        #: The one the student's other processes share (``students_zk_hosts``).
+        self._students_zookeeper: ZooKeeperProxy | None = None
 
     def __enter__(self) -> Grading:
         # With the lock in a host, every Redis of the grading (Redlock's five too) asks for
@@ -152,7 +159,13 @@ class Grading:
                 for n in range(1, REDLOCK_SERVERS + 1)]
             self.redis_server = self.redis_servers[0]
         else:
-            self.zookeeper = self._stack.enter_context(ZooKeeperServer(self.runtime, "zookeeper"))
+            # On the address the room's sandbox walls off from the student's user: with
+            # the lock in a host, the grader's proxies are its only way in (``backends``).
+            # Without a sandbox (the command line's grading) the address is loopback all
+            # the same, so one place serves both and every ZooKeeper test runs it.
+            self.zookeeper = self._stack.enter_context(ZooKeeperServer(
+                self.runtime, "zookeeper", host=BEHIND_PROXIES,
+                port=free_port(BEHIND_PROXIES.address)))
         return self
 
     def __exit__(self, *exc_info) -> None:
@@ -186,15 +199,34 @@ class Grading:
         instances): with a host, the grader's proxies to them."""
         return Backends(redis_url=self.students_url(self.redis_server),
                         redis_urls=tuple(map(self.students_url, self.redis_servers)),
-                        zk_hosts=self.zookeeper.address if self.zookeeper else None,
+                        zk_hosts=self.students_zk_hosts(),
                         database_url=self.database_url, lease_ms=lease_ms or self.lease_ms)
+
+    def students_zk_hosts(self) -> str | None:
+        """The ZooKeeper address the student's processes are given (holders, shop
+        instances): with a host, one proxy of the grader's that they all share (the server
+        is walled off from their user, ``network.BEHIND_PROXIES``); else the server's own.
+        A factory's locks get a proxy of their own instead (``factory``)."""
+        if self.zookeeper is None:
+            return None
+        if self.host is None:
+            return self.zookeeper.address
+        if self._students_zookeeper is None:
+            self._students_zookeeper = self._zookeeper_proxy()
+        return self._students_zookeeper.address
+
+    def _zookeeper_proxy(self) -> ZooKeeperProxy:
+        proxy = ZooKeeperProxy((self.zookeeper.host.address, self.zookeeper.port))
+        self._zookeeper_proxies.append(proxy)
+        return proxy
 
     def servers_backends(self, lease_ms: int | None = None) -> Backends:
         """The servers themselves (Redlock's five too), password and all, for the sale's
         shop instances: the sale is every lock exercise's last check, so what they could
         learn of the password comes after every check that watches the traffic; and a
         sale's three instances through the proxies in this process were too slow on a
-        loaded machine."""
+        loaded machine. Not ZooKeeper: its server is walled off from the student's user,
+        so they reach it through the grader's shared proxy (``students_zk_hosts``)."""
         return replace(self.backends(lease_ms),
                        redis_url=self.redis_server.url if self.redis_server else None,
                        redis_urls=tuple(server.url for server in self.redis_servers))
@@ -227,8 +259,7 @@ class Grading:
                 proxy = self.watch(watched_key, client_name=name)
                 backends = replace(backends, redis_url=f"{backends.redis_url}?client_name={name}")
             if self.zookeeper is not None:  # a proxy of its own: its session is the proxy's
-                proxy = ZooKeeperProxy((self.zookeeper.host.address, self.zookeeper.port))
-                self._zookeeper_proxies.append(proxy)
+                proxy = self._zookeeper_proxy()
                 backends = replace(backends, zk_hosts=proxy.address)
             factory = self.host.factory(backends, client=proxy)
         else:

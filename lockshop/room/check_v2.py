@@ -7,8 +7,9 @@ this command boots one, and runs there what ``tests/test_sandbox.py`` runs here:
 1. the tools: ``qemu-system-x86_64`` and ``debootstrap``, installed with apt when missing;
 2. a Debian root made by ``debootstrap`` (bookworm, with Debian's own kernel
    ``linux-image-amd64``, an initramfs that can mount a 9p root, Python, bubblewrap,
-   util-linux's ``setpriv`` and ``prlimit``, ``redis-server``), built once and kept in
-   the cache folder: a second run starts at step 3;
+   util-linux's ``setpriv`` and ``prlimit``, ``nft`` for the sandbox's wall,
+   ``redis-server``), built once and kept in the cache folder (named by what it is made
+   of: a changed package list makes a new one): a second run starts at step 3;
 3. the kernel booted under qemu with software emulation (TCG: it needs no KVM, which
    may be missing or refuse), its root the cached one over 9p, read-only; the project,
    its virtual environment and the Python under it shared in, read-only, at the same

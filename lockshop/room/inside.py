@@ -50,8 +50,13 @@ that has run a line of the student's code decides, counts or reports anything:
   (``lockshop.exercises.remote_guards``), whose jobs write to a database of the grader's
   own (on MariaDB, 22, the grading's database, whose URL the guard is given: its lock is a
   row there), and whose counts are the grader's.
-  ZooKeeper asks for no password, so a lock written to go round its proxy could hide its
-  own children's watches and nodes from the checks, never reach the counts or the report.
+  ZooKeeper asks for no password, so a wall stands in for one: the grading's server
+  listens on 127.0.0.2, which the sandbox's firewall rule (``sandbox.WALL_RULES``, in
+  the run's own network namespace) refuses to the student's user; every process of
+  theirs is given a proxy of the grader's (one per factory, one shared by the holders and
+  shop instances), so a lock written to go round its proxy, to hide its children's
+  watches from C19, is refused. Where the rule cannot be put up the grading says so in
+  its message (``SandboxRun.unwalled``).
   A lock table's rows (exercise 17) are read by the grader from the grading's SQLite
   file, which the student's processes write as the lock's own effect: the file and its
   folder (sticky, the file the grader's) are the one thing of the grader's opened to

@@ -16,6 +16,15 @@ One run, from the outside in:
   user of the grader's own (``GRADER``) with only the capabilities to start processes as
   ``nobody`` and to signal them: the student's processes then run as another user than
   the grader, which they can neither signal nor trace.
+- in a run with two users, before the drop, a firewall rule in the run's own network
+  namespace (nftables, as root there: nothing changes on the machine) that refuses
+  ``nobody`` every packet to ``WALLED`` (127.0.0.2, loopback too on Linux), where the
+  grader keeps the servers the student's code must reach only through the grader's
+  proxies: ZooKeeper, which asks for no password, so that no lock can go round the proxy
+  the grader counts its watches on. A refused connection is reset at once (it fails, it
+  does not hang). Where the rule cannot be made (no ``nft``), the run goes on without
+  it and its result's ``unwalled`` says so; where it fails inside the run, the run stops
+  before any of the student's code.
 
 We watch from outside: the wall clock, the cgroup's OOM kills, refused forks and CPU,
 and the bytes the run prints. At any limit the whole run is killed at once (bwrap's
@@ -29,6 +38,7 @@ cannot, whatever the namespace.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import shutil
@@ -41,9 +51,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from lockshop.cluster.network import BEHIND_PROXIES
 from lockshop.room import cgroups
 from lockshop.room.cgroups import RunGroup, Usage
-from shop.i18n import _
+from shop.i18n import _, lazy_gettext
 
 LOGGER = logging.getLogger(__name__)
 
@@ -57,6 +68,20 @@ NOBODY = 65534
 #: stop, pause and kill them.
 GRADER = 65533
 GRADER_CAPABILITIES = "+setuid,+setgid,+kill"
+#: In a run with two users: the loopback address that ``NOBODY`` may not reach
+#: (``WALL_RULES``), where the grader's own servers listen behind its proxies.
+WALLED = BEHIND_PROXIES.address
+#: The rule, in the run's own network namespace: the student's user gets a TCP reset
+#: (anything else, an ICMP refusal) for any packet to ``WALLED``. Loopback traffic
+#: passes the output hook once, so a packet refused there never reaches a listener.
+WALL_RULES = f"""table inet lockshop_wall {{
+  chain output {{
+    type filter hook output priority 0; policy accept;
+    meta skuid {NOBODY} ip daddr {WALLED} meta l4proto tcp reject with tcp reset
+    meta skuid {NOBODY} ip daddr {WALLED} reject
+  }}
+}}
+"""
 #: Where a run's private, writable folder is, inside the sandbox.
 INSIDE_TMP = "/tmp"
 
@@ -73,6 +98,12 @@ HIDDEN = ("/root", "/home", "/work", "/tmp", "/var/tmp", "/run", "/var/run", "/v
 #: Started before anything else in the run, as root: join the run's cgroups (their
 #: ``cgroup.procs`` files are the arguments before ``--``), then become the rest.
 _JOIN = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"'
+#: Started inside bwrap, as root in the run's own network namespace, before the drop:
+#: the wall (its rules are the first argument), then the rest. If the wall cannot be put
+#: up there, nothing of the student's runs.
+_WALL = ('printf "%s" "$1" | PATH=/usr/sbin:/sbin:$PATH nft -f - '
+         '|| { echo "sandbox: the wall could not be put up" >&2; exit 125; }; '
+         'shift; exec "$@"')
 
 
 @dataclass(frozen=True)
@@ -112,6 +143,9 @@ class SandboxRun:
     #: Why this run's memory, process and total CPU time limits did not hold (its cgroup
     #: could not be made, and ``run`` was told to go on without it), or None.
     unenforced: str | None = None
+    #: In a run with two users: why ``NOBODY`` could reach ``WALLED`` (the rule could not
+    #: be made on this machine: ``wall_unavailable``, in the reader's language), or None.
+    unwalled: object | None = None
 
 
 class SandboxUnavailable(RuntimeError):
@@ -148,6 +182,24 @@ def size(count: int) -> str:
 
 def missing_tools() -> list[str]:
     return [tool for tool in ("bwrap", "setpriv", "prlimit") if shutil.which(tool) is None]
+
+
+@functools.cache
+def wall_unavailable() -> object | None:
+    """Why ``WALL_RULES`` cannot be put up on this machine (no ``nft``, or nftables
+    refused in a network namespace of its own), in the reader's language, or None when it
+    can: tried once, in a namespace made for the try and gone with it."""
+    tools = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
+    for tool, package in (("nft", "nftables"), ("unshare", "util-linux")):
+        if shutil.which(tool, path=tools["PATH"]) is None:
+            return lazy_gettext("%(tool)s is not installed (Debian package %(package)s; "
+                                "./run installs it)", tool=tool, package=package)
+    tried = subprocess.run(["unshare", "--net", "--", "nft", "-f", "-"], input=WALL_RULES,
+                           capture_output=True, text=True, env=tools)
+    if tried.returncode != 0:
+        said = (tried.stderr.strip() or f"status {tried.returncode}").splitlines()[-1]
+        return lazy_gettext("nft could not put the rule up: %(said)s", said=said)
+    return None
 
 
 # --- what the run sees -------------------------------------------------------------------
@@ -240,7 +292,13 @@ def run(command: Sequence[str], limits: Limits, view: View, *,
 
     Where the run's cgroup cannot be made, nothing runs: ``LimitsUnavailable`` says why.
     Only ``without_limits`` (a room opened with ``--room-without-limits``) lets it run on
-    its rlimits and the wall clock alone, and the result's ``unenforced`` says why."""
+    its rlimits and the wall clock alone, and the result's ``unenforced`` says why.
+
+    With ``grader_user``, ``NOBODY`` may not reach ``WALLED`` (``WALL_RULES``). Where the
+    rule cannot be made on this machine the run goes on without it (it keeps a lock off
+    the grader's own servers, which a grading can still do without: the checks that count
+    through a proxy are then the ones that can be fooled), and the result's ``unwalled``
+    says why, for the student's message."""
     missing = missing_tools()
     if missing:
         raise SandboxUnavailable(f"missing {', '.join(missing)} (Debian packages bubblewrap, "
@@ -262,7 +320,12 @@ def run(command: Sequence[str], limits: Limits, view: View, *,
                   "TMPDIR": INSIDE_TMP, "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
                   "PYTHONUNBUFFERED": "1", "LOCKSHOP_REPORT_FD": str(report_write),
                   **(env or {})}
-    argv = _command_line(command, limits, view, inside_env, group, grader_user)
+    unwalled = wall_unavailable() if grader_user is not None else None
+    if unwalled is not None:
+        LOGGER.warning("sandbox: a grading runs without the wall before %s: %s", WALLED,
+                       unwalled)
+    argv = _command_line(command, limits, view, inside_env, group, grader_user,
+                         wall=grader_user is not None and unwalled is None)
     state = _Watch(limits)
     started = time.monotonic()
     try:
@@ -299,11 +362,12 @@ def run(command: Sequence[str], limits: Limits, view: View, *,
         if group is not None:
             group.remove()
     usage.wall_seconds = round(time.monotonic() - started, 2)
-    return SandboxRun(returncode, state.limit, state.tail(), usage, unenforced)
+    return SandboxRun(returncode, state.limit, state.tail(), usage, unenforced, unwalled)
 
 
 def _command_line(command: Sequence[str], limits: Limits, view: View, env: dict[str, str],
-                  group: RunGroup | None, grader_user: int | None = None) -> list[str]:
+                  group: RunGroup | None, grader_user: int | None = None, *,
+                  wall: bool = False) -> list[str]:
     rlimits = [f"--cpu={limits.cpu_seconds}:{limits.cpu_seconds + 5}",
                f"--nofile={limits.open_files}:{limits.open_files}",
                f"--fsize={limits.file_bytes}:{limits.file_bytes}", "--core=0:0"]
@@ -326,8 +390,9 @@ def _command_line(command: Sequence[str], limits: Limits, view: View, env: dict[
                 "--clear-groups", f"--inh-caps={kept}", f"--ambient-caps={kept}",
                 f"--bounding-set={kept}", "--no-new-privs", "--"]
     joined = group.procs if group is not None else []
+    walled = ["/bin/sh", "-c", _WALL, "sh", WALL_RULES] if wall else []
     return ["/bin/sh", "-c", _JOIN, "sh", *joined, "--", "prlimit", *rlimits, "--",
-            *bwrap, "--", *drop, *command]
+            *bwrap, "--", *walled, *drop, *command]
 
 
 class _Watch:

@@ -139,6 +139,12 @@ def grade_in_sandbox(exercise_id: str, source: str, language: str, *,
             outcome.message = _one_line(outcome.message + " " + _(
                 "(graded WITHOUT its memory, process and total CPU time limits: "
                 "%(why)s)", why=ran.unenforced))
+        if ran.unwalled is not None:
+            # Without the wall a lock could go round the grader's ZooKeeper proxy and hide
+            # its watches from the checks that count them: the verdict is weaker, say so.
+            outcome.message = _one_line(outcome.message + " " + _(
+                "(graded WITHOUT the wall that keeps your code off the grader's own "
+                "servers: %(why)s)", why=ran.unwalled))
         return outcome
 
 

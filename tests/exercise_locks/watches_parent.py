@@ -62,3 +62,16 @@ class QueueLock(ZooKeeperLockBase):
     def _still_held(self) -> bool:
         stat = self.client.exists(self.node) if self.node else None
         return stat is not None and stat.ephemeralOwner == self.client.client_id[0]
+
+
+class AlsoWatchesTheNodeAhead(QueueLock):
+    """The same herd, and the node ahead watched too, as the right lock does: each node then
+    has one watcher, and only the folder's watches say that every waiter wakes. They fire
+    at every waiter's arrival and are set again a moment later, so C19 must look for a
+    while, not once."""
+
+    def _wait_for_release(self, seconds: float) -> None:
+        woken = threading.Event()
+        self.client.get_children(self.parent, watch=lambda event: woken.set())
+        if self.client.exists(f"{self.parent}/{self.ahead}", watch=lambda event: woken.set()):
+            woken.wait(seconds)

@@ -189,7 +189,7 @@ def jobs_run_once(grading: Grading) -> tuple[str, bool]:
     folder = grading.runtime / "jobs"
     folder.mkdir(parents=True, exist_ok=True)
     config = Config(database_url=f"sqlite:///{folder / 'shop.db'}",
-                    zk_hosts=grading.zookeeper.address, admin_token=TOKEN,
+                    zk_hosts=grading.students_zk_hosts(), admin_token=TOKEN,
                     election=grading.spec, job_interval_ms=0)
     # The instances run the student's election: as the student's user, where there is one.
     with StudentsCluster(config, instances=INSTANCES, runtime_dir=folder) as cluster:

@@ -22,6 +22,8 @@ from lockshop.exercises.grading import Background, Check, Grading
 from shop.i18n import N_, _, lazy_gettext, yes_no
 
 WAITERS = 5
+#: How long C19 looks at the waiters' watches once they are queued (``seen_watching``).
+SETTLE_S = 1.0
 #: What ensure_held() did (marked here, said in the reader's language).
 PASSES, RAISES_LOCK_LOST = N_("passes"), N_("raises LockLost")
 
@@ -160,10 +162,32 @@ def _queue_behind_a_holder(grading: Grading, name: str, *, one_at_a_time: bool
     return held_lock, waiters, served, _watch_count(grading, waiters)
 
 
+def seen_watching(grading: Grading, waiters: list[Waiter], seconds: float = SETTLE_S
+                  ) -> tuple[str, int, int]:
+    """The path seen watched by the most sessions, how many, and the most watches seen,
+    looking again and again for ``seconds``: a herd's watch fires at every change (a later
+    waiter's node wakes every waiter before it) and is set again a moment later, so that
+    one look may fall in between and see one session per node (a lock that also watched
+    the node ahead then passed for fair). A fair lock's watches stay put while nobody
+    leaves."""
+    widest, most, total = "", 0, 0
+    deadline = time.monotonic() + seconds
+    while True:
+        found = watches(grading, waiters)
+        for path, sessions in found.items():
+            if len(sessions) > most:
+                widest, most = path, len(sessions)
+        total = max(total, sum(len(sessions) for sessions in found.values()))
+        if time.monotonic() >= deadline:
+            return widest, most, total
+        time.sleep(0.05)
+
+
 def one_wakeup_per_release(grading: Grading) -> tuple[str, bool]:
     name = grading.fresh_name("herd")
-    held_lock, waiters, served, total = _queue_behind_a_holder(grading, name, one_at_a_time=False)
-    most = max((len(s) for s in watches(grading, waiters).values()), default=0)
+    held_lock, waiters, served, _total = _queue_behind_a_holder(grading, name,
+                                                                one_at_a_time=False)
+    _path, most, total = seen_watching(grading, waiters)
     held_lock.release()
     for waiter in waiters:
         waiter.join()
