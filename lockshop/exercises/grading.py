@@ -215,8 +215,9 @@ class Grading:
             self._students_zookeeper = self._zookeeper_proxy()
         return self._students_zookeeper.address
 
-    def _zookeeper_proxy(self) -> ZooKeeperProxy:
-        proxy = ZooKeeperProxy((self.zookeeper.host.address, self.zookeeper.port))
+    def _zookeeper_proxy(self, *, one_client: bool = False) -> ZooKeeperProxy:
+        proxy = ZooKeeperProxy((self.zookeeper.host.address, self.zookeeper.port),
+                               one_client=one_client)
         self._zookeeper_proxies.append(proxy)
         return proxy
 
@@ -259,7 +260,7 @@ class Grading:
                 proxy = self.watch(watched_key, client_name=name)
                 backends = replace(backends, redis_url=f"{backends.redis_url}?client_name={name}")
             if self.zookeeper is not None:  # a proxy of its own: its session is the proxy's
-                proxy = self._zookeeper_proxy()
+                proxy = self._zookeeper_proxy(one_client=True)
                 backends = replace(backends, zk_hosts=proxy.address)
             factory = self.host.factory(backends, client=proxy)
         else:
@@ -276,6 +277,20 @@ class Grading:
         if self.host is not None:
             return factory.client.session
         return (factory.client.client_id or (None,))[0]
+
+    def children_watches(self) -> dict[int, set[str]] | None:
+        """With a host, every session and the paths whose children it watches, as the
+        grader's proxies saw the server set them on the connections open now: every
+        proxy's, so that a watch set through any of them (another lock's, the one the
+        student's other processes share) is counted for the session that set it. Without
+        a host, None: the sessions are the grader's own clients (``children_watched``)."""
+        if self.host is None:
+            return None
+        found: dict[int, set[str]] = {}
+        for proxy in self._zookeeper_proxies:
+            for session, paths in proxy.watching().items():
+                found.setdefault(session, set()).update(paths)
+        return found
 
     def children_watched(self, factory) -> list[str]:
         """The paths whose children ``factory``'s session waits to hear about (the server's

@@ -30,8 +30,9 @@ PASSES, RAISES_LOCK_LOST = N_("passes"), N_("raises LockLost")
 
 def watches(grading: Grading, waiters: Iterable[Waiter] = ()) -> dict[str, set[int]]:
     """Every watched path and the sessions watching it: the nodes' watches from the server
-    (``wchp``), and the children's watches (get_children) that ``wchp`` does not list, from
-    the clients of ``waiters``."""
+    (``wchp``), and the children's watches (get_children) that ``wchp`` does not list:
+    with the lock in a host, those of every session through the grader's proxies
+    (``Grading.children_watches``), else those of the clients of ``waiters``."""
     server = grading.zookeeper
     found: dict[str, set[int]] = {}
     path = None
@@ -41,6 +42,12 @@ def watches(grading: Grading, waiters: Iterable[Waiter] = ()) -> dict[str, set[i
             found[path] = set()
         elif line.strip().startswith("0x") and path is not None:
             found[path].add(int(line.strip(), 16))
+    through_proxies = grading.children_watches()
+    if through_proxies is not None:
+        for session, paths in through_proxies.items():
+            for path in paths:
+                found.setdefault(path, set()).add(session)
+        return found
     for waiter in waiters:
         for path in grading.children_watched(waiter.factory):
             found.setdefault(path, set()).add(waiter.session)
