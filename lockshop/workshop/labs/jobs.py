@@ -16,8 +16,10 @@ from collections.abc import Callable
 from contextlib import nullcontext
 
 from locks import Backends, LockLost
+from locks.redis_support import KEY_PREFIX
 from lockshop.cluster.client import ShopClient
 from lockshop.cluster.launcher import Cluster
+from lockshop.workshop.labs.redis_leases import server_client, wait_for
 from lockshop.workshop.staging.record import Lab
 from shop.config import Config
 from shop.errors import SoldOut
@@ -214,7 +216,12 @@ def stage_leader(run) -> None:
 
 def stage_job_longer_than_lease(run) -> None:
     """Run A holds the job's lock (lease 300 ms) and works 600 ms; run B, on another
-    instance, fires 400 ms in, takes the lock A's lease let go of, and works fast."""
+    instance, fires 400 ms in, takes the lock A's lease let go of, and works fast.
+
+    Forced, not timed: B fires once A holds the lock, 400 ms have passed and A's key is
+    gone from Redis; A's work goes on until B's run is over; and B's lease is long, so
+    that a busy machine cannot make it run out before B's writes (it once did, and B,
+    the rightful holder, stopped too)."""
     server, = run.parts.redis()
     for half, how, recheck in (
             ("broken", _("the job checks its lock when it starts, and then writes"), False),
@@ -223,21 +230,29 @@ def stage_job_longer_than_lease(run) -> None:
         sessions = run.shop_database(ProductSpec("x", "Lab item", ProductKind.ITEM, stock=10))
         for _order in range(ORDERS):
             place_order_unguarded(sessions)
-        factory = run.open_locks("redis", redis_url=server.url, lease_ms=300)
+        a_factory = run.open_locks("redis", redis_url=server.url, lease_ms=300)
+        b_factory = run.open_locks("redis", redis_url=server.url, lease_ms=30_000)
         outcomes: dict[str, str] = {}
         sent: dict[str, int] = {}
         stopped: set[str] = set()
+        a_holds, b_done = threading.Event(), threading.Event()
 
-        def job_run(name: str, work_ms: int) -> None:
+        def a_works(seconds: float) -> None:
+            time.sleep(seconds)
+            b_done.wait(30)  # A is still "working" when B is done: its lease ran out long ago
+
+        def job_run(name: str, factory, work_ms: int, sleep=time.sleep) -> None:
             lock = factory.lock("job:send_reminders")
             if not lock.acquire(blocking=False):
                 outcomes[name] = _("skipped: the lock is held")
                 return
+            if name == "A":
+                a_holds.set()
             context = JobContext(name, fire_time=utcnow(), now=utcnow(),
                                  business_delay_ms=work_ms,
                                  still_ours=(lambda db: lock.ensure_held()) if recheck
                                  else (lambda db: None),
-                                 exclude_orders=lambda product: nullcontext())
+                                 exclude_orders=lambda product: nullcontext(), sleep=sleep)
             try:
                 sent[name] = send_reminders(engine_of(sessions), context, 0)
                 outcomes[name] = _("sent %(count)s", count=sent[name])
@@ -249,14 +264,20 @@ def stage_job_longer_than_lease(run) -> None:
             except LockLost:
                 pass  # its lease had run out: nothing to give back
 
-        a = threading.Thread(target=job_run, args=("A", 600))
+        a = threading.Thread(target=job_run, args=("A", a_factory, 600, a_works))
         a.start()
+        a_holds.wait(10)
         time.sleep(0.4)
-        job_run("B", 0)
+        wait_for(lambda: not server_client(server).exists(KEY_PREFIX + "job:send_reminders"),
+                 "A's key to expire")
+        try:
+            job_run("B", b_factory, 0)
+        finally:
+            b_done.set()
         a.join()
         jobs = take_audit(sessions).jobs
         observed = _("A %(a)s; B %(b)s; reminders %(sent)s, duplicates %(twice)s",
-                     a=outcomes["A"], b=outcomes["B"], sent=jobs.reminders,
+                     a=outcomes.get("A", "?"), b=outcomes["B"], sent=jobs.reminders,
                      twice=jobs.duplicate_reminders)
         action = _("%(orders)s unpaid orders; A's run takes the lock and works 600 ms; B's run "
                    "fires 400 ms later", orders=ORDERS)
