@@ -75,8 +75,11 @@ def test_a_reminder_whose_commit_is_late_is_not_sent_again(request, make_app,
                                                           shared_database_url, strategy):
     servers = {"redis_url": request.getfixturevalue("redis_server").url} if (
         strategy == "redis") else {}
-    a, b = (make_app(shared_database_url, instance=name, lock_lease_ms=300, **servers)
-            for name in ("a", "b"))
+    # A's lease is short, to run out while its commit is held; B's is long, so that B's
+    # run is stopped by nothing but the held commit (with a core kept busy, B once took
+    # over 300 ms to reach its write and gave up there, not waiting for the commit).
+    a, b = (make_app(shared_database_url, instance=name, lock_lease_ms=lease, **servers)
+            for name, lease in (("a", 300), ("b", 30_000)))
     state_a, state_b = a.extensions["lockshop"], b.extensions["lockshop"]
     settings = state_a.change_settings(strategy=strategy, reminder_after_ms=0,
                                        job_interval_ms=1000, job_lock_at_least_ms=0)
