@@ -27,7 +27,7 @@ from lockshop.cluster.launcher import Cluster
 from lockshop.cluster.processes import LISTENING_PORTS, port_is_free
 from lockshop.cluster.zookeeper_servers import zookeeper_installed
 from shop.errors import SeatTaken, SoldOut
-from shop.orders.order_path import OrderContext, OrderRequest
+from shop.orders.order_path import OrderContext, OrderRequest, place_order
 from shop.orders.order_strategies import Strategies
 from shop.store.db import engine_of
 from shop.store.models import Order, Product, Setting
@@ -148,18 +148,40 @@ def _control_port(up_args: tuple[str, ...]) -> int:
     return port
 
 
+def strategies_for(sessions) -> Strategies:
+    """The shop's strategies on the database of ``sessions``."""
+    dialect = engine_of(sessions).dialect.name
+    return Strategies(Backends(), "mysql" if dialect == "mariadb" else dialect)
+
+
 def runner_for(sessions, name: str):
     """How the shop places an order under ``name``, on the database of ``sessions``."""
-    dialect = engine_of(sessions).dialect.name
-    return Strategies(Backends(), "mysql" if dialect == "mariadb" else dialect).runner(name)
+    return strategies_for(sessions).runner(name)
 
 
-def concurrent_sale(sessions, name: str, requests: list[OrderRequest], delay_ms: int) -> dict:
-    """Every buyer orders at the same moment (a barrier) through ``name``; count outcomes."""
+def concurrent_sale(sessions, name: str, requests: list[OrderRequest], delay_ms: int, *,
+                    all_read_first: bool = False) -> dict:
+    """Every buyer orders at the same moment (a barrier) through ``name``; count outcomes.
+
+    ``all_read_first``, for a lock that excludes nobody (``none``): the business delay
+    begins once every buyer has read, so that no read comes after a write however late a
+    thread is scheduled (with a core kept busy, one buyer once read after another's
+    write, 400 ms of delay notwithstanding, and a second seat was double-booked)."""
     runner = runner_for(sessions, name)
     context = OrderContext("test", name, business_delay_ms=delay_ms, lock_timeout_ms=30_000)
     start = threading.Barrier(len(requests))
     outcomes: list[str] = []
+    if all_read_first:
+        factory = strategies_for(sessions).lock_factory(name)
+        everyone_read = threading.Barrier(len(requests))
+
+        def delay_after_every_read(seconds: float) -> None:
+            everyone_read.wait(30)
+            time.sleep(seconds)
+
+        def runner(database, request, context):
+            return place_order(database, factory, request, context,
+                               sleep=delay_after_every_read)
 
     def buyer(request: OrderRequest) -> None:
         start.wait()
