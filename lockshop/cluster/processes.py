@@ -18,6 +18,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 from shop.i18n import _
@@ -38,6 +39,11 @@ class StartError(RuntimeError):
 LISTENING_PORTS = range(20000, 32768)
 
 _ports = random.SystemRandom()
+#: Ports this process handed out lately. A port is free until its server binds it,
+#: so a caller that asks for several before starting anything (an ensemble asks for
+#: nine) could otherwise be given one twice: ZooKeeper then exits with 14, its
+#: election port taken by its own peer.
+_handed_out: deque[int] = deque(maxlen=4096)
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -47,7 +53,8 @@ def free_port(host: str = "127.0.0.1") -> int:
     candidates = range(LISTENING_PORTS.start, min(LISTENING_PORTS.stop, ephemeral_low))
     for _attempt in range(200 if len(candidates) > 1000 else 0):
         port = _ports.choice(candidates)
-        if port_is_free(port, host, reuse=False):
+        if port not in _handed_out and port_is_free(port, host, reuse=False):
+            _handed_out.append(port)
             return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))

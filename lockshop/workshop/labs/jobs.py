@@ -218,10 +218,11 @@ def stage_job_longer_than_lease(run) -> None:
     """Run A holds the job's lock (lease 300 ms) and works 600 ms; run B, on another
     instance, fires 400 ms in, takes the lock A's lease let go of, and works fast.
 
-    Forced, not timed: B fires once A holds the lock, 400 ms have passed and A's key is
-    gone from Redis; A's work goes on until B's run is over; and B's lease is long, so
-    that a busy machine cannot make it run out before B's writes (it once did, and B,
-    the rightful holder, stopped too)."""
+    Forced, not timed: B fires once A has read the orders due and begun its work, 400 ms
+    have passed and A's key is gone from Redis (B once fired while A, descheduled, had
+    not read yet, and A found nothing left to send); A's work goes on until B's run is
+    over; and B's lease is long, so that a busy machine cannot make it run out before
+    B's writes (it once did, and B, the rightful holder, stopped too)."""
     server, = run.parts.redis()
     for half, how, recheck in (
             ("broken", _("the job checks its lock when it starts, and then writes"), False),
@@ -235,9 +236,10 @@ def stage_job_longer_than_lease(run) -> None:
         outcomes: dict[str, str] = {}
         sent: dict[str, int] = {}
         stopped: set[str] = set()
-        a_holds, b_done = threading.Event(), threading.Event()
+        a_working, b_done = threading.Event(), threading.Event()
 
         def a_works(seconds: float) -> None:
+            a_working.set()  # A has read the orders due
             time.sleep(seconds)
             b_done.wait(30)  # A is still "working" when B is done: its lease ran out long ago
 
@@ -246,8 +248,6 @@ def stage_job_longer_than_lease(run) -> None:
             if not lock.acquire(blocking=False):
                 outcomes[name] = _("skipped: the lock is held")
                 return
-            if name == "A":
-                a_holds.set()
             context = JobContext(name, fire_time=utcnow(), now=utcnow(),
                                  business_delay_ms=work_ms,
                                  still_ours=(lambda db: lock.ensure_held()) if recheck
@@ -266,7 +266,7 @@ def stage_job_longer_than_lease(run) -> None:
 
         a = threading.Thread(target=job_run, args=("A", a_factory, 600, a_works))
         a.start()
-        a_holds.wait(10)
+        a_working.wait(30)
         time.sleep(0.4)
         wait_for(lambda: not server_client(server).exists(KEY_PREFIX + "job:send_reminders"),
                  "A's key to expire")
