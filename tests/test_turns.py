@@ -16,10 +16,13 @@ import random
 from lockshop.turns import SideBySide, compared, side_by_side
 
 RUNS = 5
-#: Each run's length: a hundred turns of 15 ms per action. Turns of 5 ms (half a second)
-#: were as short as the time slices of a machine with a core kept busy beside the suite,
-#: and two equal actions once measured 0.89 of each other in a run whose control said 1.03.
-SECONDS = 1.5
+#: Each run's length: three hundred turns of 15 ms per action. Turns of 5 ms were as
+#: short as the time slices of a machine with a core kept busy beside the suite, and two
+#: equal actions once measured 0.89 of each other in a run whose control said 1.03. A
+#: hundred turns of 15 ms were still too few there: equal actions measured 0.92 to 1.07
+#: (standard deviation 0.038, 15 runs), and once 0.897 in the suite with a control of
+#: 0.952; three hundred measured 0.98 to 1.02 (0.011, 10 runs).
+SECONDS, TURNS = 4.5, 300
 
 
 def _work() -> int:
@@ -30,7 +33,7 @@ def _measured(ours, theirs, theirs_again) -> SideBySide:
     """The first of at most ``RUNS`` runs whose control says the run could tell."""
     seen = []
     for _run in range(RUNS):
-        measured = side_by_side(ours, theirs, theirs_again, seconds=SECONDS, turns=100)
+        measured = side_by_side(ours, theirs, theirs_again, seconds=SECONDS, turns=TURNS)
         if 0.9 < measured.control < 1.1:
             return measured
         seen.append(round(measured.control, 3))
